@@ -1,0 +1,99 @@
+"""Environment speed: observe + step per second for every registered env, beside TextArena's Sokoban-v0.
+
+One "observe + step" is `env.last()` (which builds the acting agent's observation) followed by `env.step(text)`
+with a one-move answer, through the wrappers that `pettingllms.make` applies. Resets are excluded from the
+timing (level generation is measured by `bench_sokoban_generation.py`). The anchor, TextArena's Sokoban-v0
+(`get_observation()` + `step("[up]")`), runs in a subprocess with the interpreter given by `--anchor-python`
+(a venv with `pip install textarena numpy`), in the same run.
+
+    python benchmarks/bench_env_steps.py [--steps 20000] [--anchor-python .bench-venv/bin/python] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pettingllms
+
+REPO = Path(__file__).resolve().parent.parent
+ACTIONS = {
+    "sudoku-v0": ["<answer>(1,1,1)</answer>", "<answer>(2,3,4)</answer>", "<answer>(4,4,2)</answer>"],
+}
+MOVES = ["<answer>U</answer>", "<answer>R</answer>", "<answer>D</answer>", "<answer>L</answer>"]
+
+ANCHOR = """
+import json, sys, time
+import textarena as ta
+steps = int(sys.argv[1])
+env = ta.make("Sokoban-v0")
+moves = ["[up]", "[right]", "[down]", "[left]"]
+env.reset(num_players=1, seed=0)
+done, elapsed, seed = False, 0.0, 0
+for i in range(steps):
+    if done:
+        seed += 1
+        env.reset(num_players=1, seed=seed)
+    start = time.perf_counter()
+    player_id, observation = env.get_observation()
+    done, info = env.step(action=moves[i % 4])
+    elapsed += time.perf_counter() - start
+print(json.dumps({"steps_per_s": steps / elapsed}))
+"""
+
+
+def measure(env_id: str, workflow: str, steps: int) -> float:
+    """Observe + step per second of `env_id` (resets excluded)."""
+    env = pettingllms.make(env_id, workflow=workflow, max_turns=50)
+    actions = ACTIONS.get(env_id, MOVES)
+    env.reset(seed=0)
+    elapsed, seed = 0.0, 0
+    for i in range(steps):
+        if not env.agents or env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:
+            seed += 1
+            env.reset(seed=seed)
+        start = time.perf_counter()
+        env.last()
+        env.step(actions[i % len(actions)])
+        elapsed += time.perf_counter() - start
+    return steps / elapsed
+
+
+def measure_anchor(python: Path, steps: int) -> float | None:
+    if not python.exists():
+        print(f"anchor skipped: {python} not found (create a venv with `pip install textarena numpy`)")
+        return None
+    out = subprocess.run([str(python), "-c", ANCHOR, str(steps)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["steps_per_s"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--anchor-python", type=Path, default=REPO / ".bench-venv" / "bin" / "python")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+
+    figures: dict[str, float | None] = {
+        "textarena/Sokoban-v0": measure_anchor(args.anchor_python, args.steps)
+    }
+    for env_id in sorted(pettingllms.registry):
+        for workflow in ("single", "mas"):
+            figures[f"{env_id}/{workflow}"] = measure(env_id, workflow, args.steps)
+    anchor = figures["textarena/Sokoban-v0"]
+    print(f"{'environment':<28} {'observe+step/s':>15} {'vs TextArena Sokoban':>21}")
+    for name, rate in figures.items():
+        ratio = f"{rate / anchor:.2f}x" if anchor and rate else "-"
+        print(f"{name:<28} {rate or float('nan'):>15,.0f} {ratio:>21}")
+    if args.json:
+        args.json.write_text(
+            json.dumps({"python": sys.version.split()[0], "steps": args.steps, "figures": figures}, indent=2)
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Benchmark: Sokoban level generation speed and difficulty, ours vs gym-sokoban.
+
+Ours: ``pettingllms.envs.sokoban.generator.generate`` at 7x7 with 2 boxes,
+one ``numpy.random.default_rng(seed)`` per level (its creation is timed too);
+reports rooms/s and the mean/min/max optimal solution length in moves.
+
+Anchor: PyPI ``gym-sokoban``'s ``generate_room(dim=(7, 7), num_boxes=2)``,
+run in a subprocess with a separate interpreter (it needs the old ``gym``
+package, which must not enter the main virtual environment). Its generator
+cannot be seeded by argument: it draws from the global ``random`` and
+``numpy.random`` states, which the subprocess seeds once. Failed rooms (it
+raises ``RuntimeError``/``RuntimeWarning`` when a room scores 0) are retried,
+as its environment does, and counted; the time spent on them is included.
+The optimal solution lengths of the anchor's first rooms are measured with
+our solver, outside the timed section.
+
+Set up the anchor interpreter from the repository root with::
+
+    python -m venv .bench-venv && .bench-venv/bin/pip install gym-sokoban==0.0.6
+
+Run: ``python benchmarks/bench_sokoban_generation.py [--seeds N]
+[--anchor-rooms M] [--anchor-python PATH] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pettingllms.envs.sokoban.board import parse_xsb
+from pettingllms.envs.sokoban.generator import generate
+from pettingllms.envs.sokoban.solver import solve
+
+REPO = Path(__file__).resolve().parent.parent
+
+WIDTH = HEIGHT = 7
+NUM_BOXES = 2
+
+# Runs under the anchor interpreter. argv: rooms, seed, rooms to return as XSB.
+_ANCHOR_SCRIPT = r"""
+import json, random, sys, time
+import numpy as np
+from gym_sokoban.envs.room_utils import generate_room
+
+rooms, seed, keep = (int(a) for a in sys.argv[1:4])
+random.seed(seed)
+np.random.seed(seed)
+made, failures, kept = 0, 0, []
+start = time.perf_counter()
+while made < rooms:
+    try:
+        structure, state, _ = generate_room(dim=(7, 7), num_boxes=2)
+    except (RuntimeError, RuntimeWarning):
+        failures += 1
+        continue
+    made += 1
+    if len(kept) < keep:
+        kept.append((structure.tolist(), state.tolist()))
+seconds = time.perf_counter() - start
+
+def xsb(structure, state):
+    rows = []
+    for srow, row in zip(structure, state):
+        chars = []
+        for fixed, cell in zip(srow, row):
+            goal = fixed == 2
+            if fixed == 0:
+                chars.append("#")
+            elif cell == 5:
+                chars.append("+" if goal else "@")
+            elif cell in (3, 4):
+                chars.append("*" if goal else "$")
+            else:
+                chars.append("." if goal else " ")
+        rows.append("".join(chars))
+    return "\n".join(rows)
+
+print(json.dumps({"rooms": made, "failures": failures, "seconds": seconds,
+                  "levels": [xsb(s, r) for s, r in kept]}))
+"""
+
+
+def bench_ours(seeds: int) -> dict:
+    """Generate one level per seed; return throughput and solution lengths."""
+    lengths = []
+    start = time.perf_counter()
+    for seed in range(seeds):
+        _, solution = generate(np.random.default_rng(seed), width=WIDTH, height=HEIGHT, num_boxes=NUM_BOXES)
+        lengths.append(len(solution))
+    seconds = time.perf_counter() - start
+    return {
+        "rooms": seeds,
+        "seconds": seconds,
+        "rooms_per_s": seeds / seconds,
+        "solution_length_mean": statistics.fmean(lengths),
+        "solution_length_min": min(lengths),
+        "solution_length_max": max(lengths),
+    }
+
+
+def bench_anchor(python: Path, rooms: int, keep: int, seed: int) -> dict | None:
+    """Run gym-sokoban's generator under ``python``; ``None`` (with a message) if unavailable."""
+    if not python.exists():
+        print(f"anchor skipped: no interpreter at {python} (see this script's docstring to set it up)")
+        return None
+    result = subprocess.run(
+        [str(python), "-c", _ANCHOR_SCRIPT, str(rooms), str(seed), str(keep)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        print(f"anchor skipped: {python} failed to run gym-sokoban:\n{result.stderr.strip()}")
+        return None
+    report = json.loads(result.stdout)
+    lengths = [len(solve(parse_xsb(level))) for level in report.pop("levels")]
+    report["rooms_per_s"] = report["rooms"] / report["seconds"]
+    report["solved_sample"] = len(lengths)
+    report["solution_length_mean"] = statistics.fmean(lengths)
+    report["solution_length_min"] = min(lengths)
+    report["solution_length_max"] = max(lengths)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=3000, help="levels generated by ours (seeds 0..N-1)")
+    parser.add_argument("--anchor-rooms", type=int, default=200, help="rooms generated by gym-sokoban")
+    parser.add_argument(
+        "--anchor-solve", type=int, default=100, help="anchor rooms whose optimal length is measured"
+    )
+    parser.add_argument("--anchor-seed", type=int, default=0, help="seed for gym-sokoban's global RNGs")
+    parser.add_argument(
+        "--anchor-python",
+        type=Path,
+        default=Path(".bench-venv/bin/python"),
+        help="interpreter with gym-sokoban installed; relative paths are from the repository root",
+    )
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
+    args = parser.parse_args()
+
+    anchor_python = args.anchor_python if args.anchor_python.is_absolute() else REPO / args.anchor_python
+    ours = bench_ours(args.seeds)
+    anchor = bench_anchor(anchor_python, args.anchor_rooms, args.anchor_solve, args.anchor_seed)
+    ratio = ours["rooms_per_s"] / anchor["rooms_per_s"] if anchor else None
+
+    print(f"Sokoban generation, {WIDTH}x{HEIGHT}, {NUM_BOXES} boxes")
+    print(f"{'generator':<14}{'rooms':>7}{'rooms/s':>10}{'opt. moves mean':>17}{'min':>5}{'max':>5}")
+    rows = [("pettingllms", ours)] + ([("gym-sokoban", anchor)] if anchor else [])
+    for name, r in rows:
+        print(
+            f"{name:<14}{r['rooms']:>7}{r['rooms_per_s']:>10.1f}{r['solution_length_mean']:>17.2f}"
+            f"{r['solution_length_min']:>5}{r['solution_length_max']:>5}"
+        )
+    if anchor:
+        print(
+            f"gym-sokoban failed rooms (retried, time included): {anchor['failures']}; "
+            f"its optimal lengths measured on its first {anchor['solved_sample']} rooms"
+        )
+        print(f"speed ratio (ours / gym-sokoban): {ratio:.1f}x")
+
+    if args.json:
+        figures = {"width": WIDTH, "height": HEIGHT, "num_boxes": NUM_BOXES, "ours": ours, "anchor": anchor}
+        figures["speed_ratio"] = ratio
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""PettingLLMs: multi-agent text environments for language models, behind PettingZoo's AEC API.
+
+>>> import pettingllms
+>>> env = pettingllms.make("sokoban-v0")
+>>> env.reset(seed=0)
+>>> for agent in env.agent_iter():
+...     observation, reward, termination, truncation, info = env.last()
+...     env.step(None if termination or truncation else "<answer>U</answer>")
+
+Importing this package imports no environment module and no heavy dependency.
+"""
+
+from pettingllms import envs as _envs  # noqa: F401  (registers the built-in environments)
+from pettingllms.errors import (
+    ConfigError,
+    DependencyNotInstalled,
+    NameNotFound,
+    PettingLLMsError,
+    UnknownEnvError,
+    VersionNotFound,
+)
+from pettingllms.registration import EnvSpec, make, register, registry, spec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "DependencyNotInstalled",
+    "EnvSpec",
+    "NameNotFound",
+    "PettingLLMsError",
+    "UnknownEnvError",
+    "VersionNotFound",
+    "make",
+    "register",
+    "registry",
+    "spec",
+]

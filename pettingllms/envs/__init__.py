@@ -1,0 +1,19 @@
+"""Registration of the built-in environments: one flat list, string entry points, nothing imported here."""
+
+from pettingllms.registration import register
+
+register(
+    id="sokoban-v0",
+    entry_point="pettingllms.envs.sokoban.env:SokobanEnv",
+    description="Push every box onto a goal; a tool agent may search with code, a plan agent moves.",
+)
+register(
+    id="sudoku-v0",
+    entry_point="pettingllms.envs.sudoku.env:SudokuEnv",
+    description="Fill a 4x4 or 9x9 Sudoku; a tool agent may solve with code, a plan agent places digits.",
+)
+register(
+    id="plan-path-v0",
+    entry_point="pettingllms.envs.plan_path.env:PlanPathEnv",
+    description="Walk from S to G around walls; a tool agent may search with code, a plan agent moves.",
+)

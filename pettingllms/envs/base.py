@@ -1,0 +1,234 @@
+"""`TextAECEnv`: the base class of every environment in this package.
+
+Contract shared by all environments (subclasses implement the task; this class implements the protocol):
+
+- Agents act in the order of their workflow (`WORKFLOWS[workflow]`); one *turn* is one action of every agent.
+  After the last agent of a turn acts, the turn counter advances; when it reaches `max_turns` without the task
+  being finished, every agent is truncated. When the task ends (`StepOutcome.terminal`), every agent is
+  terminated at once.
+- Observations are `TextObservation`s (a `str` subclass) of at most `OBSERVATION_MAX_CHARS` characters, all in
+  `printable_charset()`; actions are any `str` (the raw model completion). Text that cannot be used is never an
+  exception: it earns a penalty and `infos[agent]["error"]` explains why.
+- After every step, for *every* live agent `a`:
+  `rewards[a] == alpha * infos[a]["reward_team"] + infos[a]["reward_local"]`, where the team reward is shared by
+  the team and the local reward goes to the acting agent only (other agents get `reward_local == 0.0`).
+  `infos[a]` always holds `reward_team`, `reward_local`, `turn` (the turn in which the step happened),
+  `success` (whether the task is solved so far), and `error` only for the acting agent when its action could
+  not be used.
+- Randomness comes only from `self.np_random`, seeded by `reset(seed=...)` (a new seed draws a new generator;
+  `reset()` without a seed continues the current one).
+- `clone()` (or `copy.deepcopy`) returns an exact, independent copy; stepping the copy never changes the
+  original. Shared services (the code sandbox) are shared, not copied.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import warnings
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+
+from pettingllms.errors import ConfigError
+from pettingllms.text import (
+    ACTION_MAX_CHARS,
+    OBSERVATION_MAX_CHARS,
+    PrintableText,
+    TextObservation,
+    sanitize,
+    truncate,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepOutcome:
+    """What one agent's action did.
+
+    Attributes:
+        reward_local: the acting agent's own reward.
+        reward_team: the team's reward for this step (given to every agent).
+        error: why the action could not be used (fully or partly), or None.
+        terminal: the task has ended (solved, or finished for good).
+        info: extra entries for the acting agent's `infos` (documented by each env).
+    """
+
+    reward_local: float
+    reward_team: float = 0.0
+    error: str | None = None
+    terminal: bool = False
+    info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class TextAECEnv(AECEnv):
+    """Base class: turn-based text environment with team and local rewards (see the module docstring).
+
+    Subclasses set `WORKFLOWS`, `DEFAULT_MAX_TURNS`, `RESET_OPTIONS` and `metadata["name"]`, and implement
+    `_reset_task`, `_act`, `_observation_text` and `_render_text` (and `_render_rgb` for grid games).
+
+    Args:
+        alpha: weight of the team reward in `rewards[agent] = alpha * reward_team + reward_local`.
+        workflow: which team plays, a key of `WORKFLOWS` (`"mas"`: the full team; `"single"`: one agent alone).
+        max_turns: number of turns before truncation (default: `DEFAULT_MAX_TURNS`).
+        render_mode: one of `metadata["render_modes"]`, or None.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "text_aec",
+        "render_modes": ["ansi", "human"],
+        "is_parallelizable": False,
+    }
+    WORKFLOWS: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    DEFAULT_MAX_TURNS: ClassVar[int] = 4
+    RESET_OPTIONS: ClassVar[frozenset[str]] = frozenset()
+    """Keys that `reset(options=...)` understands; others draw a warning."""
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 1.0,
+        workflow: str = "mas",
+        max_turns: int | None = None,
+        render_mode: str | None = None,
+    ):
+        super().__init__()
+        if workflow not in self.WORKFLOWS:
+            raise ConfigError(
+                f"workflow={workflow!r} is not supported; allowed values: {sorted(self.WORKFLOWS)}"
+            )
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
+            raise ConfigError(f"alpha={alpha!r} must be a finite number (the weight of the team reward)")
+        max_turns = self.DEFAULT_MAX_TURNS if max_turns is None else max_turns
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+            raise ConfigError(f"max_turns={max_turns!r} must be an integer >= 1")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(
+                f"render_mode={render_mode!r} is not supported; allowed values: {self.metadata['render_modes']} or None"
+            )
+        self.alpha = float(alpha)
+        self.workflow = workflow
+        self.max_turns = max_turns
+        self.render_mode = render_mode
+        self.possible_agents = list(self.WORKFLOWS[workflow])
+        self._observation_spaces = {a: PrintableText(OBSERVATION_MAX_CHARS) for a in self.possible_agents}
+        self._action_spaces = {a: PrintableText(ACTION_MAX_CHARS) for a in self.possible_agents}
+        self.np_random, self.np_random_seed = seeding.np_random(None)
+        self.turn = 0
+        self.success = False
+        self._observations: dict[str, TextObservation] = {}
+
+    # ----------------------------------------------------------------- subclass hooks
+    def _reset_task(self, options: dict[str, Any]) -> None:
+        """Start a new task instance, drawing randomness from `self.np_random`; use and remove known options."""
+        raise NotImplementedError
+
+    def _act(self, agent: str, action: str) -> StepOutcome:
+        """Apply `agent`'s text action to the task; never raise on any string."""
+        raise NotImplementedError
+
+    def _observation_text(self, agent: str) -> str:
+        """The full prompt of `agent` for the current state."""
+        raise NotImplementedError
+
+    def _render_text(self) -> str:
+        """A human-readable picture of the current state."""
+        raise NotImplementedError
+
+    def _render_rgb(self) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} has no rgb_array rendering")
+
+    # ----------------------------------------------------------------- PettingZoo API
+    def observation_space(self, agent: str) -> PrintableText:
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> PrintableText:
+        return self._action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if seed is not None:
+            self.np_random, self.np_random_seed = seeding.np_random(seed)
+        options = dict(options or {})
+        unknown = sorted(set(options) - self.RESET_OPTIONS)
+        if unknown:
+            warnings.warn(
+                f"{type(self).__name__}.reset ignores unknown option(s) {unknown}; "
+                f"understood: {sorted(self.RESET_OPTIONS)}",
+                stacklevel=2,
+            )
+        self.turn = 0
+        self.success = False
+        self._reset_task(options)
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: self._info(0.0, 0.0) for a in self.agents}
+        self.agent_selection = self.agents[0]
+        self._observations = {}
+
+    def step(self, action: str | None) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        outcome = self._act(agent, action)
+        self._observations = {}
+        acting_turn = self.turn
+        for a in self.agents:
+            local = float(outcome.reward_local) if a == agent else 0.0
+            self.rewards[a] = self.alpha * float(outcome.reward_team) + local
+            self.infos[a] = self._info(float(outcome.reward_team), local, turn=acting_turn)
+        self.infos[agent].update(outcome.info)
+        if outcome.error is not None:
+            self.infos[agent]["error"] = outcome.error
+        index = self.agents.index(agent)
+        if outcome.terminal:
+            self.terminations = {a: True for a in self.agents}
+        elif index == len(self.agents) - 1:
+            self.turn += 1
+            if self.turn >= self.max_turns:
+                self.truncations = {a: True for a in self.agents}
+        self.agent_selection = self.agents[(index + 1) % len(self.agents)]
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def observe(self, agent: str) -> TextObservation:
+        observation = self._observations.get(agent)
+        if observation is None:
+            text = truncate(sanitize(self._observation_text(agent)), OBSERVATION_MAX_CHARS)
+            observation = self._observations[agent] = TextObservation(text)
+        return observation
+
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode is None:
+            warnings.warn("render() called without a render_mode; pass render_mode= to make()", stacklevel=2)
+            return None
+        if self.render_mode == "rgb_array":
+            return self._render_rgb()
+        text = self._render_text()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Nothing to release: shared services (the sandbox) outlive environments."""
+
+    def clone(self) -> TextAECEnv:
+        """Return an exact, independent copy (same state, same random generator state)."""
+        return copy.deepcopy(self)
+
+    # ----------------------------------------------------------------- helpers
+    def _info(self, reward_team: float, reward_local: float, *, turn: int | None = None) -> dict[str, Any]:
+        return {
+            "reward_team": reward_team,
+            "reward_local": reward_local,
+            "turn": self.turn if turn is None else turn,
+            "success": self.success,
+        }

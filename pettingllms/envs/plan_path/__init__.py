@@ -1,0 +1,1 @@
+"""Plan-Path: walk from S to G around walls (`plan-path-v0`)."""

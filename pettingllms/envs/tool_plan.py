@@ -1,0 +1,316 @@
+"""`ToolPlanEnv`: the paper's two-agent workflow for puzzles (games and planning).
+
+Each turn, in order:
+
+1. `tool` (workflow "mas" only) answers either with a fenced ```python block or directly with an answer in
+   `<answer>...</answer>`. Code runs in the sandbox (`pettingllms.sandbox`); its printed output is read for an
+   `<answer>...</answer>`, or else its last non-empty line is read as the answer. The proposed actions are
+   simulated on a *copy* of the state; the real state does not change.
+2. `plan` sees the task, the tool agent's code, output and proposed actions with their simulated result, and
+   answers in `<answer>...</answer>`. Its actions are executed on the real state, in order, stopping as soon as
+   the puzzle is solved.
+
+The episode terminates when the puzzle is solved and is truncated after `max_turns` turns.
+
+Rewards (version 0), with `potential(state)` in [0, 1] defined per game (1 iff solved):
+- local, both agents: `potential(after) - potential(before)` (for `tool`, "after" is the simulated copy),
+  minus `INVALID_ACTION_PENALTY` (0.05) per action that could not be applied (at most `MAX_INVALID_PENALTY`, 0.5
+  in total), or minus `PARSE_ERROR_PENALTY` (0.1) when the answer holds no usable action at all (no answer,
+  unknown token, code that failed or printed nothing usable).
+- team: `SUCCESS_REWARD` (1.0) on the step that solves the puzzle, else 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+
+from pettingllms.envs.base import StepOutcome, TextAECEnv
+from pettingllms.envs.splits import check_split, draw_in_split
+from pettingllms.parsing import ParseError, extract_answer, extract_python_block
+from pettingllms.text import truncate
+
+PARSE_ERROR_PENALTY = 0.1
+INVALID_ACTION_PENALTY = 0.05
+MAX_INVALID_PENALTY = 0.5
+SUCCESS_REWARD = 1.0
+CODE_SHOWN_CHARS = 4_000
+OUTPUT_SHOWN_CHARS = 2_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Proposal:
+    """What the tool agent proposed this turn, as shown to the plan agent."""
+
+    code: str | None
+    output: str | None
+    status: str | None
+    actions: tuple[Any, ...]
+    summary: str
+
+
+class ToolPlanEnv(TextAECEnv):
+    """Base of the puzzle environments (see the module docstring).
+
+    Subclasses implement the game hooks (`_generate`, `_load`, `_instance_key`, `_parse_actions`, `_apply`,
+    `_potential`, `_solved`, `_board_text`, `_board_rgb`, `_status`, `_format_actions`, `solution_actions`) and
+    set `TASK`, `ANSWER_FORMAT` and `INSTANCE_OPTION`.
+
+    Args (besides `TextAECEnv`'s):
+        sandbox: the `pettingllms.sandbox.Sandbox` that runs the tool agent's code (default: the shared one).
+        tool_timeout: wall-clock limit of one program, seconds.
+        tool_memory_mb: memory limit of one program.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "tool_plan",
+        "render_modes": ["ansi", "human", "rgb_array"],
+        "is_parallelizable": False,
+    }
+    WORKFLOWS = {"mas": ("tool", "plan"), "single": ("plan",)}
+    TASK: ClassVar[str] = ""
+    ANSWER_FORMAT: ClassVar[str] = ""
+    INSTANCE_OPTION: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.RESET_OPTIONS = frozenset({"split", cls.INSTANCE_OPTION})
+
+    def __init__(self, *, sandbox=None, tool_timeout: float = 5.0, tool_memory_mb: int = 1024, **kwargs):
+        super().__init__(**kwargs)
+        self._sandbox = sandbox
+        self.tool_timeout = float(tool_timeout)
+        self.tool_memory_mb = int(tool_memory_mb)
+        self.state: Any = None
+        self.initial_state: Any = None
+        self.split = "train"
+        self._proposal: Proposal | None = None
+        self._last_turn_report: str | None = None
+
+    # ----------------------------------------------------------------- game hooks
+    def _generate(self, rng: np.random.Generator) -> Any:
+        raise NotImplementedError
+
+    def _load(self, text: str) -> Any:
+        raise NotImplementedError
+
+    def _instance_key(self, state: Any) -> Any:
+        raise NotImplementedError
+
+    def _parse_actions(self, text: str) -> list[Any]:
+        """Parse the inside of an answer; raise `ParseError` (message for the model)."""
+        raise NotImplementedError
+
+    def _apply(self, state: Any, action: Any) -> str | None:
+        """Apply one action in place; return why it could not be applied (state unchanged), or None."""
+        raise NotImplementedError
+
+    def _potential(self, state: Any) -> float:
+        raise NotImplementedError
+
+    def _solved(self, state: Any) -> bool:
+        raise NotImplementedError
+
+    def _board_text(self, state: Any) -> str:
+        raise NotImplementedError
+
+    def _board_rgb(self, state: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def _status(self, state: Any) -> str:
+        """One line on how far the state is from solved, for observations."""
+        raise NotImplementedError
+
+    def _format_actions(self, actions: list[Any]) -> str:
+        raise NotImplementedError
+
+    def solution_actions(self) -> list[Any]:
+        """An optimal action list that solves the current real state (the oracle)."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- public helpers
+    @property
+    def proposal(self) -> Proposal | None:
+        """The tool agent's proposal of the current turn (None before it acts, and after the plan agent acts)."""
+        return self._proposal
+
+    def solution(self) -> str:
+        """The oracle's answer for the current state, in the answer format (e.g. `<answer>U R</answer>`)."""
+        return f"<answer>{self._format_actions(self.solution_actions())}</answer>"
+
+    def _draw(self, split: str) -> Any:
+        """A generated instance of `split` (override to unpack what `_generate` returns)."""
+        return draw_in_split(self._generate, self._instance_key, self.np_random, split)
+
+    # ----------------------------------------------------------------- TextAECEnv hooks
+    def _reset_task(self, options: dict[str, Any]) -> None:
+        self.split = check_split(options.get("split", "train"))
+        if options.get(self.INSTANCE_OPTION) is not None:
+            self.initial_state = self._load(options[self.INSTANCE_OPTION])
+        else:
+            self.initial_state = self._draw(self.split)
+        self.state = self.initial_state.copy()
+        self.success = self._solved(self.state)
+        self._proposal = None
+        self._last_turn_report = None
+
+    def _act(self, agent: str, action: str) -> StepOutcome:
+        if agent == "tool":
+            return self._act_tool(action)
+        return self._act_plan(action)
+
+    def _act_plan(self, action: str) -> StepOutcome:
+        before = self._potential(self.state)
+        actions, error = self._answer_actions(action)
+        problems = self._run(self.state, actions)
+        self.success = self._solved(self.state)
+        local = self._potential(self.state) - before - self._penalty(actions, problems)
+        error = error or self._describe_problems(problems)
+        self._last_turn_report = (
+            f"Turn {self.turn + 1}: the plan agent answered {self._format_actions(actions) or '(nothing usable)'}"
+            + (f" ({error})" if error else "")
+            + f". Now: {self._status(self.state)}."
+        )
+        self._proposal = None
+        return StepOutcome(
+            reward_local=local,
+            reward_team=SUCCESS_REWARD if self.success else 0.0,
+            error=error,
+            terminal=self.success,
+            info={"actions": len(actions), "invalid_actions": len(problems)},
+        )
+
+    def _act_tool(self, action: str) -> StepOutcome:
+        code = extract_python_block(action)
+        output = status = None
+        if code is None:
+            actions, error = self._answer_actions(action)
+        else:
+            output, status, answer_text, error = self._run_code(code)
+            actions, parse_error = self._parse_text(answer_text) if error is None else ([], None)
+            error = error or parse_error
+        simulated = self.state.copy()
+        before = self._potential(simulated)
+        problems = self._run(simulated, actions)
+        local = self._potential(simulated) - before - self._penalty(actions, problems)
+        error = error or self._describe_problems(problems)
+        outcome = (
+            "it would solve the puzzle"
+            if self._solved(simulated)
+            else f"it would lead to: {self._status(simulated)}"
+        )
+        summary = (
+            f"proposed {self._format_actions(actions)}; simulated on a copy, {outcome}"
+            + (f" ({error})" if error else "")
+            if actions
+            else f"no usable proposal ({error})"
+        )
+        self._proposal = Proposal(code, output, status, tuple(actions), summary)
+        return StepOutcome(
+            reward_local=local,
+            error=error,
+            info={"actions": len(actions), "invalid_actions": len(problems), "code_status": status},
+        )
+
+    # ----------------------------------------------------------------- mechanics
+    def _parse_text(self, text: str) -> tuple[list[Any], str | None]:
+        try:
+            return self._parse_actions(text), None
+        except ParseError as error:
+            return [], str(error)
+
+    def _answer_actions(self, text: str) -> tuple[list[Any], str | None]:
+        answer = extract_answer(text)
+        if answer is None:
+            return [], "no <answer>...</answer> found: " + self.ANSWER_FORMAT
+        return self._parse_text(answer)
+
+    def _run_code(self, code: str) -> tuple[str, str, str, str | None]:
+        """Run the tool agent's code; return (shown output, status, text to parse, error)."""
+        from pettingllms.sandbox import SandboxUnavailable, default_sandbox
+
+        try:
+            sandbox = self._sandbox if self._sandbox is not None else default_sandbox()
+            result = sandbox.run(code, timeout=self.tool_timeout, memory_mb=self.tool_memory_mb)
+        except SandboxUnavailable as error:
+            return "", "unavailable", "", f"the code could not run: {error}"
+        shown = result.stdout + (("\n[stderr]\n" + result.stderr) if result.stderr else "")
+        if result.status != "ok":
+            return shown, result.status, "", f"the code did not finish cleanly (status {result.status})"
+        answer = extract_answer(result.stdout)
+        if answer is None:
+            lines = [line for line in result.stdout.splitlines() if line.strip()]
+            if not lines:
+                return shown, result.status, "", "the code printed nothing"
+            answer = lines[-1]
+        return shown, result.status, answer, None
+
+    def _run(self, state: Any, actions: list[Any]) -> list[str]:
+        """Apply actions in order until solved; return the problems of those that could not be applied."""
+        problems = []
+        for index, action in enumerate(actions):
+            if self._solved(state):
+                break
+            problem = self._apply(state, action)
+            if problem is not None:
+                problems.append(f"action {index + 1} ({self._format_actions([action])}): {problem}")
+        return problems
+
+    @staticmethod
+    def _penalty(actions: list[Any], problems: list[str]) -> float:
+        if not actions:
+            return PARSE_ERROR_PENALTY
+        return min(MAX_INVALID_PENALTY, INVALID_ACTION_PENALTY * len(problems))
+
+    @staticmethod
+    def _describe_problems(problems: list[str]) -> str | None:
+        if not problems:
+            return None
+        shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
+        return f"{len(problems)} action(s) could not be applied: {shown}"
+
+    # ----------------------------------------------------------------- observations and rendering
+    def _observation_text(self, agent: str) -> str:
+        role = {
+            "tool": "You are the TOOL agent. You may write Python that computes the answer (a search such as BFS "
+            "or A*): put it in one ```python block; it runs in a sandbox (standard library and numpy, no network, "
+            f"{self.tool_timeout:g} s) and must print the answer, e.g. print('<answer>...</answer>'). Your proposal "
+            "is simulated on a copy and shown to the plan agent, who decides. You may also answer directly.",
+            "plan": "You are the PLAN agent: your answer is executed on the real puzzle.",
+        }[agent]
+        if self.workflow == "single":
+            role = "You solve the puzzle alone: your answer is executed on the real puzzle."
+        parts = [
+            f"# {self.metadata['name']} - turn {self.turn + 1} of {self.max_turns}",
+            role,
+            self.TASK,
+            "## Current state",
+            self._board_text(self.state),
+            self._status(self.state),
+        ]
+        if self._last_turn_report:
+            parts += ["## Last turn", self._last_turn_report]
+        if agent == "plan" and self._proposal is not None:
+            parts += ["## The tool agent's proposal this turn", *self._describe_proposal(self._proposal)]
+        parts += ["## Your answer", self.ANSWER_FORMAT]
+        return "\n".join(parts)
+
+    @staticmethod
+    def _describe_proposal(proposal: Proposal) -> list[str]:
+        lines = []
+        if proposal.code is not None:
+            lines += ["Code:", "```python", truncate(proposal.code.rstrip("\n"), CODE_SHOWN_CHARS), "```"]
+            lines += [
+                f"Output (status {proposal.status}):",
+                truncate(proposal.output or "(none)", OUTPUT_SHOWN_CHARS),
+            ]
+        lines.append("Proposal: " + proposal.summary)
+        return lines
+
+    def _render_text(self) -> str:
+        return f"{self._board_text(self.state)}\nturn {self.turn + 1} of {self.max_turns}. {self._status(self.state)}"
+
+    def _render_rgb(self) -> np.ndarray:
+        return self._board_rgb(self.state)

@@ -1,0 +1,54 @@
+"""The standard wrappers that `pettingllms.make` applies, in a fixed order.
+
+1. `TextActionChecker` (innermost): a live agent's action must be a `str` (numpy strings are converted), a
+   finished agent's must be `None`. Anything else is a programming error and raises `TypeError` at once,
+   naming the agent and the type. The *content* of a string is never an error: environments turn unusable
+   text into a penalty and an `infos[agent]["error"]`.
+2. `OrderEnforcing` (outermost): PettingZoo's `OrderEnforcingWrapper` (no step/observe before reset).
+
+Both keep `clone()` working on the wrapped env: it returns a deep copy of the whole wrapper chain.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from pettingzoo import AECEnv
+from pettingzoo.utils.wrappers import BaseWrapper, OrderEnforcingWrapper
+
+
+class _Cloneable:
+    def clone(self):
+        """Return an independent deep copy of the wrapped environment (see `TextAECEnv.clone`)."""
+        return copy.deepcopy(self)
+
+
+class TextActionChecker(_Cloneable, BaseWrapper):
+    """Reject non-text actions with a clear `TypeError` (see module docstring)."""
+
+    def step(self, action) -> None:
+        agent = self.env.agent_selection
+        finished = self.env.terminations[agent] or self.env.truncations[agent]
+        if finished:
+            if action is not None:
+                raise TypeError(
+                    f"agent {agent!r} has finished: its action must be None, got {type(action).__name__}"
+                )
+        elif isinstance(action, np.str_):
+            action = str(action)
+        elif not isinstance(action, str):
+            raise TypeError(
+                f"the action of agent {agent!r} must be a str (the raw model completion), "
+                f"got {type(action).__name__}"
+            )
+        self.env.step(action)
+
+
+class OrderEnforcing(_Cloneable, OrderEnforcingWrapper):
+    """PettingZoo's call-order checks, with `clone()`."""
+
+
+def wrap(env: AECEnv) -> AECEnv:
+    """Apply the standard wrappers to a raw environment, in the documented order."""
+    return OrderEnforcing(TextActionChecker(env))

@@ -1,0 +1,72 @@
+"""Parsing model completions: answer tags, move lists and fenced code blocks.
+
+These functions read untrusted text and never evaluate it. Malformed input raises `ParseError`, whose message
+is written for the model (it is shown back in the next observation).
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_MOVES = 200
+"""At most this many moves are read from one answer; the rest is ignored (and reported)."""
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+_CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\r?\n(.*?)```", re.IGNORECASE | re.DOTALL)
+_MOVE_WORDS = {"up": "U", "down": "D", "left": "L", "right": "R", "u": "U", "d": "D", "l": "L", "r": "R"}
+_SEPARATORS = re.compile(r"[\s,;]+")
+
+
+class ParseError(ValueError):
+    """The text does not have the expected form; the message says what was expected."""
+
+
+def extract_answer(text: str) -> str | None:
+    """Return the content of the last complete `<answer>...</answer>` (tags case-insensitive), or None.
+
+    >>> extract_answer("think... <answer>U R</answer>")
+    'U R'
+    """
+    matches = _ANSWER.findall(text)
+    return matches[-1].strip() if matches else None
+
+
+def extract_python_block(text: str) -> str | None:
+    """Return the body of the last closed ```python (or ```py) block, or None.
+
+    >>> extract_python_block("```python\\nprint(1)\\n```")
+    'print(1)\\n'
+    """
+    blocks = _CODE_BLOCK.findall(text)
+    return blocks[-1] if blocks else None
+
+
+def parse_moves(text: str) -> tuple[list[str], bool]:
+    """Parse a move list into letters "U", "D", "L", "R"; return (moves, truncated).
+
+    Accepts up/down/left/right or U/D/L/R (any case), separated by spaces, commas or semicolons; a run of
+    letters such as "UURD" is read letter by letter. At most `MAX_MOVES` moves are kept; `truncated` says
+    whether more were given. Raises `ParseError` naming the first unknown token, or if there is no move.
+
+    >>> parse_moves("Up, right, d L")
+    (['U', 'R', 'D', 'L'], False)
+    >>> parse_moves("UURD")
+    (['U', 'U', 'R', 'D'], False)
+    """
+    moves: list[str] = []
+    for token in _SEPARATORS.split(text.strip().strip("[](){}.'\"")):
+        if not token:
+            continue
+        word = token.lower().strip("'\"[](){}.")
+        if word in _MOVE_WORDS:
+            moves.append(_MOVE_WORDS[word])
+        elif word and set(word) <= set("udlr"):
+            moves.extend(letter.upper() for letter in word)
+        else:
+            shown = token if len(token) <= 20 else token[:20] + "..."
+            raise ParseError(f"unknown move {shown!r}: use up/down/left/right or U/D/L/R")
+        if len(moves) > MAX_MOVES:
+            return moves[:MAX_MOVES], True
+    if not moves:
+        raise ParseError("the answer holds no move: write moves like <answer>U R R D</answer>")
+    return moves, False

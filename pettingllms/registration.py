@@ -1,0 +1,130 @@
+"""The environment registry: `register`, `make`, `registry`, `spec`.
+
+Entry points are strings (`"package.module:Class"`), so importing `pettingllms` imports no environment module;
+`make` imports the one it needs. Ids have the form `name-vN`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from pettingzoo import AECEnv
+
+from pettingllms.errors import DependencyNotInstalled, NameNotFound, VersionNotFound
+
+_ID_PATTERN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]*?)-v(?P<version>\d+)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """Everything needed to build an environment.
+
+    Attributes:
+        id: `name-vN`.
+        entry_point: `"module:Class"` (or a callable) returning a raw, unwrapped `AECEnv`.
+        description: one line, shown by `pettingllms list`.
+        kwargs: default keyword arguments; those passed to `make` override them.
+        extra: the pip extra that provides the entry point's dependencies, named in import errors.
+    """
+
+    id: str
+    entry_point: str | Callable[..., AECEnv]
+    description: str = ""
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    extra: str | None = None
+
+    @property
+    def name(self) -> str:
+        return _split_id(self.id)[0]
+
+    @property
+    def version(self) -> int:
+        return _split_id(self.id)[1]
+
+    def load(self) -> Callable[..., AECEnv]:
+        """Import and return the entry point."""
+        if callable(self.entry_point):
+            return self.entry_point
+        module_name, _, attr = self.entry_point.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name and (module_name == error.name or module_name.startswith(error.name + ".")):
+                raise  # the entry point itself is missing: a wrong id, not a missing dependency
+            hint = f" Install it with: pip install 'pettingllms[{self.extra}]'." if self.extra else ""
+            raise DependencyNotInstalled(
+                f"{self.id} needs the package {error.name!r}, which is not installed.{hint}"
+            ) from error
+        return getattr(module, attr)
+
+
+_REGISTRY: dict[str, EnvSpec] = {}
+registry: Mapping[str, EnvSpec] = MappingProxyType(_REGISTRY)
+"""Read-only view of every registered id -> `EnvSpec`."""
+
+
+def _split_id(env_id: str) -> tuple[str, int]:
+    match = _ID_PATTERN.match(env_id)
+    if match is None:
+        raise ValueError(f"malformed environment id {env_id!r}: expected 'name-vN', for example 'sokoban-v0'")
+    return match["name"], int(match["version"])
+
+
+def register(
+    id: str,
+    entry_point: str | Callable[..., AECEnv],
+    *,
+    description: str = "",
+    kwargs: Mapping[str, Any] | None = None,
+    extra: str | None = None,
+) -> EnvSpec:
+    """Register an environment under `id` (`name-vN`); re-registering an id is an error."""
+    _split_id(id)
+    if id in _REGISTRY:
+        raise ValueError(f"environment id {id!r} is already registered")
+    env_spec = EnvSpec(id, entry_point, description, dict(kwargs or {}), extra)
+    _REGISTRY[id] = env_spec
+    return env_spec
+
+
+def spec(env_id: str) -> EnvSpec:
+    """Return the spec of `env_id`; raise `NameNotFound` or `VersionNotFound` with suggestions."""
+    if env_id in _REGISTRY:
+        return _REGISTRY[env_id]
+    known = sorted(_REGISTRY)
+    listing = ", ".join(known) or "(none)"
+    try:
+        name, version = _split_id(env_id)
+    except ValueError:
+        name, version = env_id, None
+    versions = sorted(s.version for s in _REGISTRY.values() if s.name == name)
+    if versions:
+        raise VersionNotFound(
+            f"environment {name!r} has no version {version}; registered versions: "
+            + ", ".join(f"{name}-v{v}" for v in versions)
+        )
+    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
+    close += [k for k in known if name and name in k and k not in close]
+    suggestion = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise NameNotFound(f"no environment named {env_id!r}.{suggestion} Registered: {listing}")
+
+
+def make(env_id: str, **kwargs: Any) -> AECEnv:
+    """Build the environment `env_id` with the standard wrappers applied.
+
+    Keyword arguments override the spec's defaults and go to the environment's constructor
+    (for every env in this package: `alpha`, `workflow`, `max_turns`, `render_mode`, and its own knobs).
+    The wrappers, innermost first: `TextActionChecker` (actions must be `str`, or `None` for a finished agent),
+    then `OrderEnforcing` (PettingZoo's call-order checks). `env.unwrapped` is the raw environment.
+    """
+    from pettingllms.envs.wrappers import wrap
+
+    env_spec = spec(env_id)
+    raw = env_spec.load()(**{**env_spec.kwargs, **kwargs})
+    return wrap(raw)

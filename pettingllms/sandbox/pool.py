@@ -1,0 +1,288 @@
+"""Host side of the sandbox: a thread-safe pool of pre-started bwrap fork servers.
+
+Each worker slot owns one server process (``_bwrap.server_argv``) and, when the host runs as root, a
+distinct unprivileged uid (``61000 + k``, unique within this host process) so that RLIMIT_NPROC
+bounds each worker separately.  A run is one length-prefixed JSON request/reply on the server's
+stdin/stdout.  A server that closes its pipe (died) or does not reply within ``timeout +
+HOST_MARGIN_S`` is killed; that run is reported as ``"crashed"`` and a fresh server is started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pettingllms.sandbox import _bwrap
+
+HOST_MARGIN_S = 5.0
+"""Extra seconds the host waits for a reply beyond the run's own timeout."""
+START_TIMEOUT_S = 60.0
+"""Seconds a new server may take to import its preload modules and report ready."""
+STATUSES = ("ok", "error", "timeout", "memory", "output_limit", "killed", "crashed")
+
+# bwrap --die-with-parent ties a server to the *thread* that spawned it, so every server is spawned
+# from this one long-lived thread rather than from short-lived pool threads.
+_LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-launcher")
+_UID_BASE = 61000
+_uids_in_use: set[int] = set()
+_uid_lock = threading.Lock()
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot start a sandbox on this machine."""
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """Outcome of one program; ``status`` is one of ``STATUSES`` (see the package docstring)."""
+
+    status: str
+    stdout: str
+    stderr: str
+    returncode: int | None
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        """True exactly when the program exited cleanly with status 0."""
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class Program:
+    """One program for ``run_batch``; ``None`` limits fall back to the batch's / sandbox's defaults."""
+
+    code: str
+    stdin: str = ""
+    timeout: float | None = None
+    memory_mb: int | None = None
+
+
+def _take_uid() -> int:
+    with _uid_lock:
+        uid = next(u for u in range(_UID_BASE, _UID_BASE + 4096) if u not in _uids_in_use)
+        _uids_in_use.add(uid)
+        return uid
+
+
+def _read_exact(fd: int, n: int, deadline: float) -> bytes:
+    """Read exactly ``n`` bytes; TimeoutError past ``deadline``, EOFError if the pipe closes."""
+    buf = bytearray()
+    while len(buf) < n:
+        if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            raise TimeoutError
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+class _Server:
+    """One running fork server; ``request`` returns its reply or raises (EOFError/TimeoutError/OSError)."""
+
+    def __init__(self, argv: list[str]):
+        self._log = tempfile.TemporaryFile()
+        self.proc = _LAUNCHER.submit(
+            subprocess.Popen, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, bufsize=0
+        ).result()
+        self.ready = False
+
+    def _read_frame(self, deadline: float) -> dict:
+        fd = self.proc.stdout.fileno()
+        size = struct.unpack(">I", _read_exact(fd, 4, deadline))[0]
+        return json.loads(_read_exact(fd, size, deadline))
+
+    def wait_ready(self) -> None:
+        """Block until the server reports ready; SandboxUnavailable (server killed) if it never does."""
+        try:
+            self._read_frame(time.monotonic() + START_TIMEOUT_S)
+        except (EOFError, TimeoutError) as exc:
+            self.kill()
+            raise SandboxUnavailable(
+                f"sandbox server failed to start ({type(exc).__name__}): "
+                f"{self.log_tail()!r}; is bubblewrap usable? "
+                "(apt-get install bubblewrap)"
+            ) from exc
+        self.ready = True
+
+    def request(self, req: dict, deadline: float) -> dict:
+        if not self.ready:
+            self.wait_ready()
+        data = json.dumps(req).encode()
+        self.proc.stdin.write(struct.pack(">I", len(data)) + data)
+        return self._read_frame(deadline)
+
+    def log_tail(self, limit: int = 2000) -> str:
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-limit:]
+
+    def kill(self, grace: float = 0.0) -> None:
+        """Stop the server: close its stdin, wait ``grace`` seconds for a clean exit, then SIGKILL."""
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        self._log.close()
+
+
+class _Slot:
+    """A worker position in the pool: a uid plus the server currently serving it."""
+
+    def __init__(self, bwrap: str, uid: int, preload: tuple[str, ...]):
+        self.uid = uid
+        self.argv = _bwrap.server_argv(bwrap, uid, preload)
+        self.server: _Server | None = _Server(self.argv)
+
+    def run(self, req: dict) -> SandboxResult:
+        """One request; a dead or silent server yields "crashed" and is replaced by a fresh one."""
+        if self.server is None:
+            self.server = _Server(self.argv)
+        start = time.monotonic()
+        try:
+            reply = self.server.request(req, start + req["timeout"] + HOST_MARGIN_S)
+        except SandboxUnavailable:
+            self.server = None  # the replacement could not start; try again on the next request
+            raise
+        except (EOFError, TimeoutError, OSError) as exc:
+            why = "did not answer in time" if isinstance(exc, TimeoutError) else "died"
+            note = f"sandbox server {why} ({type(exc).__name__}); restarted\n{self.server.log_tail()}"
+            self.server.kill()
+            self.server = _Server(self.argv)
+            return SandboxResult("crashed", "", note, None, time.monotonic() - start)
+        return SandboxResult(**reply)
+
+
+class Sandbox:
+    """A pool of ``workers`` pre-started sandbox servers; thread-safe; use as a context manager.
+
+    Every run gets a fresh interpreter state (forked from a server that has ``preload`` imported),
+    a private empty work dir, ``timeout`` seconds of wall time, ``memory_mb`` MiB of address space
+    per process (RLIMIT_AS, which includes the ~100 MiB of the preloaded interpreter), at most
+    ``max_processes`` processes per worker, and ``max_output_bytes`` of stdout+stderr together.
+    Raises SandboxUnavailable when bwrap is missing or a server cannot start.
+    """
+
+    def __init__(
+        self,
+        workers: int = 1,
+        *,
+        preload: tuple[str, ...] = ("numpy", "sympy"),
+        default_timeout: float = 5.0,
+        default_memory_mb: int = 1024,
+        max_output_bytes: int = 1_000_000,
+        max_processes: int = 16,
+    ):
+        if workers < 1 or default_timeout <= 0 or default_memory_mb <= 0 or max_output_bytes < 0:
+            raise ValueError("workers, default_timeout and default_memory_mb must be positive")
+        bwrap = _bwrap.find_bwrap()
+        if bwrap is None:
+            raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+        self.workers = workers
+        self.default_timeout = default_timeout
+        self.default_memory_mb = default_memory_mb
+        self.max_output_bytes = max_output_bytes
+        self.max_processes = max_processes
+        self._idle: queue.SimpleQueue[_Slot | None] = queue.SimpleQueue()
+        self._slots: list[_Slot] = []
+        self._uids = [_take_uid() if os.geteuid() == 0 else -1 for _ in range(workers)]
+        self._closed = False
+        try:
+            for uid in self._uids:
+                self._slots.append(_Slot(bwrap, uid, tuple(preload)))
+            for slot in self._slots:
+                slot.server.wait_ready()
+        except BaseException:
+            self._shutdown()
+            raise
+        for slot in self._slots:
+            self._idle.put(slot)
+
+    def run(
+        self, code: str, *, stdin: str = "", timeout: float | None = None, memory_mb: int | None = None
+    ) -> SandboxResult:
+        """Run ``code`` as ``__main__`` with ``stdin`` on a free worker (blocks until one is free)."""
+        if not isinstance(code, str) or not isinstance(stdin, str):
+            raise TypeError("code and stdin must be str")
+        timeout = self.default_timeout if timeout is None else timeout
+        memory_mb = self.default_memory_mb if memory_mb is None else memory_mb
+        if timeout <= 0 or memory_mb <= 0:
+            raise ValueError("timeout and memory_mb must be positive")
+        req = {
+            "code": code,
+            "stdin": stdin,
+            "timeout": timeout,
+            "memory_mb": int(memory_mb),
+            "max_output": self.max_output_bytes,
+            "max_processes": self.max_processes,
+        }
+        slot = self._idle.get()
+        if slot is None:
+            self._idle.put(None)
+            raise RuntimeError("Sandbox is closed")
+        try:
+            return slot.run(req)
+        finally:
+            self._idle.put(slot)
+
+    def run_batch(
+        self, programs: Sequence[str | Program], *, timeout: float | None = None, memory_mb: int | None = None
+    ) -> list[SandboxResult]:
+        """Run ``programs`` in parallel across the workers; results come back in input order."""
+        items = [p if isinstance(p, Program) else Program(p) for p in programs]
+
+        def one(p: Program) -> SandboxResult:
+            return self.run(
+                p.code,
+                stdin=p.stdin,
+                timeout=p.timeout if p.timeout is not None else timeout,
+                memory_mb=p.memory_mb if p.memory_mb is not None else memory_mb,
+            )
+
+        if len(items) <= 1 or self.workers == 1:
+            return [one(p) for p in items]
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(items))) as pool:
+            return list(pool.map(one, items))
+
+    def close(self) -> None:
+        """Wait for runs in progress, stop every server and free the uids; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for _ in self._slots:
+            self._idle.get()
+        self._shutdown()
+        self._idle.put(None)
+
+    def _shutdown(self) -> None:
+        for slot in self._slots:
+            if slot.server is not None:
+                slot.server.kill(grace=1.0)
+        with _uid_lock:
+            _uids_in_use.difference_update(self._uids)
+        self._slots, self._uids = [], []
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __deepcopy__(self, memo: dict) -> Sandbox:
+        return self  # a shared resource: copying an env that holds a sandbox must not copy it
+
+    def __copy__(self) -> Sandbox:
+        return self

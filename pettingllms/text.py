@@ -1,0 +1,85 @@
+"""Text observations and text spaces shared by every environment.
+
+PettingZoo's `api_test` compares an observation's `dtype` with its space's `dtype`, which a plain `str` lacks;
+`TextObservation` is a `str` subclass that carries `dtype` and is otherwise an ordinary string (it compares,
+hashes and slices like one, and `str(obs)` gives a plain `str`).
+
+The charset of every text space is `PRINTABLE`: every printable character of Unicode's Basic Multilingual
+Plane plus newline and tab. Observations are passed through `sanitize` so that they always lie in their space:
+carriage returns are dropped, and every other character outside the charset (control characters, characters
+beyond U+FFFF) becomes U+FFFD.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+
+import numpy as np
+from gymnasium import spaces
+
+OBSERVATION_MAX_CHARS = 32_768
+"""Upper bound on the length of any observation of any environment in this package."""
+
+ACTION_MAX_CHARS = 16_384
+"""Length bound of the action spaces. Longer actions are still accepted by `step` (any string is legal)."""
+
+REPLACEMENT_CHAR = "\ufffd"
+
+
+class TextObservation(str):
+    """A `str` with a numpy `dtype`, so that PettingZoo's checkers accept text observations."""
+
+    __slots__ = ()
+    dtype = np.dtype(str)
+
+
+@functools.cache
+def printable_charset() -> str:
+    """Every printable character of the Basic Multilingual Plane, plus newline and tab (computed once)."""
+    return "\n\t" + "".join(c for c in map(chr, range(0x10000)) if c.isprintable())
+
+
+@functools.cache
+def _outside_charset() -> re.Pattern[str]:
+    charset = frozenset(printable_charset())
+    bad = [code for code in range(0x10000) if chr(code) not in charset]
+    ranges: list[str] = []
+    start = prev = bad[0]
+    for code in bad[1:] + [-2]:
+        if code != prev + 1:
+            ranges.append(f"\\U{start:08x}" if start == prev else f"\\U{start:08x}-\\U{prev:08x}")
+            start = code
+        prev = code
+    return re.compile("[" + "".join(ranges) + "\U00010000-\U0010ffff]")
+
+
+def sanitize(text: str) -> str:
+    """Return `text` with every character inside `printable_charset()` (CR dropped, others -> U+FFFD)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _outside_charset().sub(REPLACEMENT_CHAR, text.replace("\r\n", "\n").replace("\r", ""))
+
+
+def truncate(text: str, limit: int, marker: str = "\n...[truncated]") -> str:
+    """Return `text` cut to at most `limit` characters, ending with `marker` when something was cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(marker))] + marker
+
+
+class PrintableText(spaces.Text):
+    """`gymnasium.spaces.Text` over `printable_charset()` whose deep copy shares the (immutable) charset tables.
+
+    Copying a plain `Text` over ~60k characters costs milliseconds; environments are copied for every sampled
+    candidate, so only the random generator is copied here.
+    """
+
+    def __init__(self, max_length: int, *, min_length: int = 0, seed: int | None = None):
+        super().__init__(max_length, min_length=min_length, charset=printable_charset(), seed=seed)
+
+    def __deepcopy__(self, memo: dict) -> PrintableText:
+        clone = copy.copy(self)
+        clone._np_random = copy.deepcopy(self._np_random, memo)
+        return clone

@@ -1,0 +1,125 @@
+"""Every registered environment passes PettingZoo's checkers and the project's own, in both workflows."""
+
+import copy
+import functools
+import warnings
+
+import numpy as np
+import pytest
+
+import pettingllms
+from pettingllms.testing import check_env, check_reward_composition
+
+ENV_IDS = sorted(pettingllms.registry)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_pettingzoo_advice():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*agents to be named.*")
+        warnings.filterwarnings("ignore", message=".*unknown option.*")
+        warnings.filterwarnings("ignore", message=".*Observation is not a NumPy array.*")
+        yield
+
+
+@pytest.mark.parametrize("workflow", ["mas", "single"])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_check_env(env_id, workflow):
+    check_env(functools.partial(pettingllms.make, env_id, workflow=workflow))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 2.0])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_reward_composition_for_any_alpha(env_id, alpha):
+    check_reward_composition(pettingllms.make(env_id, alpha=alpha), seed=3)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_oracle_solves_in_one_turn_and_team_reward_is_paid_once(env_id):
+    env = pettingllms.make(env_id, alpha=0.5)
+    env.reset(seed=11)
+    team_rewards = []
+    for agent in env.agent_iter():
+        _, _, termination, truncation, _ = env.last()
+        if termination or truncation:
+            env.step(None)
+            continue
+        env.step(env.unwrapped.solution())
+        team_rewards.append(env.infos[agent]["reward_team"])
+    assert env.unwrapped.success
+    assert team_rewards[-1] == 1.0 and sum(team_rewards) == 1.0
+    assert env.unwrapped.turn == 0  # solved within the first turn
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_clone_is_cheap_and_independent(env_id):
+    env = pettingllms.make(env_id)
+    env.reset(seed=5)
+    clone = env.clone()
+    assert type(clone) is type(env) and clone.unwrapped is not env.unwrapped
+    clone.step(clone.unwrapped.solution())
+    assert env.unwrapped.state != clone.unwrapped.state or env.agent_selection != clone.agent_selection
+    assert copy.deepcopy(env).observe(env.agent_selection) == env.observe(env.agent_selection)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_unparseable_answer_is_penalised_with_an_explanation(env_id):
+    env = pettingllms.make(env_id, workflow="single")
+    env.reset(seed=0)
+    env.step("I think we should go somewhere")
+    info = env.infos["plan"]
+    assert "<answer>" in info["error"]
+    assert info["reward_local"] < 0
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_max_turns_truncates(env_id):
+    env = pettingllms.make(env_id, max_turns=2)
+    env.reset(seed=0)
+    steps = 0
+    for _agent in env.agent_iter():
+        _, _, termination, truncation, _ = env.last()
+        if termination or truncation:
+            assert truncation and not termination
+            env.step(None)
+            continue
+        env.step("no answer")
+        steps += 1
+    assert steps == 2 * len(env.possible_agents)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_rgb_and_ansi_rendering(env_id):
+    env = pettingllms.make(env_id, render_mode="rgb_array")
+    env.reset(seed=0)
+    image = env.render()
+    assert (
+        isinstance(image, np.ndarray) and image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+    )
+    env = pettingllms.make(env_id, render_mode="ansi")
+    env.reset(seed=0)
+    assert isinstance(env.render(), str) and "turn 1 of" in env.render()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_train_and_eval_instances_are_disjoint(env_id):
+    env = pettingllms.make(env_id).unwrapped
+    keys = {}
+    for split in ("train", "eval"):
+        found = set()
+        for seed in range(150):
+            env.reset(seed=seed, options={"split": split})
+            found.add(pettingllms.envs.splits.canonical(env._instance_key(env.initial_state)))
+        keys[split] = found
+    assert keys["train"] and keys["eval"] and not keys["train"] & keys["eval"]
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_same_seed_same_instance_different_seed_different_instance(env_id):
+    env = pettingllms.make(env_id)
+    env.reset(seed=1)
+    first = env.observe(env.agent_selection)
+    env.reset(seed=1)
+    assert env.observe(env.agent_selection) == first
+    env.reset(seed=2)
+    assert env.observe(env.agent_selection) != first
