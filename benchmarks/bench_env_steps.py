@@ -2,8 +2,9 @@
 
 One "observe + step" is `env.last()` (which builds the acting agent's observation) followed by `env.step(text)`
 with a one-move answer, through the wrappers that `pettingllms.make` applies. Resets are excluded from the
-timing (level generation is measured by `bench_sokoban_generation.py`). The anchor, TextArena's Sokoban-v0
-(`get_observation()` + `step("[up]")`), runs in a subprocess with the interpreter given by `--anchor-python`
+timing (level generation is measured by `bench_sokoban_generation.py`); episodes last `MAX_TURNS` turns. The anchor, TextArena's Sokoban-v0
+(`get_observation()` + `step("[up]")`; a fresh env every `MAX_TURNS` steps, because a reused TextArena env
+slows down with every step it has ever taken, resets included), runs in a subprocess with the interpreter given by `--anchor-python`
 (a venv with `pip install textarena numpy`), in the same run.
 
     python benchmarks/bench_env_steps.py [--steps 20000] [--anchor-python .bench-venv/bin/python] [--json out.json]
@@ -24,20 +25,23 @@ REPO = Path(__file__).resolve().parent.parent
 ACTIONS = {
     "sudoku-v0": ["<answer>(1,1,1)</answer>", "<answer>(2,3,4)</answer>", "<answer>(4,4,2)</answer>"],
 }
+MAX_TURNS = 50
+"""Episode length of every env measured (and of the anchor's episodes), unless solved earlier."""
 MOVES = ["<answer>U</answer>", "<answer>R</answer>", "<answer>D</answer>", "<answer>L</answer>"]
 
 ANCHOR = """
 import json, sys, time
 import textarena as ta
-steps = int(sys.argv[1])
-env = ta.make("Sokoban-v0")
+steps, EPISODE_STEPS = int(sys.argv[1]), int(sys.argv[2])
 moves = ["[up]", "[right]", "[down]", "[left]"]
-env.reset(num_players=1, seed=0)
-done, elapsed, seed = False, 0.0, 0
+done, elapsed, seed = True, 0.0, -1
 for i in range(steps):
-    if done:
+    if done or i % EPISODE_STEPS == 0:
+        # a fresh env per episode: a reused one slows down with every step it has ever taken
         seed += 1
+        env = ta.make("Sokoban-v0")
         env.reset(num_players=1, seed=seed)
+        done = False
     start = time.perf_counter()
     player_id, observation = env.get_observation()
     done, info = env.step(action=moves[i % 4])
@@ -48,7 +52,7 @@ print(json.dumps({"steps_per_s": steps / elapsed}))
 
 def measure(env_id: str, workflow: str, steps: int) -> float:
     """Observe + step per second of `env_id` (resets excluded)."""
-    env = pettingllms.make(env_id, workflow=workflow, max_turns=50)
+    env = pettingllms.make(env_id, workflow=workflow, max_turns=MAX_TURNS)
     actions = ACTIONS.get(env_id, MOVES)
     env.reset(seed=0)
     elapsed, seed = 0.0, 0
@@ -67,7 +71,9 @@ def measure_anchor(python: Path, steps: int) -> float | None:
     if not python.exists():
         print(f"anchor skipped: {python} not found (create a venv with `pip install textarena numpy`)")
         return None
-    out = subprocess.run([str(python), "-c", ANCHOR, str(steps)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(python), "-c", ANCHOR, str(steps), str(MAX_TURNS)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])["steps_per_s"]
 
 

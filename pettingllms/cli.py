@@ -115,7 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return {"list": _list, "play": _play}[args.command](args)
+    try:
+        return {"list": _list, "play": _play}[args.command](args)
+    except pettingllms.PettingLLMsError as error:
+        print(f"pettingllms: error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

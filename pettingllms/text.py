@@ -55,9 +55,12 @@ def _outside_charset() -> re.Pattern[str]:
     return re.compile("[" + "".join(ranges) + "\U00010000-\U0010ffff]")
 
 
+_ASCII_OUTSIDE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def sanitize(text: str) -> str:
     """Return `text` with every character inside `printable_charset()` (CR dropped, others -> U+FFFD)."""
-    if text.isascii() and text.isprintable():
+    if text.isascii() and _ASCII_OUTSIDE.search(text) is None:
         return text
     return _outside_charset().sub(REPLACEMENT_CHAR, text.replace("\r\n", "\n").replace("\r", ""))
 

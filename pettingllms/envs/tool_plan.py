@@ -88,6 +88,8 @@ class ToolPlanEnv(TextAECEnv):
         self.split = "train"
         self._proposal: Proposal | None = None
         self._last_turn_report: str | None = None
+        self._headers: dict[str, str] = {}  # the fixed part of each agent's observation
+        self._state_potential = 0.0  # potential of the real state, kept current
 
     # ----------------------------------------------------------------- game hooks
     def _generate(self, rng: np.random.Generator) -> Any:
@@ -153,6 +155,7 @@ class ToolPlanEnv(TextAECEnv):
             self.initial_state = self._draw(self.split)
         self.state = self.initial_state.copy()
         self.success = self._solved(self.state)
+        self._state_potential = self._potential(self.state)
         self._proposal = None
         self._last_turn_report = None
 
@@ -162,16 +165,16 @@ class ToolPlanEnv(TextAECEnv):
         return self._act_plan(action)
 
     def _act_plan(self, action: str) -> StepOutcome:
-        before = self._potential(self.state)
+        before = self._state_potential
         actions, error = self._answer_actions(action)
         problems = self._run(self.state, actions)
         self.success = self._solved(self.state)
-        local = self._potential(self.state) - before - self._penalty(actions, problems)
+        self._state_potential = self._potential(self.state)
+        local = self._state_potential - before - self._penalty(actions, problems)
         error = error or self._describe_problems(problems)
         self._last_turn_report = (
             f"Turn {self.turn + 1}: the plan agent answered {self._format_actions(actions) or '(nothing usable)'}"
-            + (f" ({error})" if error else "")
-            + f". Now: {self._status(self.state)}."
+            + (f" ({error})." if error else ".")
         )
         self._proposal = None
         return StepOutcome(
@@ -192,9 +195,8 @@ class ToolPlanEnv(TextAECEnv):
             actions, parse_error = self._parse_text(answer_text) if error is None else ([], None)
             error = error or parse_error
         simulated = self.state.copy()
-        before = self._potential(simulated)
         problems = self._run(simulated, actions)
-        local = self._potential(simulated) - before - self._penalty(actions, problems)
+        local = self._potential(simulated) - self._state_potential - self._penalty(actions, problems)
         error = error or self._describe_problems(problems)
         outcome = (
             "it would solve the puzzle"
@@ -272,21 +274,25 @@ class ToolPlanEnv(TextAECEnv):
         return f"{len(problems)} action(s) could not be applied: {shown}"
 
     # ----------------------------------------------------------------- observations and rendering
-    def _observation_text(self, agent: str) -> str:
-        role = {
-            "tool": "You are the TOOL agent. You may write Python that computes the answer (a search such as BFS "
-            "or A*): put it in one ```python block; it runs in a sandbox (standard library and numpy, no network, "
-            f"{self.tool_timeout:g} s) and must print the answer, e.g. print('<answer>...</answer>'). Your proposal "
-            "is simulated on a copy and shown to the plan agent, who decides. You may also answer directly.",
-            "plan": "You are the PLAN agent: your answer is executed on the real puzzle.",
-        }[agent]
+    def _role(self, agent: str) -> str:
         if self.workflow == "single":
-            role = "You solve the puzzle alone: your answer is executed on the real puzzle."
+            return "You solve the puzzle alone: your answer is executed on the real puzzle."
+        if agent == "plan":
+            return "You are the PLAN agent: your answer is executed on the real puzzle."
+        return (
+            "You are the TOOL agent. You may write Python that computes the answer (a search such as BFS or A*): "
+            "put it in one ```python block; it runs in a sandbox (standard library, numpy and sympy, no network, "
+            f"{self.tool_timeout:g} s) and must print the answer, e.g. print('<answer>...</answer>'). Your "
+            "proposal is simulated on a copy and shown to the plan agent, who decides. You may also answer directly."
+        )
+
+    def _observation_text(self, agent: str) -> str:
+        header = self._headers.get(agent)
+        if header is None:
+            header = self._headers[agent] = f"{self._role(agent)}\n{self.TASK}\n## Current state"
         parts = [
             f"# {self.metadata['name']} - turn {self.turn + 1} of {self.max_turns}",
-            role,
-            self.TASK,
-            "## Current state",
+            header,
             self._board_text(self.state),
             self._status(self.state),
         ]

@@ -15,6 +15,7 @@ import copy
 
 import numpy as np
 from pettingzoo import AECEnv
+from pettingzoo.utils.env_logger import EnvLogger
 from pettingzoo.utils.wrappers import BaseWrapper, OrderEnforcingWrapper
 
 
@@ -26,6 +27,9 @@ class _Cloneable:
 
 class TextActionChecker(_Cloneable, BaseWrapper):
     """Reject non-text actions with a clear `TypeError` (see module docstring)."""
+
+    def last(self, observe: bool = True):
+        return self.env.last(observe)  # the inner env's own attributes, not a getattr chain per field
 
     def step(self, action) -> None:
         agent = self.env.agent_selection
@@ -47,6 +51,11 @@ class TextActionChecker(_Cloneable, BaseWrapper):
 
 class OrderEnforcing(_Cloneable, OrderEnforcingWrapper):
     """PettingZoo's call-order checks, with `clone()`."""
+
+    def last(self, observe: bool = True):
+        if not self._has_reset:
+            EnvLogger.error_observe_before_reset()
+        return self.env.last(observe)
 
 
 def wrap(env: AECEnv) -> AECEnv:

@@ -62,7 +62,6 @@ class PlanPathEnv(ToolPlanEnv):
         self.size = size
         self.obstacle_density = float(obstacle_density)
         self.min_distance = size if min_distance is None else min_distance
-        self._initial_distance = 1
 
     def _generate(self, rng: np.random.Generator) -> logic.PathState:
         try:
@@ -84,10 +83,6 @@ class PlanPathEnv(ToolPlanEnv):
         except logic.GridFormatError as error:
             raise ConfigError(f"reset option 'grid' is not a valid map: {error}") from error
 
-    def _reset_task(self, options: dict[str, Any]) -> None:
-        super()._reset_task(options)
-        self._initial_distance = max(1, self.initial_state.distance_to_goal())
-
     def _instance_key(self, state: logic.PathState) -> Any:
         return state.grid.key()
 
@@ -98,7 +93,7 @@ class PlanPathEnv(ToolPlanEnv):
         return None if state.move(action) else "blocked by a wall or the edge"
 
     def _potential(self, state: logic.PathState) -> float:
-        return 1.0 - state.distance_to_goal() / self._initial_distance
+        return 1.0 - state.distance_to_goal() / max(1, self.initial_state.distance_to_goal())
 
     def _solved(self, state: logic.PathState) -> bool:
         return state.is_solved()

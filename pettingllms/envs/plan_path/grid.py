@@ -139,6 +139,9 @@ class GridMap:
             raise ValueError(f"start and goal must differ, both are {self.start}")
         object.__setattr__(self, "_distances", _bfs(self.width, self.height, walls, self.goal))
 
+    def __deepcopy__(self, memo: dict) -> GridMap:
+        return self  # immutable: copies of a state share it
+
     def distances_to_goal(self) -> tuple[int, ...]:
         """BFS distance (number of moves) from every cell to the goal; -1 for walls and unreachable
         cells. Computed once at construction; calling this is O(1)."""

@@ -12,6 +12,7 @@ XSB glyphs: ``#`` wall, ``@`` player, ``+`` player on goal, ``$`` box,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 
 import numpy as np
@@ -86,6 +87,27 @@ class Layout:
                 raise ValueError(f"{name} cell {bad[0]} is outside the {self.width}x{self.height} grid")
         if self.walls & self.goals:
             raise ValueError(f"cell {min(self.walls & self.goals)} is both a wall and a goal")
+
+    def __deepcopy__(self, memo: dict) -> Layout:
+        return self  # immutable: copies of a state share it
+
+    @cached_property
+    def base_glyphs(self) -> tuple[str, ...]:
+        """XSB glyph of every cell without player and boxes (walls, goals, floor), computed once."""
+        return tuple(
+            "#" if cell in self.walls else _GLYPHS[False, False, cell in self.goals]
+            for cell in range(self.width * self.height)
+        )
+
+    @cached_property
+    def goal_distances(self) -> tuple[int, ...]:
+        """Manhattan distance from every cell to its nearest goal (0 without goals), computed once."""
+        goals = [divmod(goal, self.width) for goal in self.goals]
+        return tuple(
+            min((abs(row - gr) + abs(col - gc) for gr, gc in goals), default=0)
+            for row in range(self.height)
+            for col in range(self.width)
+        )
 
     def neighbour(self, cell: int, direction: str) -> int | None:
         """The cell one step from ``cell`` in ``direction``, or ``None`` if that is
@@ -167,13 +189,8 @@ class SokobanState:
         Zero iff every box is on a goal. It is a shaping signal, not a move
         count: several boxes may count the same nearest goal.
         """
-        width = self.layout.width
-        goals = [divmod(g, width) for g in self.layout.goals]
-        total = 0
-        for box in self.boxes:
-            row, col = divmod(box, width)
-            total += min(abs(row - gr) + abs(col - gc) for gr, gc in goals)
-        return total
+        distances = self.layout.goal_distances
+        return sum(distances[box] for box in self.boxes)
 
     def key(self) -> tuple:
         """Hashable canonical identity of the position.
@@ -280,16 +297,13 @@ def parse_xsb(text: str) -> SokobanState:
 def _grid_rows(state: SokobanState) -> list[str]:
     """The board as full-width rows of XSB glyphs."""
     layout = state.layout
-    rows = []
-    for row in range(layout.height):
-        chars = []
-        for cell in range(row * layout.width, (row + 1) * layout.width):
-            if cell in layout.walls:
-                chars.append("#")
-            else:
-                chars.append(_GLYPHS[cell == state.player, cell in state.boxes, cell in layout.goals])
-        rows.append("".join(chars))
-    return rows
+    goals = layout.goals
+    chars = list(layout.base_glyphs)
+    for box in state.boxes:
+        chars[box] = _GLYPHS[False, True, box in goals]
+    chars[state.player] = _GLYPHS[True, False, state.player in goals]
+    width = layout.width
+    return ["".join(chars[start : start + width]) for start in range(0, width * layout.height, width)]
 
 
 def to_xsb(state: SokobanState) -> str:

@@ -75,7 +75,6 @@ class SokobanEnv(ToolPlanEnv):
             raise ConfigError(f"min_solution_length={min_solution_length!r} must be an integer >= 1")
         self.width, self.height, self.num_boxes = width, height, num_boxes
         self.min_solution_length = min_solution_length
-        self._initial_distance = 1
         self._initial_solution: list[str] | None = None
 
     def _generate(self, rng: np.random.Generator) -> tuple[board.SokobanState, list[str]]:
@@ -86,10 +85,6 @@ class SokobanEnv(ToolPlanEnv):
             num_boxes=self.num_boxes,
             min_solution_length=self.min_solution_length,
         )
-
-    def _reset_task(self, options: dict[str, Any]) -> None:
-        super()._reset_task(options)
-        self._initial_distance = max(1, self.initial_state.box_distance())
 
     def _load(self, text: str) -> board.SokobanState:
         self._initial_solution = None
@@ -114,7 +109,7 @@ class SokobanEnv(ToolPlanEnv):
 
     def _potential(self, state: board.SokobanState) -> float:
         on_goals = state.boxes_on_goals() / len(state.boxes)
-        return 0.5 * on_goals + 0.5 * (1.0 - state.box_distance() / self._initial_distance)
+        return 0.5 * on_goals + 0.5 * (1.0 - state.box_distance() / max(1, self.initial_state.box_distance()))
 
     def _solved(self, state: board.SokobanState) -> bool:
         return state.is_solved()

@@ -252,6 +252,9 @@ class SudokuPuzzle:
         if any(g and g != s for g, s in zip(givens, solution)):
             raise ValueError("givens disagree with the solution")
 
+    def __deepcopy__(self, memo: dict) -> SudokuPuzzle:
+        return self  # immutable: copies of a state share it
+
     def key(self) -> tuple:
         """Hashable canonical identity ``(size, givens)`` (the solution follows from them)."""
         return (self.size, self.givens)

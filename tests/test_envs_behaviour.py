@@ -1,0 +1,161 @@
+"""Behaviour of the puzzle environments beyond conformance: the tool agent's code, loading instances, fuzzing."""
+
+import textwrap
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pettingllms
+from pettingllms.envs.tool_plan import INVALID_ACTION_PENALTY, PARSE_ERROR_PENALTY
+from pettingllms.errors import ConfigError
+from pettingllms.sandbox import _bwrap
+
+needs_bwrap = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
+
+GRID = textwrap.dedent(
+    """\
+    S.#..
+    ..#.G
+    .....
+    """
+)
+
+BFS_TOOL = '''Let me search.
+```python
+from collections import deque
+grid = """{grid}""".split()
+h, w = len(grid), len(grid[0])
+find = lambda ch: next((r, c) for r in range(h) for c in range(w) if grid[r][c] == ch)
+start, goal = find("@"), find("G")
+steps = {{"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}}
+queue, seen = deque([(start, [])]), {{start}}
+while queue:
+    (r, c), path = queue.popleft()
+    if (r, c) == goal:
+        print("<answer>" + " ".join(path) + "</answer>")
+        break
+    for name, (dr, dc) in steps.items():
+        nr, nc = r + dr, c + dc
+        if 0 <= nr < h and 0 <= nc < w and grid[nr][nc] != "#" and (nr, nc) not in seen:
+            seen.add((nr, nc))
+            queue.append(((nr, nc), path + [name]))
+```'''
+
+
+@needs_bwrap
+def test_tool_code_runs_in_the_sandbox_and_the_plan_agent_sees_it():
+    env = pettingllms.make("plan-path-v0")
+    env.reset(options={"grid": GRID})
+    board = env.unwrapped._board_text(env.unwrapped.state)
+    env.step(BFS_TOOL.format(grid=board))
+    info = env.infos["tool"]
+    assert info["code_status"] == "ok" and "error" not in info
+    assert info["reward_local"] == pytest.approx(1.0)  # the simulated copy reaches the goal
+    assert not env.unwrapped.success  # the real state did not move
+    observation = env.observe("plan")
+    assert "from collections import deque" in observation
+    assert "Output (status ok):" in observation and "it would solve the puzzle" in observation
+    env.step(f"<answer>{' '.join(env.unwrapped.proposal.actions)}</answer>")
+    assert env.unwrapped.success and env.infos["plan"]["reward_team"] == 1.0
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "code, status",
+    [
+        ("while True:\n    pass", {"timeout"}),
+        ("import os\nwhile True:\n    os.fork()", {"timeout", "error"}),  # error: fork fails at the limit
+        ("print('x' * 10**8)", {"output_limit"}),
+        ("raise ValueError('no plan')", {"error"}),
+        ("print('nothing useful')", {"ok"}),
+    ],
+)
+def test_hostile_tool_code_is_a_penalty_with_an_explanation(code, status):
+    env = pettingllms.make("plan-path-v0", tool_timeout=1.0)
+    env.reset(options={"grid": GRID})
+    env.step(f"```python\n{code}\n```")
+    info = env.infos["tool"]
+    assert info["code_status"] in status
+    assert info["reward_local"] < 0 and info["error"]
+    assert env.agent_selection == "plan"
+
+
+def test_loaded_sokoban_level_and_solver_optimality():
+    level = "#######\n#@ $ .#\n#######"
+    env = pettingllms.make("sokoban-v0", workflow="single")
+    env.reset(options={"level": level})
+    assert env.unwrapped.solution_actions() == ["R", "R", "R"]
+    env.step("<answer>right, RIGHT r</answer>")
+    assert env.unwrapped.success
+
+
+def test_blocked_moves_are_penalised_per_move():
+    env = pettingllms.make("sokoban-v0", workflow="single")
+    env.reset(options={"level": "#######\n#@ $ .#\n#######"})
+    env.step("<answer>U U L R</answer>")
+    info = env.infos["plan"]
+    assert info["invalid_actions"] == 3
+    assert "3 action(s) could not be applied" in info["error"]
+    progress = env.unwrapped._potential(env.unwrapped.state) - env.unwrapped._potential(
+        env.unwrapped.initial_state
+    )
+    assert info["reward_local"] == pytest.approx(progress - 3 * INVALID_ACTION_PENALTY)
+
+
+def test_loaded_sudoku_accepts_a_whole_grid_answer():
+    env = pettingllms.make("sudoku-v0", workflow="single")
+    env.reset(options={"puzzle": "1.34\n34.2\n2.43\n43.1"})
+    env.step("<answer>\n1 2 | 3 4\n3 4 | 1 2\n2 1 | 4 3\n4 3 | 2 1\n</answer>")
+    assert env.unwrapped.success and "error" not in env.infos["plan"]
+
+
+def test_loaded_plan_path_grid():
+    env = pettingllms.make("plan-path-v0", workflow="single")
+    env.reset(options={"grid": GRID})
+    assert len(env.unwrapped.solution_actions()) == 7  # around the wall column: D D R R R U R
+
+
+@pytest.mark.parametrize(
+    "env_id, options, field",
+    [
+        ("sokoban-v0", {"level": "#####\n#@ #\n#####"}, "level"),
+        ("sudoku-v0", {"puzzle": "1234"}, "puzzle"),
+        ("plan-path-v0", {"grid": "S.#\n##G"}, "grid"),
+        ("plan-path-v0", {"split": "test"}, "split"),
+    ],
+)
+def test_bad_instances_raise_an_error_naming_the_option(env_id, options, field):
+    env = pettingllms.make(env_id)
+    with pytest.raises((ConfigError, ValueError), match=field):
+        env.reset(options=options)
+
+
+def test_unknown_reset_options_warn():
+    env = pettingllms.make("sokoban-v0")
+    with pytest.warns(UserWarning, match="levle"):
+        env.reset(options={"levle": "x"})
+
+
+def test_parse_error_penalty_is_documented_value():
+    env = pettingllms.make("plan-path-v0", workflow="single")
+    env.reset(seed=0)
+    env.step("<answer>north</answer>")
+    assert env.infos["plan"]["reward_local"] == -PARSE_ERROR_PENALTY
+    assert "unknown move 'north'" in env.infos["plan"]["error"]
+
+
+@pytest.mark.parametrize("env_id", sorted(pettingllms.registry))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=300) | st.builds(lambda s: f"<answer>{s}</answer>", st.text(max_size=80)))
+def test_arbitrary_strings_never_raise(env_id, text):
+    env = pettingllms.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env.reset(seed=0)
+    for _ in range(2):
+        agent = env.agent_selection
+        env.step(text)
+        assert {"reward_team", "reward_local", "turn", "success"} <= set(env.infos[agent])
+        assert env.observation_space(env.agent_selection).contains(env.observe(env.agent_selection))
