@@ -17,3 +17,8 @@ register(
     entry_point="pettingllms.envs.plan_path.env:PlanPathEnv",
     description="Walk from S to G around walls; a tool agent may search with code, a plan agent moves.",
 )
+register(
+    id="code-v0",
+    entry_point="pettingllms.envs.code.env:CodeEnv",
+    description="A coder writes a solution, a tester writes cases; success = the hidden tests pass.",
+)

@@ -40,6 +40,9 @@ class TestCase:
     input: str
     output: str
 
+    def __deepcopy__(self, memo: dict) -> TestCase:
+        return self  # immutable: environment copies share it
+
 
 @dataclass(frozen=True)
 class CodeProblem:
@@ -61,6 +64,9 @@ class CodeProblem:
     entry_point: str | None = None
     reference: str | None = None
     difficulty: str = ""
+
+    def __deepcopy__(self, memo: dict) -> CodeProblem:
+        return self  # immutable: environment copies share it
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:

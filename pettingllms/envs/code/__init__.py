@@ -1,0 +1,1 @@
+"""Coding team: a coder and a tester (`code-v0`)."""

@@ -1,0 +1,260 @@
+"""# Code (`code-v0`)
+
+A coder writes a solution, a tester writes test cases; each turn the code runs against the tester's cases in the
+sandbox and both agents see the mismatches. Success: the code passes the problem's hidden ground-truth tests.
+
+| | |
+|---|---|
+| agents (workflow "mas") | `coder`, `tester` (in that order each turn; the tester sees this turn's code) |
+| agents (workflow "single") | `coder` |
+| action, coder | any text; the last ```python block is the solution: for function problems (HumanEval's schema) the function with its imports, for stdio problems a complete program that reads stdin and prints the answer |
+| action, tester | any text; stdio problems: cases `<input>STDIN</input><output>EXPECTED</output>`; function problems: one ```python block of `assert` lines (one case each). At most 10 cases |
+| observation | text: the problem, the current code, the tester's cases with the code's results on them (mismatches shown), and the answer format |
+| instances | `dataset` (default `"bundled"`: 60 stdin/stdout problems, a train/eval hash split; `"humaneval"`: 164 function problems, evaluation only; `"mbpp"`, `"apps"`, `"codecontests"`, `"livecodebench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": DICT})` takes a problem in HumanEval's schema or the stdio schema as it is; `options={"split": "train"|"eval"}` |
+
+The episode terminates after a tester step when the code passes every case the tester gave (at least one), or,
+in the single workflow, when the code passes the hidden tests; it is truncated after `max_turns` turns.
+
+## Rewards (version 0)
+- coder, local: the share of hidden tests its code passes (function problems: 1 if `check` passes, else 0); -0.1
+  when the answer holds no ```python block.
+- tester, local: with `right` = the cases the reference solution passes (a case is right about the problem) and
+  n the number of cases: `right / n` when the coder's code is correct; otherwise
+  `0.5 * right / n + 0.5 * caught / n`, where `caught` counts right cases that the coder's code fails (a case
+  earns full credit when it passes a correct program and fails an incorrect one, as in CURE). Without a
+  reference solution no case can be verified: only `0.5 * caught / n` counts. -0.1 when no case can be parsed.
+- team: +1 on the step where the code starts passing the hidden tests, -1 if a later code stops passing them
+  (so an episode's team rewards sum to its final success), else 0.
+
+## Arguments
+`dataset`, `dataset_path`, `test_timeout` (seconds per program, default 2), `test_memory_mb` (default 512),
+`sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3), `render_mode` ("ansi", "human").
+
+## Version history
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from pettingllms.data.code.loaders import EVALUATION_ONLY, load_code_dataset
+from pettingllms.data.code.schema import CodeProblem, TestCase, problem_from_dict
+from pettingllms.envs.base import StepOutcome, TextAECEnv
+from pettingllms.envs.code.cases import CaseResult, case_programs, hidden_programs, judge, parse_cases
+from pettingllms.errors import ConfigError
+from pettingllms.parsing import ParseError, extract_python_block
+from pettingllms.text import truncate
+
+PARSE_ERROR_PENALTY = 0.1
+CODE_SHOWN_CHARS = 6_000
+_HIDDEN = TestCase("the hidden check()", "")
+
+
+@functools.lru_cache(maxsize=32)
+def _load_split(dataset: str, path: str | None, split: str) -> tuple[CodeProblem, ...]:
+    native = split if dataset == "bundled" else {"train": "train", "eval": "test"}[split]
+    loaded = load_code_dataset(dataset, path=path, split=native)
+    if not loaded:
+        raise ConfigError(f"dataset {dataset!r} has no problem in split {split!r}")
+    return tuple(loaded)
+
+
+class CodeEnv(TextAECEnv):
+    """Coder and tester on one coding problem (see the module docstring)."""
+
+    metadata = {"name": "code-v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
+    WORKFLOWS = {"mas": ("coder", "tester"), "single": ("coder",)}
+    DEFAULT_MAX_TURNS = 3
+    RESET_OPTIONS = frozenset({"split", "problem"})
+
+    def __init__(
+        self,
+        *,
+        dataset: str = "bundled",
+        dataset_path: str | None = None,
+        test_timeout: float = 2.0,
+        test_memory_mb: int = 512,
+        sandbox=None,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        if not isinstance(dataset, str):
+            raise ConfigError(f"dataset={dataset!r} must be a dataset name; pass a single problem to reset()")
+        self.dataset = dataset
+        self.dataset_path = dataset_path
+        self.test_timeout = float(test_timeout)
+        self.test_memory_mb = int(test_memory_mb)
+        self._sandbox = sandbox
+        self.problem: CodeProblem | None = None
+        self.code: str | None = None
+        self.cases: list[TestCase] = []
+        self.case_results: list[CaseResult] = []
+        self._code_correct = False
+        self._tester_note: str | None = None
+
+    # ----------------------------------------------------------------- instances
+    def problems(self, split: str) -> tuple[CodeProblem, ...]:
+        """The problems of `split` ("train" or "eval") of this env's dataset (loaded once per process)."""
+        if split not in ("train", "eval"):
+            raise ConfigError(f"split={split!r} is not supported; allowed values: ['train', 'eval']")
+        if split == "train" and self.dataset in EVALUATION_ONLY:
+            raise ConfigError(f"dataset {self.dataset!r} has only an evaluation split; use split='eval'")
+        return _load_split(self.dataset, self.dataset_path, split)
+
+    def _reset_task(self, options: dict[str, Any]) -> None:
+        if options.get("problem") is not None:
+            try:
+                self.problem = problem_from_dict(options["problem"])
+            except ValueError as error:
+                raise ConfigError(f"reset option 'problem' is not a problem: {error}") from error
+        else:
+            default = "eval" if self.dataset in EVALUATION_ONLY else "train"
+            pool = self.problems(options.get("split", default))
+            self.problem = pool[int(self.np_random.integers(len(pool)))]
+        self.code = None
+        self.cases, self.case_results = [], []
+        self._code_correct = False
+        self._tester_note = None
+
+    # ----------------------------------------------------------------- steps
+    def _act(self, agent: str, action: str) -> StepOutcome:
+        return self._act_coder(action) if agent == "coder" else self._act_tester(action)
+
+    def _act_coder(self, action: str) -> StepOutcome:
+        code = extract_python_block(action)
+        if code is None:
+            return StepOutcome(
+                reward_local=-PARSE_ERROR_PENALTY,
+                error="no ```python block found: put the whole solution in one",
+            )
+        self.code = code
+        hidden = self._run(hidden_programs(self.problem, code), self._hidden_cases())
+        ratio = sum(r.passed for r in hidden) / len(hidden)
+        team = self._set_correct(all(r.passed for r in hidden))
+        self.case_results = []
+        terminal = self.workflow == "single" and self.success
+        return StepOutcome(
+            reward_local=ratio, reward_team=team, terminal=terminal, info={"hidden_pass_ratio": ratio}
+        )
+
+    def _act_tester(self, action: str) -> StepOutcome:
+        try:
+            cases = parse_cases(action, self.problem.kind)
+        except ParseError as error:
+            self._tester_note = str(error)
+            return StepOutcome(reward_local=-PARSE_ERROR_PENALTY, error=str(error))
+        self.cases = cases
+        self._tester_note = None
+        n = len(cases)
+        code_runs = case_programs(self.problem, self.code, cases) if self.code is not None else []
+        reference_runs = (
+            case_programs(self.problem, self.problem.reference, cases) if self.problem.reference else []
+        )
+        results = self._run(code_runs + reference_runs, cases * (bool(code_runs) + bool(reference_runs)))
+        self.case_results = results[: len(code_runs)]
+        reference = results[len(code_runs) :]
+        right = [r.passed for r in reference] if reference else [True] * n
+        code_passed = [r.passed for r in self.case_results] or [False] * n
+        caught = sum(ok and not passed for ok, passed in zip(right, code_passed))
+        if not reference:
+            right = [False] * n  # unverifiable without a reference: only caught bugs count
+        local = sum(right) / n if self._code_correct else 0.5 * sum(right) / n + 0.5 * caught / n
+        terminal = bool(self.case_results) and all(r.passed for r in self.case_results)
+        return StepOutcome(
+            reward_local=local,
+            terminal=terminal,
+            info={"cases": n, "cases_right": sum(right), "cases_caught": caught},
+        )
+
+    def _set_correct(self, correct: bool) -> float:
+        """Record whether the code passes the hidden tests; return the team reward of that change."""
+        change = float(correct) - float(self._code_correct)
+        self._code_correct = self.success = correct
+        return change
+
+    def _hidden_cases(self) -> Sequence[TestCase]:
+        return self.problem.tests if self.problem.kind == "stdio" else [_HIDDEN]
+
+    def _run(self, runs: list[tuple[str, str]], cases: Sequence[TestCase]) -> list[CaseResult]:
+        """Run (program, stdin) pairs in parallel in the sandbox; judge them against `cases`."""
+        from pettingllms.sandbox import Program, SandboxUnavailable, default_sandbox
+
+        if not runs:
+            return []
+        programs = [Program(code, stdin, self.test_timeout, self.test_memory_mb) for code, stdin in runs]
+        try:
+            sandbox = self._sandbox if self._sandbox is not None else default_sandbox()
+            results = sandbox.run_batch(programs)
+        except SandboxUnavailable as error:
+            return [CaseResult(False, f"the code could not run: {error}") for _ in runs]
+        return judge(self.problem, cases, results)
+
+    # ----------------------------------------------------------------- observations
+    def _observation_text(self, agent: str) -> str:
+        problem = self.problem
+        parts = [f"# {self.metadata['name']} - turn {self.turn + 1} of {self.max_turns}", self._role(agent)]
+        parts += ["## Problem", problem.statement.strip()]
+        if self.code is not None:
+            parts += ["## Current code", "```python", truncate(self.code.rstrip(), CODE_SHOWN_CHARS), "```"]
+        if self.cases:
+            parts += ["## The tester's cases and the current code's results", *self._describe_cases()]
+        if self._tester_note:
+            parts += ["## The tester's last answer could not be used", self._tester_note]
+        if self.workflow == "single" and self.code is not None and not self._code_correct:
+            parts += ["The current code does not pass the hidden tests yet."]
+        parts += ["## Your answer", self._answer_format(agent)]
+        return "\n".join(parts)
+
+    def _role(self, agent: str) -> str:
+        if agent == "tester":
+            return (
+                "You are the TESTER. Write test cases that a correct solution passes and that expose bugs in the "
+                "current code. The code is run against your cases and both of you see the results."
+            )
+        if self.workflow == "single":
+            return "You are the CODER: solve the problem. Your code is judged by hidden tests."
+        return "You are the CODER: solve the problem. A tester writes cases; fix the code where they fail."
+
+    def _answer_format(self, agent: str) -> str:
+        if agent == "coder":
+            if self.problem.kind == "function":
+                return "Write the complete function (with its imports) in one ```python block."
+            return "Write a complete program that reads standard input and prints the answer, in one ```python block."
+        if self.problem.kind == "function":
+            return f"Write up to 10 cases as assert lines in one ```python block, e.g. assert {self.problem.entry_point}(...) == ..."
+        return "Write up to 10 cases, each as <input>STDIN</input><output>EXPECTED STDOUT</output>."
+
+    def _describe_cases(self) -> list[str]:
+        lines = []
+        for index, case in enumerate(self.cases, start=1):
+            result = self.case_results[index - 1] if index <= len(self.case_results) else None
+            verdict = (
+                "not run on the current code" if result is None else ("passed" if result.passed else "FAILED")
+            )
+            if self.problem.kind == "stdio":
+                lines.append(
+                    f"Case {index}: {verdict}\n  input: {case.input[:300]!r}\n  expected: {case.output[:300]!r}"
+                )
+                if result is not None and not result.passed:
+                    lines.append(f"  got: {result.detail!r}")
+            else:
+                lines.append(f"Case {index}: `{case.input[:300]}` {verdict}")
+                if result is not None and not result.passed:
+                    lines.append(f"  error: {result.detail}")
+        return lines
+
+    def _render_text(self) -> str:
+        passed = sum(r.passed for r in self.case_results)
+        return (
+            f"{self.problem.id} ({self.problem.kind}), turn {self.turn + 1} of {self.max_turns}; "
+            f"code: {'none' if self.code is None else 'passes the hidden tests' if self._code_correct else 'fails the hidden tests'}; "
+            f"tester's cases passed: {passed} of {len(self.cases)}"
+        )
+
+    # ----------------------------------------------------------------- oracle
+    def solution(self) -> str:
+        """The reference solution as a coder's answer (empty block when the problem has none)."""
+        return f"```python\n{self.problem.reference or ''}\n```"
