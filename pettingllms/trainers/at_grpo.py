@@ -1,0 +1,202 @@
+"""`ATGRPOTrainer`: the AT-GRPO loop over policies, rollouts, updates, evaluations and checkpoints.
+
+One step: the rollout engine plays `instances_per_step` training instances (their seeds follow from the step
+number, so the data position needs no state); advantages are computed per group; every sample is routed to the
+policy that produced it, and every policy takes one optimizer step on its own samples only. Evaluations play the
+evaluation split with each policy's evaluation sampling (greedy by default).
+
+Policy layouts: `shared` (one model serves every agent), `per_role` (one model per agent, each loaded from
+`model_name_or_path` or its `agent_models` entry), `lora_per_role` (one base model, one LoRA adapter per agent;
+each adapter is trained only by its agent's samples).
+
+Outputs in `output_dir`: `metrics.jsonl` (one JSON object per step), `checkpoints/step_N/` (weights or adapters,
+optimizer, scheduler, every random generator, the step), `learning_curve.png`, and with `dump_rollouts`
+`rollouts/step_N.jsonl`. `resume=True` continues from the last checkpoint exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import pettingllms
+from pettingllms.policies.base import SamplingConfig
+from pettingllms.trainers import checkpoint
+from pettingllms.trainers.advantages import compute_advantages, informative
+from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.policies import PolicySet, build_policies
+from pettingllms.trainers.rollout import Rollout, RolloutEngine, Sample
+
+EVAL_SEED_BASE = 1_000_000
+"""Evaluation episodes use seeds EVAL_SEED_BASE + i on the evaluation split (a fixed suite)."""
+
+
+class ATGRPOTrainer:
+    """Runs AT-GRPO as `ATGRPOConfig` describes (see the module docstring)."""
+
+    def __init__(self, args: ATGRPOConfig, *, log: Callable[[str], None] = print):
+        self.args = args
+        self.log = log
+        self.output_dir = Path(args.output_dir)
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.env_fn = functools.partial(
+            pettingllms.make, args.env_id, workflow=args.workflow, alpha=args.alpha, max_turns=args.max_turns,
+            **args.env_kwargs,
+        )
+        self.agents = list(self.env_fn().possible_agents)
+        (self.output_dir / "config.json").write_text(json.dumps(config_summary(args), indent=2, default=str))
+        last = checkpoint.latest(self.output_dir) if args.resume else None
+        self.policies: PolicySet = build_policies(args, self.agents, resume_from=last)
+        self.engine = self._engine(train=True)
+        self.step = 0
+        if last is not None:
+            self.step = checkpoint.load_state(last, self)
+            self.log(f"resumed from {last} at step {self.step}")
+
+    # ----------------------------------------------------------------- setup
+    def _sampling(self, policy: str, train: bool) -> SamplingConfig:
+        args = self.args
+        base = {
+            "temperature": args.temperature if train else args.eval_temperature,
+            "top_p": args.top_p if train else 1.0,
+            "top_k": (args.top_k or 0) if train else 0,
+            "max_new_tokens": args.max_completion_length,
+            "stop": tuple(args.default_stop_strings),
+        }
+        overrides = args.policy_sampling.get(policy, {}) if train else args.policy_eval_sampling.get(policy, {})
+        return SamplingConfig(**{**base, **overrides})
+
+    def _engine(self, *, train: bool) -> RolloutEngine:
+        return RolloutEngine(
+            self.env_fn,
+            self.policies.backends,
+            self.policies.agent_policy,
+            {name: self._sampling(name, train) for name in self.policies.backends},
+            num_generations=self.args.num_generations,
+            grouping=self.args.grouping,
+            commit=self.args.commit,
+            seed=self.args.seed,
+        )
+
+    # ----------------------------------------------------------------- the loop
+    def train(self) -> dict[str, Any]:
+        """Run until `max_steps`; return the final metrics (with the evaluation before and after)."""
+        from tqdm.auto import tqdm
+
+        args = self.args
+        summary: dict[str, Any] = {}
+        if self.step == 0:
+            summary["eval/success_rate_before"] = self._log_metrics({"step": 0, **self.evaluate()})["eval/success_rate"]
+        progress = tqdm(total=args.max_steps, initial=self.step, desc=f"AT-GRPO {args.env_id}", dynamic_ncols=True)
+        while self.step < args.max_steps:
+            metrics = self.train_step()
+            if args.eval_every and self.step % args.eval_every == 0 and self.step < args.max_steps:
+                metrics.update(self.evaluate())
+            if self.step == args.max_steps:
+                metrics.update(self.evaluate())
+                summary["eval/success_rate_after"] = metrics["eval/success_rate"]
+            self._log_metrics(metrics)
+            if self.step % args.save_steps == 0 or self.step == args.max_steps:
+                checkpoint.save(self.output_dir, self)
+            progress.update(1)
+            progress.set_postfix(success=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", ""))
+        progress.close()
+        self._plot()
+        return summary
+
+    def train_step(self) -> dict[str, Any]:
+        """One AT-GRPO step: rollout, advantages, routed updates."""
+        args = self.args
+        seeds = [args.seed * 7_919 + self.step * args.instances_per_step + i for i in range(args.instances_per_step)]
+        start = time.perf_counter()
+        rollout = self.engine.collect(seeds, {"split": "train"})
+        rollout_s = time.perf_counter() - start
+        stds = compute_advantages(rollout.samples, scale_rewards=args.scale_rewards != "none")
+        train_samples = informative(rollout.samples, stds) if args.drop_zero_variance_groups else rollout.samples
+        start = time.perf_counter()
+        routed: dict[str, list[Sample]] = defaultdict(list)
+        for sample in train_samples:
+            routed[sample.policy].append(sample)
+        update_metrics = {name: updater.update(routed[name]) for name, updater in self.policies.updaters.items()}
+        update_s = time.perf_counter() - start
+        self.step += 1
+        if args.dump_rollouts:
+            self._dump(rollout)
+        metrics = {
+            "step": self.step,
+            "train/reward": float(np.mean([s.reward for s in rollout.samples])) if rollout.samples else 0.0,
+            "train/success_rate": rollout.success_rate,
+            "train/groups": len(stds),
+            "train/groups_with_signal": sum(std > 0 for std in stds.values()),
+            "timing/rollout_s": rollout_s,
+            "timing/env_s": self.engine.env_seconds,
+            "timing/update_s": update_s,
+        }
+        self.engine.env_seconds = 0.0
+        for agent in self.agents:
+            rewards = [s.reward for s in rollout.samples if s.agent == agent]
+            metrics[f"train/reward/{agent}"] = float(np.mean(rewards)) if rewards else 0.0
+        for name, values in update_metrics.items():
+            metrics.update({f"policy/{name}/{key}": value for key, value in values.items()})
+        return metrics
+
+    def evaluate(self) -> dict[str, float]:
+        """Success on the fixed evaluation suite (evaluation split), with evaluation sampling."""
+        start = time.perf_counter()
+        engine = self._engine(train=False)
+        seeds = [EVAL_SEED_BASE + i for i in range(self.args.eval_episodes)]
+        rollout = engine.evaluate(seeds, {"split": "eval"})
+        metrics = {"eval/success_rate": rollout.success_rate, "timing/eval_s": time.perf_counter() - start}
+        for agent in self.agents:
+            rewards = [s.reward for s in rollout.samples if s.agent == agent]
+            metrics[f"eval/reward/{agent}"] = float(np.mean(rewards)) if rewards else 0.0
+        return metrics
+
+    # ----------------------------------------------------------------- outputs
+    def _log_metrics(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        with (self.output_dir / "metrics.jsonl").open("a") as handle:
+            handle.write(json.dumps(metrics) + "\n")
+        return metrics
+
+    def _dump(self, rollout: Rollout) -> None:
+        folder = self.output_dir / "rollouts"
+        folder.mkdir(exist_ok=True)
+        with (folder / f"step_{self.step}.jsonl").open("w") as handle:
+            for sample in rollout.samples:
+                handle.write(json.dumps(sample.record(self.step)) + "\n")
+
+    def _plot(self) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = [json.loads(line) for line in (self.output_dir / "metrics.jsonl").read_text().splitlines()]
+        figure, axis = plt.subplots(figsize=(6, 4))
+        for key, label in (("train/success_rate", "train (committed episodes)"), ("eval/success_rate", "eval split")):
+            points = [(row["step"], row[key]) for row in rows if key in row]
+            if points:
+                axis.plot(*zip(*points), marker="o" if key.startswith("eval") else None, label=label)
+        axis.set_xlabel("step")
+        axis.set_ylabel("success rate")
+        axis.set_ylim(-0.02, 1.02)
+        axis.set_title(f"{self.args.env_id} ({self.args.policy_layout}, {self.args.grouping})")
+        axis.legend()
+        figure.tight_layout()
+        figure.savefig(self.output_dir / "learning_curve.png", dpi=100)
+        plt.close(figure)
+
+
+def config_summary(args: ATGRPOConfig) -> dict[str, Any]:
+    """The run's settings that matter for reproduction (JSON-ready)."""
+    fields = [f.name for f in dataclasses.fields(args)]
+    return {name: getattr(args, name) for name in fields if isinstance(getattr(args, name), (str, int, float, bool, list, dict, type(None)))}
+

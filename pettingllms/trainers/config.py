@@ -1,0 +1,123 @@
+"""`ATGRPOConfig`: TRL's `GRPOConfig` plus the multi-agent fields of AT-GRPO.
+
+From TRL (unchanged meaning): `num_generations` is K; `learning_rate`, `lr_scheduler_type`, `loss_type`,
+`epsilon`/`epsilon_high` (clip), `beta` (KL), `scale_rewards`, `temperature`/`top_p`/`top_k`/
+`max_completion_length` (training sampling), `per_device_train_batch_size` (the update's micro-batch),
+`max_steps`, `save_steps`, `seed`, `output_dir`, `report_to`, `max_grad_norm`. `--config run.yaml` replaces
+defaults and command-line flags override the YAML (TRL's `TrlParser`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from trl import GRPOConfig
+
+import pettingllms
+from pettingllms.errors import ConfigError
+from pettingllms.trainers.rollout import COMMITS, GROUPINGS
+
+POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
+ENV_STOP_STRINGS = {"sokoban-v0": ["</answer>"], "sudoku-v0": ["</answer>"], "plan-path-v0": ["</answer>"]}
+
+
+@dataclasses.dataclass
+class ATGRPOConfig(GRPOConfig):
+    """Configuration of an AT-GRPO run (see the module docstring for the fields inherited from TRL)."""
+
+    env_id: str = dataclasses.field(default="plan-path-v0", metadata={"help": "Registered environment id."})
+    env_kwargs: dict[str, Any] | str | None = dataclasses.field(
+        default_factory=dict, metadata={"help": "Keyword arguments of pettingllms.make (size, dataset, ...)."}
+    )
+    workflow: str = dataclasses.field(default="mas", metadata={"help": "'mas' (the team) or 'single' (baseline)."})
+    alpha: float = dataclasses.field(default=1.0, metadata={"help": "Team-reward weight: alpha * team + local."})
+    max_turns: int | None = dataclasses.field(default=None, metadata={"help": "Turns per episode (env default)."})
+    grouping: str = dataclasses.field(
+        default="agent_turn", metadata={"help": "'agent_turn' (AT-GRPO) or 'trajectory' (GRPO baseline)."}
+    )
+    commit: str = dataclasses.field(
+        default="greedy", metadata={"help": "Candidate committed each step: 'greedy' (best) or 'random'."}
+    )
+    instances_per_step: int = dataclasses.field(default=8, metadata={"help": "Training instances per step."})
+    drop_zero_variance_groups: bool = dataclasses.field(
+        default=False, metadata={"help": "Drop groups whose rewards are all equal (DAPO dynamic sampling)."}
+    )
+    policy_layout: str = dataclasses.field(
+        default="per_role",
+        metadata={"help": "'shared' (one model), 'per_role' (one model per agent), 'lora_per_role' (adapters)."},
+    )
+    model_name_or_path: str = dataclasses.field(
+        default="tiny", metadata={"help": "'tiny' (built-in, warm-started), a Hugging Face id, or a local path."}
+    )
+    agent_models: dict[str, str] | str | None = dataclasses.field(
+        default_factory=dict, metadata={"help": "Per-agent model overrides for 'per_role' (agent -> id or path)."}
+    )
+    lora_r: int = dataclasses.field(default=8, metadata={"help": "LoRA rank for 'lora_per_role'."})
+    lora_alpha: int = dataclasses.field(default=16, metadata={"help": "LoRA alpha for 'lora_per_role'."})
+    stop_strings: list[str] | None = dataclasses.field(
+        default=None, metadata={"help": "Generation stop strings (default: '</answer>' for the puzzles)."}
+    )
+    policy_sampling: dict[str, dict[str, Any]] | str | None = dataclasses.field(
+        default_factory=dict,
+        metadata={
+            "help": "Per-policy training overrides of temperature/top_p/top_k/max_new_tokens/stop, e.g. "
+            "{tool: {temperature: 1.2}} (policies are named after their agent, or 'shared')."
+        },
+    )
+    policy_eval_sampling: dict[str, dict[str, Any]] | str | None = dataclasses.field(
+        default_factory=dict, metadata={"help": "Per-policy evaluation overrides, same keys as policy_sampling."}
+    )
+    eval_temperature: float = dataclasses.field(default=0.0, metadata={"help": "Evaluation temperature (0: greedy)."})
+    eval_every: int = dataclasses.field(default=10, metadata={"help": "Evaluate every N steps (0: only at the ends)."})
+    eval_episodes: int = dataclasses.field(default=100, metadata={"help": "Evaluation-split episodes per evaluation."})
+    dump_rollouts: bool = dataclasses.field(
+        default=False, metadata={"help": "Write every sample to rollouts/step_N.jsonl."}
+    )
+    resume: bool = dataclasses.field(default=False, metadata={"help": "Resume from the last checkpoint in output_dir."})
+    max_steps: int = dataclasses.field(default=20, metadata={"help": "Number of AT-GRPO steps (rollout + update)."})
+
+    def __post_init__(self) -> None:
+        for name in ("env_kwargs", "agent_models", "policy_sampling", "policy_eval_sampling"):
+            value = getattr(self, name)
+            if value is None:
+                setattr(self, name, {})
+            elif isinstance(value, str):  # from the command line: JSON text
+                try:
+                    setattr(self, name, json.loads(value))
+                except json.JSONDecodeError as error:
+                    raise ConfigError(f"{name}={value!r} is not valid JSON: {error}") from error
+            if not isinstance(getattr(self, name), dict):
+                raise ConfigError(f"{name} must be a mapping, got {type(getattr(self, name)).__name__}")
+        if self.bf16 is None:
+            self.bf16 = False
+        super().__post_init__()
+        self._check_choice("grouping", GROUPINGS)
+        self._check_choice("commit", COMMITS)
+        self._check_choice("policy_layout", POLICY_LAYOUTS)
+        self._check_choice("workflow", ("mas", "single"))
+        self._check_choice("env_id", tuple(sorted(pettingllms.registry)))
+        for name in ("instances_per_step", "eval_episodes", "num_generations"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
+        if self.eval_every < 0:
+            raise ConfigError(f"eval_every={self.eval_every} must be >= 0")
+        if self.grouping == "agent_turn" and self.num_generations < 2:
+            raise ConfigError("num_generations (K) must be >= 2 for grouping='agent_turn': a group needs candidates")
+        if self.policy_layout == "shared" and self.agent_models:
+            raise ConfigError("agent_models needs policy_layout='per_role' (the 'shared' layout has one model)")
+        if self.policy_layout == "lora_per_role" and self.beta != 0.0:
+            raise ConfigError("beta (KL) != 0 is not supported with policy_layout='lora_per_role'; use beta=0.0")
+        if self.num_iterations != 1:
+            raise ConfigError(f"num_iterations={self.num_iterations}: AT-GRPO updates on-policy once per step (1)")
+        if self.max_steps is None or self.max_steps < 1:
+            raise ConfigError(f"max_steps={self.max_steps} must be >= 1: the number of AT-GRPO steps")
+
+    def _check_choice(self, name: str, allowed: tuple[str, ...]) -> None:
+        if getattr(self, name) not in allowed:
+            raise ConfigError(f"{name}={getattr(self, name)!r} is not supported; allowed values: {list(allowed)}")
+
+    @property
+    def default_stop_strings(self) -> list[str]:
+        return self.stop_strings if self.stop_strings is not None else ENV_STOP_STRINGS.get(self.env_id, [])

@@ -1,0 +1,123 @@
+"""Building the policies of a run: models, their update workers and their generation backends, per layout.
+
+- `shared`: one model named "shared" serves and is trained by every agent.
+- `per_role`: one model per agent, named after the agent (from `model_name_or_path` or `agent_models`).
+- `lora_per_role`: one frozen base model with one LoRA adapter per agent, named after the agent; generation
+  activates the agent's adapter, and each update trains only that adapter (the others are frozen meanwhile).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig
+from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.updater import PolicyUpdater
+
+
+@dataclasses.dataclass
+class PolicySet:
+    """The policies of a run: name -> update worker and generation backend; agent -> policy name."""
+
+    updaters: dict[str, PolicyUpdater]
+    backends: dict[str, PolicyBackend]
+    agent_policy: dict[str, str]
+
+
+def resolve_model(name_or_path: str, args: ATGRPOConfig) -> str:
+    """'tiny' -> the built-in model for this env and workflow (built and warm-started once, then cached)."""
+    if name_or_path != "tiny":
+        return name_or_path
+    from pettingllms.models.warmstart import ensure_tiny_model
+
+    return str(ensure_tiny_model(args.env_id, env_kwargs=args.env_kwargs, workflow=args.workflow))
+
+
+def load_model(path: str):
+    """(model, tokenizer) in float32 from a local folder or a Hugging Face id; left padding for generation."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    return model, tokenizer
+
+
+def build_policies(args: ATGRPOConfig, agents: Sequence[str], *, resume_from: Path | None = None) -> PolicySet:
+    """Build the policies of `args.policy_layout` for `agents` (weights from `resume_from` when resuming)."""
+    from pettingllms.policies.hf import HFPolicy
+
+    if args.policy_layout == "lora_per_role":
+        return _build_lora(args, agents, resume_from)
+    names = ["shared"] if args.policy_layout == "shared" else list(agents)
+    updaters, backends = {}, {}
+    for index, name in enumerate(names):
+        if resume_from is not None:
+            path = str(resume_from / f"policy_{name}")
+        else:
+            path = resolve_model(args.agent_models.get(name, args.model_name_or_path), args)
+        model, tokenizer = load_model(path)
+        updaters[name] = PolicyUpdater(name, model, tokenizer, args)
+        backends[name] = HFPolicy(updaters[name].model, tokenizer, seed=args.seed * 1_000 + index)
+    agent_policy = {agent: "shared" if args.policy_layout == "shared" else agent for agent in agents}
+    return PolicySet(updaters, backends, agent_policy)
+
+
+class AdapterPolicy:
+    """Generation with one LoRA adapter of a shared PEFT model active."""
+
+    def __init__(self, backend: PolicyBackend, peft_model, adapter: str):
+        self.backend, self.peft_model, self.adapter = backend, peft_model, adapter
+
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+        self.peft_model.set_adapter(self.adapter)
+        return self.backend.generate(prompts, n, sampling)
+
+    @property
+    def generator(self):
+        return self.backend.generator
+
+
+class AdapterUpdater(PolicyUpdater):
+    """A `PolicyUpdater` that trains only its adapter of a shared PEFT model."""
+
+    def __init__(self, name: str, model, tokenizer, args: ATGRPOConfig):
+        activate_adapter(model, name)  # the optimizer is built over this adapter's parameters only
+        super().__init__(name, model, tokenizer, args)
+
+    def update(self, samples):
+        activate_adapter(self.model, self.name)
+        return super().update(samples)
+
+
+def activate_adapter(peft_model, adapter: str) -> None:
+    """Make `adapter` the active one and the only trainable parameters."""
+    peft_model.set_adapter(adapter)
+    for name, parameter in peft_model.named_parameters():
+        parameter.requires_grad = "lora_" in name and f".{adapter}." in name
+
+
+def _build_lora(args: ATGRPOConfig, agents: Sequence[str], resume_from: Path | None) -> PolicySet:
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    from pettingllms.policies.hf import HFPolicy
+
+    base, tokenizer = load_model(resolve_model(args.model_name_or_path, args))
+    if resume_from is not None:
+        peft_model = PeftModel.from_pretrained(base, resume_from / "peft" / agents[0], adapter_name=agents[0], is_trainable=True)
+        for agent in agents[1:]:
+            peft_model.load_adapter(resume_from / "peft" / agent, adapter_name=agent, is_trainable=True)
+    else:
+        config = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
+        peft_model = get_peft_model(base, config, adapter_name=agents[0])
+        for agent in agents[1:]:
+            peft_model.add_adapter(agent, config)
+    sampler = HFPolicy(peft_model, tokenizer, seed=args.seed * 1_000)
+    updaters = {agent: AdapterUpdater(agent, peft_model, tokenizer, args) for agent in agents}
+    backends = {agent: AdapterPolicy(sampler, peft_model, agent) for agent in agents}
+    return PolicySet(updaters, backends, {agent: agent for agent in agents})

@@ -1,0 +1,236 @@
+"""Rollouts for AT-GRPO (SPEC section 2) and its trajectory-grouped baseline. No torch here.
+
+AT-GRPO (`grouping="agent_turn"`), for every instance, turn and agent in workflow order:
+1. the prompt is the agent's observation of the one shared current state;
+2. K completions come from the agent's policy in one request (`n=K`), all instances batched together;
+3. each candidate is stepped on its own copy (`env.clone()`) of that state; its reward is the env's
+   `rewards[agent]` after the step (`alpha * team + local`, immediate);
+4. the K samples form one group keyed `(instance, turn, agent)`, with identical prompts;
+5. the best candidate (highest reward, lowest index on ties) is committed: its copy *becomes* the real state,
+   so the next agent acts on exactly the state that candidate produced. With `commit="random"` a uniformly
+   drawn candidate is committed instead (an ablation).
+
+Trajectory baseline (`grouping="trajectory"`): K independent episodes per instance, one completion per step;
+every sample of an episode carries the episode's return (the sum of the rewards of its steps), and the group is
+the instance.
+
+The engine is deterministic for a given seed: instances come from their seeds, candidates from the policies'
+own seeded generators, random commits from the engine's generator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pettingzoo import AECEnv
+
+from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig
+
+GROUPINGS = ("agent_turn", "trajectory")
+COMMITS = ("greedy", "random")
+
+
+@dataclasses.dataclass
+class Sample:
+    """One sampled completion with its reward; `advantage` is filled by `compute_advantages`."""
+
+    group_id: str
+    instance: int
+    turn: int
+    agent: str
+    policy: str
+    prompt: str
+    completion: str
+    reward: float
+    reward_team: float
+    reward_local: float
+    generation: Generation
+    committed: bool = True
+    advantage: float = 0.0
+
+    def record(self, step: int) -> dict[str, Any]:
+        """The JSON-ready row of a rollout dump."""
+        fields = ("group_id", "instance", "turn", "agent", "policy", "prompt", "completion", "reward")
+        row = {"step": step, **{name: getattr(self, name) for name in fields}}
+        row.update(reward_team=self.reward_team, reward_local=self.reward_local, advantage=self.advantage)
+        return row
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidate:
+    generation: Generation
+    info: dict[str, Any]
+    reward: float
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeResult:
+    """How one (committed) episode ended."""
+
+    instance: int
+    success: bool
+    turns: int
+    returns: Mapping[str, float]
+
+
+@dataclasses.dataclass
+class Rollout:
+    samples: list[Sample]
+    episodes: list[EpisodeResult]
+
+    @property
+    def success_rate(self) -> float:
+        return float(np.mean([e.success for e in self.episodes])) if self.episodes else 0.0
+
+
+class RolloutEngine:
+    """Collects samples from environments built by `env_fn` (see the module docstring).
+
+    Args:
+        env_fn: builds a fresh environment (e.g. `functools.partial(pettingllms.make, "plan-path-v0")`).
+        policies: policy name -> backend.
+        agent_policy: agent name -> policy name (every agent of the workflow must be mapped).
+        sampling: policy name -> sampling settings.
+        num_generations: K.
+        grouping: "agent_turn" (AT-GRPO) or "trajectory" (the baseline).
+        commit: "greedy" (the best candidate) or "random".
+        seed: seeds the engine's own generator (random commits).
+    """
+
+    def __init__(
+        self,
+        env_fn: Callable[[], AECEnv],
+        policies: Mapping[str, PolicyBackend],
+        agent_policy: Mapping[str, str],
+        sampling: Mapping[str, SamplingConfig],
+        *,
+        num_generations: int,
+        grouping: str = "agent_turn",
+        commit: str = "greedy",
+        seed: int = 0,
+    ):
+        if grouping not in GROUPINGS:
+            raise ValueError(f"grouping={grouping!r} is not supported; allowed values: {list(GROUPINGS)}")
+        if commit not in COMMITS:
+            raise ValueError(f"commit={commit!r} is not supported; allowed values: {list(COMMITS)}")
+        if num_generations < 1:
+            raise ValueError(f"num_generations={num_generations} must be >= 1")
+        unknown = sorted(set(agent_policy.values()) - set(policies))
+        if unknown:
+            raise ValueError(f"agent_policy names policies {unknown} that are not in policies {sorted(policies)}")
+        self.env_fn = env_fn
+        self.policies = policies
+        self.agent_policy = dict(agent_policy)
+        self.sampling = sampling
+        self.num_generations = num_generations
+        self.grouping = grouping
+        self.commit = commit
+        self.rng = np.random.default_rng(seed)
+        self.env_seconds = 0.0
+        """Time spent stepping environments (candidates included) since it was last reset to 0."""
+
+    def collect(self, seeds: Sequence[int], options: Mapping[str, Any] | None = None) -> Rollout:
+        """Play one instance per seed (reset with `seed` and `options`) and return every sample."""
+        if self.grouping == "agent_turn":
+            return self._collect_tree(seeds, options)
+        return self._collect_trajectories(seeds, options)
+
+    def evaluate(self, seeds: Sequence[int], options: Mapping[str, Any] | None = None) -> Rollout:
+        """Play one episode per seed with one completion per step (no candidates); samples included."""
+        return self._play(
+            [self._new_env(seed, options) for seed in seeds], list(range(len(seeds))), n=1, trajectory=False
+        )
+
+    # ----------------------------------------------------------------- AT-GRPO
+    def _collect_tree(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
+        envs = [self._new_env(seed, options) for seed in seeds]
+        return self._play(envs, list(range(len(seeds))), n=self.num_generations, trajectory=False)
+
+    # ----------------------------------------------------------------- trajectory baseline
+    def _collect_trajectories(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
+        k = self.num_generations
+        envs = [self._new_env(seed, options) for seed in seeds for _ in range(k)]
+        instances = [index for index in range(len(seeds)) for _ in range(k)]
+        played = self._play(envs, instances, n=1, trajectory=True)
+        returns: dict[int, float] = {}
+        for sample in played.samples:
+            returns[sample.instance] = returns.get(sample.instance, 0.0) + sample.reward
+        for sample in played.samples:  # `instance` holds the episode index while playing trajectories
+            sample.reward = returns[sample.instance]
+            sample.instance = instances[sample.instance]
+            sample.group_id = f"{sample.instance}"
+        episodes = [dataclasses.replace(e, instance=instances[e.instance]) for e in played.episodes]
+        return Rollout(played.samples, episodes)
+
+    # ----------------------------------------------------------------- the loop
+    def _new_env(self, seed: int, options: Mapping[str, Any] | None) -> AECEnv:
+        env = self.env_fn()
+        env.reset(seed=int(seed), options=dict(options or {}))
+        return env
+
+    def _play(self, envs: list[AECEnv], instances: list[int], *, n: int, trajectory: bool) -> Rollout:
+        """Step every env to the end in lockstep; `n` candidates per step (n = 1: plain sampling)."""
+        samples: list[Sample] = []
+        returns = [dict.fromkeys(env.possible_agents, 0.0) for env in envs]
+        active = list(range(len(envs)))
+        while active:
+            waiting: dict[str, list[int]] = {}
+            for index in active:
+                env = envs[index]
+                while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+                    env.step(None)
+                if env.agents:
+                    waiting.setdefault(env.agent_selection, []).append(index)
+            active = [index for agents in waiting.values() for index in agents]
+            for agent, indices in waiting.items():
+                policy = self.agent_policy[agent]
+                prompts = [str(envs[index].observe(agent)) for index in indices]
+                generations = self.policies[policy].generate(prompts, n, self.sampling[policy])
+                for index, prompt, candidates in zip(indices, prompts, generations, strict=True):
+                    envs[index], rows, chosen = self._step_candidates(envs[index], agent, candidates)
+                    turn = rows[chosen].info["turn"]
+                    for position, row in enumerate(rows):
+                        samples.append(
+                            Sample(
+                                group_id=f"{instances[index]}/{turn}/{agent}",
+                                instance=index if trajectory else instances[index],
+                                turn=turn,
+                                agent=agent,
+                                policy=policy,
+                                prompt=prompt,
+                                completion=row.generation.text,
+                                reward=row.reward,
+                                reward_team=row.info["reward_team"],
+                                reward_local=row.info["reward_local"],
+                                generation=row.generation,
+                                committed=position == chosen,
+                            )
+                        )
+                    returns[index][agent] += rows[chosen].reward
+        episodes = [
+            EpisodeResult(index if trajectory else instances[index], bool(env.unwrapped.success), env.unwrapped.turn, returns[index])
+            for index, env in enumerate(envs)
+        ]
+        return Rollout(samples, episodes)
+
+    def _step_candidates(
+        self, env: AECEnv, agent: str, candidates: Sequence[Generation]
+    ) -> tuple[AECEnv, list[_Candidate], int]:
+        """Step a copy of `env` per candidate; return the committed copy, every candidate's row, the chosen index."""
+        copies, rows = [], []
+        start = time.perf_counter()
+        for generation in candidates:
+            copy = env.clone() if len(candidates) > 1 else env
+            copy.step(generation.text)
+            copies.append(copy)
+            rows.append(_Candidate(generation, dict(copy.infos[agent]), float(copy.rewards[agent])))
+        self.env_seconds += time.perf_counter() - start
+        if self.commit == "greedy":
+            chosen = int(np.argmax([row.reward for row in rows]))  # the first maximum: a deterministic tie-break
+        else:
+            chosen = int(self.rng.integers(len(candidates)))
+        return copies[chosen], rows, chosen

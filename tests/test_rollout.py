@@ -1,0 +1,180 @@
+"""The AT-GRPO rollout engine's invariants (SPEC section 2), with scripted policies: no model needed."""
+
+import functools
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+
+import pettingllms
+from pettingllms.policies import SamplingConfig, ScriptedPolicy
+from pettingllms.testing import _snapshot
+from pettingllms.trainers.advantages import compute_advantages, informative
+from pettingllms.trainers.rollout import RolloutEngine
+
+K = 4
+
+
+def random_moves(prompt: str, rng: np.random.Generator) -> str:
+    return "<answer>" + " ".join(rng.choice(list("UDLR"), size=int(rng.integers(1, 7)))) + "</answer>"
+
+
+def engine(grouping="agent_turn", commit="greedy", seed=0, env_id="plan-path-v0", workflow="mas", **kwargs):
+    env_fn = functools.partial(pettingllms.make, env_id, workflow=workflow)
+    agents = env_fn().possible_agents
+    return RolloutEngine(
+        env_fn,
+        {"shared": ScriptedPolicy(random_moves, seed=seed)},
+        dict.fromkeys(agents, "shared"),
+        {"shared": SamplingConfig()},
+        num_generations=K,
+        grouping=grouping,
+        commit=commit,
+        seed=seed,
+        **kwargs,
+    )
+
+
+class RecordingEngine(RolloutEngine):
+    """Keeps, for every group, a copy of the state its candidates started from and the committed result."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.steps = []
+
+    def _step_candidates(self, env, agent, candidates):
+        before = env.clone()
+        committed, rows, chosen = super()._step_candidates(env, agent, candidates)
+        self.steps.append((before, agent, candidates, rows, chosen, committed.clone()))
+        return committed, rows, chosen
+
+
+def test_one_group_per_instance_turn_agent_with_k_identical_prompts():
+    rollout = engine().collect(range(6))
+    groups = defaultdict(list)
+    for sample in rollout.samples:
+        groups[sample.group_id].append(sample)
+    assert Counter(len(g) for g in groups.values()) == Counter({K: len(groups)})
+    for group_id, members in groups.items():
+        instance, turn, agent = group_id.split("/")
+        assert {(m.instance, m.turn, m.agent) for m in members} == {(int(instance), int(turn), agent)}
+        assert len({m.prompt for m in members}) == 1
+        assert sum(m.committed for m in members) == 1
+    keys = [(m.instance, m.turn, m.agent) for m in rollout.samples]
+    assert len(set(keys)) == len(groups)  # no two groups share a key: the reference's merged groups cannot happen
+
+
+def test_candidates_start_from_the_identical_state_and_the_commit_is_the_chosen_candidates_state():
+    base = engine()
+    recording = RecordingEngine(
+        base.env_fn, base.policies, base.agent_policy, base.sampling, num_generations=K, seed=0
+    )
+    recording.collect(range(4))
+    assert recording.steps
+    for before, agent, candidates, rows, chosen, committed in recording.steps:
+        replays = []
+        for candidate, row in zip(candidates, rows):
+            replay = before.clone()
+            replay.step(candidate.text)  # each candidate from the same starting state
+            assert replay.rewards[agent] == row.reward and replay.infos[agent] == row.info
+            replays.append(replay)
+        assert _snapshot(committed) == _snapshot(replays[chosen])
+        assert chosen == int(np.argmax([row.reward for row in rows]))  # greedy, first maximum
+
+
+def test_the_next_agent_acts_on_exactly_the_committed_state():
+    # the reference's defect: the plan agent's candidates were scored on copies made before the tool's commit, so
+    # scored and stepped envs diverged. Here each plan group starts from the committed tool state.
+    recording = RecordingEngine(**_engine_kwargs())
+    recording.collect(range(4))
+    committed_tool = {}
+    checked = 0
+    for before, agent, _, rows, chosen, committed in recording.steps:
+        key = (before.unwrapped.initial_state.grid.key(), rows[chosen].info["turn"])
+        if agent == "tool":
+            committed_tool[key] = _snapshot(committed)
+        elif key in committed_tool:
+            assert _snapshot(before) == committed_tool[key]
+            checked += 1
+    assert checked > 0
+
+
+def _engine_kwargs():
+    base = engine()
+    return dict(
+        env_fn=base.env_fn, policies=base.policies, agent_policy=base.agent_policy, sampling=base.sampling,
+        num_generations=K, seed=0,
+    )
+
+
+def test_advantages_match_their_group_rewards():
+    rollout = engine().collect(range(6))
+    stds = compute_advantages(rollout.samples)
+    groups = defaultdict(list)
+    for sample in rollout.samples:
+        groups[sample.group_id].append(sample)
+    for group_id, members in groups.items():
+        rewards = np.array([m.reward for m in members])
+        advantages = np.array([m.advantage for m in members])
+        if rewards.std() == 0:
+            assert np.all(advantages == 0) and stds[group_id] == 0
+        else:
+            np.testing.assert_allclose(advantages, (rewards - rewards.mean()) / (rewards.std(ddof=1) + 1e-4))
+    unscaled = engine().collect(range(6))
+    compute_advantages(unscaled.samples, scale_rewards=False)
+    by_group = defaultdict(list)
+    for sample in unscaled.samples:
+        by_group[sample.group_id].append(sample)
+    for members in by_group.values():
+        mean = np.mean([m.reward for m in members])
+        for member in members:
+            assert member.advantage == pytest.approx(member.reward - mean) or np.std([m.reward for m in members]) == 0
+    kept = informative(rollout.samples, stds)
+    assert all(stds[s.group_id] > 0 for s in kept)
+
+
+def test_rewards_are_the_envs_alpha_composition():
+    env_fn = functools.partial(pettingllms.make, "plan-path-v0", alpha=0.5)
+    rollout = RolloutEngine(
+        env_fn, {"p": ScriptedPolicy(random_moves)}, {"tool": "p", "plan": "p"}, {"p": SamplingConfig()}, num_generations=K
+    ).collect(range(3))
+    for sample in rollout.samples:
+        assert sample.reward == pytest.approx(0.5 * sample.reward_team + sample.reward_local)
+
+
+def test_same_seed_same_rollout():
+    first, second = engine(seed=3).collect(range(5)), engine(seed=3).collect(range(5))
+    assert [(s.group_id, s.completion, s.reward) for s in first.samples] == [
+        (s.group_id, s.completion, s.reward) for s in second.samples
+    ]
+    other = engine(seed=4).collect(range(5))
+    assert [s.completion for s in other.samples] != [s.completion for s in first.samples]
+
+
+def test_trajectory_grouping_has_k_episodes_per_instance_and_the_return_on_every_step():
+    rollout = engine(grouping="trajectory").collect(range(4))
+    assert {s.group_id for s in rollout.samples} == {"0", "1", "2", "3"}
+    assert Counter(e.instance for e in rollout.episodes) == Counter({i: K for i in range(4)})
+    compute_advantages(rollout.samples)
+    # all samples of one episode share one reward (its return), so their advantages are equal
+    assert all(s.reward_team is not None for s in rollout.samples)
+
+
+def test_random_commit_is_seeded():
+    first = engine(commit="random", seed=1).collect(range(4))
+    second = engine(commit="random", seed=1).collect(range(4))
+    assert [s.committed for s in first.samples] == [s.committed for s in second.samples]
+
+
+def test_single_agent_workflow_trains_the_plan_agent_alone():
+    rollout = engine(workflow="single").collect(range(3))
+    assert {s.agent for s in rollout.samples} == {"plan"}
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(ValueError, match="grouping"):
+        engine(grouping="instance")
+    with pytest.raises(ValueError, match="commit"):
+        engine(commit="best")
+    with pytest.raises(ValueError, match="not in policies"):
+        RolloutEngine(lambda: None, {}, {"plan": "missing"}, {}, num_generations=2)
