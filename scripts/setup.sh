@@ -13,5 +13,6 @@ fi
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev]'
+.venv/bin/python -m pip install -q torch==2.13.0
+.venv/bin/python -m pip install -q -e '.[dev,train]'
 echo "set up: .venv ($(.venv/bin/python --version)), $(bwrap --version)"

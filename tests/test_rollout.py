@@ -61,7 +61,9 @@ def test_one_group_per_instance_turn_agent_with_k_identical_prompts():
         assert len({m.prompt for m in members}) == 1
         assert sum(m.committed for m in members) == 1
     keys = [(m.instance, m.turn, m.agent) for m in rollout.samples]
-    assert len(set(keys)) == len(groups)  # no two groups share a key: the reference's merged groups cannot happen
+    assert len(set(keys)) == len(
+        groups
+    )  # no two groups share a key: the reference's merged groups cannot happen
 
 
 def test_candidates_start_from_the_identical_state_and_the_commit_is_the_chosen_candidates_state():
@@ -102,8 +104,12 @@ def test_the_next_agent_acts_on_exactly_the_committed_state():
 def _engine_kwargs():
     base = engine()
     return dict(
-        env_fn=base.env_fn, policies=base.policies, agent_policy=base.agent_policy, sampling=base.sampling,
-        num_generations=K, seed=0,
+        env_fn=base.env_fn,
+        policies=base.policies,
+        agent_policy=base.agent_policy,
+        sampling=base.sampling,
+        num_generations=K,
+        seed=0,
     )
 
 
@@ -128,7 +134,10 @@ def test_advantages_match_their_group_rewards():
     for members in by_group.values():
         mean = np.mean([m.reward for m in members])
         for member in members:
-            assert member.advantage == pytest.approx(member.reward - mean) or np.std([m.reward for m in members]) == 0
+            assert (
+                member.advantage == pytest.approx(member.reward - mean)
+                or np.std([m.reward for m in members]) == 0
+            )
     kept = informative(rollout.samples, stds)
     assert all(stds[s.group_id] > 0 for s in kept)
 
@@ -136,7 +145,11 @@ def test_advantages_match_their_group_rewards():
 def test_rewards_are_the_envs_alpha_composition():
     env_fn = functools.partial(pettingllms.make, "plan-path-v0", alpha=0.5)
     rollout = RolloutEngine(
-        env_fn, {"p": ScriptedPolicy(random_moves)}, {"tool": "p", "plan": "p"}, {"p": SamplingConfig()}, num_generations=K
+        env_fn,
+        {"p": ScriptedPolicy(random_moves)},
+        {"tool": "p", "plan": "p"},
+        {"p": SamplingConfig()},
+        num_generations=K,
     ).collect(range(3))
     for sample in rollout.samples:
         assert sample.reward == pytest.approx(0.5 * sample.reward_team + sample.reward_local)

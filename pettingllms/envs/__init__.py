@@ -22,3 +22,9 @@ register(
     entry_point="pettingllms.envs.code.env:CodeEnv",
     description="A coder writes a solution, a tester writes cases; success = the hidden tests pass.",
 )
+register(
+    id="math-v0",
+    entry_point="pettingllms.envs.math.env:MathEnv",
+    description="A reasoner answers in \\boxed{}, a tool agent computes with code; done when they agree.",
+    extra="math",
+)

@@ -48,7 +48,11 @@ class ATGRPOTrainer:
         self.output_dir = Path(args.output_dir)
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.env_fn = functools.partial(
-            pettingllms.make, args.env_id, workflow=args.workflow, alpha=args.alpha, max_turns=args.max_turns,
+            pettingllms.make,
+            args.env_id,
+            workflow=args.workflow,
+            alpha=args.alpha,
+            max_turns=args.max_turns,
             **args.env_kwargs,
         )
         self.agents = list(self.env_fn().possible_agents)
@@ -71,7 +75,9 @@ class ATGRPOTrainer:
             "max_new_tokens": args.max_completion_length,
             "stop": tuple(args.default_stop_strings),
         }
-        overrides = args.policy_sampling.get(policy, {}) if train else args.policy_eval_sampling.get(policy, {})
+        overrides = (
+            args.policy_sampling.get(policy, {}) if train else args.policy_eval_sampling.get(policy, {})
+        )
         return SamplingConfig(**{**base, **overrides})
 
     def _engine(self, *, train: bool) -> RolloutEngine:
@@ -94,8 +100,12 @@ class ATGRPOTrainer:
         args = self.args
         summary: dict[str, Any] = {}
         if self.step == 0:
-            summary["eval/success_rate_before"] = self._log_metrics({"step": 0, **self.evaluate()})["eval/success_rate"]
-        progress = tqdm(total=args.max_steps, initial=self.step, desc=f"AT-GRPO {args.env_id}", dynamic_ncols=True)
+            summary["eval/success_rate_before"] = self._log_metrics({"step": 0, **self.evaluate()})[
+                "eval/success_rate"
+            ]
+        progress = tqdm(
+            total=args.max_steps, initial=self.step, desc=f"AT-GRPO {args.env_id}", dynamic_ncols=True
+        )
         while self.step < args.max_steps:
             metrics = self.train_step()
             if args.eval_every and self.step % args.eval_every == 0 and self.step < args.max_steps:
@@ -107,7 +117,9 @@ class ATGRPOTrainer:
             if self.step % args.save_steps == 0 or self.step == args.max_steps:
                 checkpoint.save(self.output_dir, self)
             progress.update(1)
-            progress.set_postfix(success=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", ""))
+            progress.set_postfix(
+                success=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
+            )
         progress.close()
         self._plot()
         return summary
@@ -115,17 +127,24 @@ class ATGRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One AT-GRPO step: rollout, advantages, routed updates."""
         args = self.args
-        seeds = [args.seed * 7_919 + self.step * args.instances_per_step + i for i in range(args.instances_per_step)]
+        seeds = [
+            args.seed * 7_919 + self.step * args.instances_per_step + i
+            for i in range(args.instances_per_step)
+        ]
         start = time.perf_counter()
         rollout = self.engine.collect(seeds, {"split": "train"})
         rollout_s = time.perf_counter() - start
         stds = compute_advantages(rollout.samples, scale_rewards=args.scale_rewards != "none")
-        train_samples = informative(rollout.samples, stds) if args.drop_zero_variance_groups else rollout.samples
+        train_samples = (
+            informative(rollout.samples, stds) if args.drop_zero_variance_groups else rollout.samples
+        )
         start = time.perf_counter()
         routed: dict[str, list[Sample]] = defaultdict(list)
         for sample in train_samples:
             routed[sample.policy].append(sample)
-        update_metrics = {name: updater.update(routed[name]) for name, updater in self.policies.updaters.items()}
+        update_metrics = {
+            name: updater.update(routed[name]) for name, updater in self.policies.updaters.items()
+        }
         update_s = time.perf_counter() - start
         self.step += 1
         if args.dump_rollouts:
@@ -181,7 +200,10 @@ class ATGRPOTrainer:
 
         rows = [json.loads(line) for line in (self.output_dir / "metrics.jsonl").read_text().splitlines()]
         figure, axis = plt.subplots(figsize=(6, 4))
-        for key, label in (("train/success_rate", "train (committed episodes)"), ("eval/success_rate", "eval split")):
+        for key, label in (
+            ("train/success_rate", "train (committed episodes)"),
+            ("eval/success_rate", "eval split"),
+        ):
             points = [(row["step"], row[key]) for row in rows if key in row]
             if points:
                 axis.plot(*zip(*points), marker="o" if key.startswith("eval") else None, label=label)
@@ -198,5 +220,8 @@ class ATGRPOTrainer:
 def config_summary(args: ATGRPOConfig) -> dict[str, Any]:
     """The run's settings that matter for reproduction (JSON-ready)."""
     fields = [f.name for f in dataclasses.fields(args)]
-    return {name: getattr(args, name) for name in fields if isinstance(getattr(args, name), (str, int, float, bool, list, dict, type(None)))}
-
+    return {
+        name: getattr(args, name)
+        for name in fields
+        if isinstance(getattr(args, name), (str, int, float, bool, list, dict, type(None)))
+    }

@@ -27,7 +27,9 @@ _STEP = re.compile(r"^step_(\d+)$")
 def latest(output_dir: Path) -> Path | None:
     """The newest complete checkpoint folder, or None."""
     folder = output_dir / "checkpoints"
-    steps = [(int(m[1]), p) for p in folder.iterdir() if (m := _STEP.match(p.name))] if folder.is_dir() else []
+    steps = (
+        [(int(m[1]), p) for p in folder.iterdir() if (m := _STEP.match(p.name))] if folder.is_dir() else []
+    )
     return max(steps)[1] if steps else None
 
 
@@ -60,11 +62,15 @@ def load_state(folder: Path, trainer: ATGRPOTrainer) -> int:
     for name, updater in trainer.policies.updaters.items():
         updater.optimizer.load_state_dict(torch.load(folder / f"optimizer_{name}.pt", weights_only=True))
         updater.lr_scheduler.load_state_dict(torch.load(folder / f"scheduler_{name}.pt", weights_only=True))
-        trainer.policies.backends[name].generator.set_state(torch.load(folder / f"generator_{name}.pt", weights_only=True))
+        trainer.policies.backends[name].generator.set_state(
+            torch.load(folder / f"generator_{name}.pt", weights_only=True)
+        )
     state = json.loads((folder / "state.json").read_text())
     trainer.engine.rng.bit_generator.state = state["engine_rng"]
     metrics = trainer.output_dir / "metrics.jsonl"
     if metrics.exists():
-        rows = [line for line in metrics.read_text().splitlines() if json.loads(line)["step"] <= state["step"]]
+        rows = [
+            line for line in metrics.read_text().splitlines() if json.loads(line)["step"] <= state["step"]
+        ]
         metrics.write_text("".join(row + "\n" for row in rows))
     return int(state["step"])

@@ -53,13 +53,16 @@ def parse(argv: Sequence[str] | None = None):
 
 def main(argv: Sequence[str] | None = None) -> int:
     import torch
+    from transformers.utils import logging as transformers_logging
 
     from pettingllms.errors import PettingLLMsError
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
 
+    transformers_logging.disable_progress_bar()  # keep the one progress bar that matters: the run's
     try:
         args = parse(argv)
-        torch.set_num_threads(1)  # steady on shared CPUs (FACTS: 1 thread beats 2 under load)
+        if args.use_cpu:
+            torch.set_num_threads(1)  # steady on shared CPUs: one thread beat two under load on 2 cores
         summary = ATGRPOTrainer(args).train()
     except PettingLLMsError as error:
         print(f"pettingllms-train: error: {error}", file=sys.stderr)

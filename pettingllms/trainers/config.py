@@ -31,9 +31,15 @@ class ATGRPOConfig(GRPOConfig):
     env_kwargs: dict[str, Any] | str | None = dataclasses.field(
         default_factory=dict, metadata={"help": "Keyword arguments of pettingllms.make (size, dataset, ...)."}
     )
-    workflow: str = dataclasses.field(default="mas", metadata={"help": "'mas' (the team) or 'single' (baseline)."})
-    alpha: float = dataclasses.field(default=1.0, metadata={"help": "Team-reward weight: alpha * team + local."})
-    max_turns: int | None = dataclasses.field(default=None, metadata={"help": "Turns per episode (env default)."})
+    workflow: str = dataclasses.field(
+        default="mas", metadata={"help": "'mas' (the team) or 'single' (baseline)."}
+    )
+    alpha: float = dataclasses.field(
+        default=1.0, metadata={"help": "Team-reward weight: alpha * team + local."}
+    )
+    max_turns: int | None = dataclasses.field(
+        default=None, metadata={"help": "Turns per episode (env default)."}
+    )
     grouping: str = dataclasses.field(
         default="agent_turn", metadata={"help": "'agent_turn' (AT-GRPO) or 'trajectory' (GRPO baseline)."}
     )
@@ -46,13 +52,17 @@ class ATGRPOConfig(GRPOConfig):
     )
     policy_layout: str = dataclasses.field(
         default="per_role",
-        metadata={"help": "'shared' (one model), 'per_role' (one model per agent), 'lora_per_role' (adapters)."},
+        metadata={
+            "help": "'shared' (one model), 'per_role' (one model per agent), 'lora_per_role' (adapters)."
+        },
     )
     model_name_or_path: str = dataclasses.field(
-        default="tiny", metadata={"help": "'tiny' (built-in, warm-started), a Hugging Face id, or a local path."}
+        default="tiny",
+        metadata={"help": "'tiny' (built-in, warm-started), a Hugging Face id, or a local path."},
     )
     agent_models: dict[str, str] | str | None = dataclasses.field(
-        default_factory=dict, metadata={"help": "Per-agent model overrides for 'per_role' (agent -> id or path)."}
+        default_factory=dict,
+        metadata={"help": "Per-agent model overrides for 'per_role' (agent -> id or path)."},
     )
     lora_r: int = dataclasses.field(default=8, metadata={"help": "LoRA rank for 'lora_per_role'."})
     lora_alpha: int = dataclasses.field(default=16, metadata={"help": "LoRA alpha for 'lora_per_role'."})
@@ -67,16 +77,27 @@ class ATGRPOConfig(GRPOConfig):
         },
     )
     policy_eval_sampling: dict[str, dict[str, Any]] | str | None = dataclasses.field(
-        default_factory=dict, metadata={"help": "Per-policy evaluation overrides, same keys as policy_sampling."}
+        default_factory=dict,
+        metadata={"help": "Per-policy evaluation overrides, same keys as policy_sampling."},
     )
-    eval_temperature: float = dataclasses.field(default=0.0, metadata={"help": "Evaluation temperature (0: greedy)."})
-    eval_every: int = dataclasses.field(default=10, metadata={"help": "Evaluate every N steps (0: only at the ends)."})
-    eval_episodes: int = dataclasses.field(default=100, metadata={"help": "Evaluation-split episodes per evaluation."})
+    eval_temperature: float = dataclasses.field(
+        default=0.0, metadata={"help": "Evaluation temperature (0: greedy)."}
+    )
+    eval_every: int = dataclasses.field(
+        default=10, metadata={"help": "Evaluate every N steps (0: only at the ends)."}
+    )
+    eval_episodes: int = dataclasses.field(
+        default=100, metadata={"help": "Evaluation-split episodes per evaluation."}
+    )
     dump_rollouts: bool = dataclasses.field(
         default=False, metadata={"help": "Write every sample to rollouts/step_N.jsonl."}
     )
-    resume: bool = dataclasses.field(default=False, metadata={"help": "Resume from the last checkpoint in output_dir."})
-    max_steps: int = dataclasses.field(default=20, metadata={"help": "Number of AT-GRPO steps (rollout + update)."})
+    resume: bool = dataclasses.field(
+        default=False, metadata={"help": "Resume from the last checkpoint in output_dir."}
+    )
+    max_steps: int = dataclasses.field(
+        default=20, metadata={"help": "Number of AT-GRPO steps (rollout + update)."}
+    )
 
     def __post_init__(self) -> None:
         for name in ("env_kwargs", "agent_models", "policy_sampling", "policy_eval_sampling"):
@@ -92,7 +113,6 @@ class ATGRPOConfig(GRPOConfig):
                 raise ConfigError(f"{name} must be a mapping, got {type(getattr(self, name)).__name__}")
         if self.bf16 is None:
             self.bf16 = False
-        super().__post_init__()
         self._check_choice("grouping", GROUPINGS)
         self._check_choice("commit", COMMITS)
         self._check_choice("policy_layout", POLICY_LAYOUTS)
@@ -104,19 +124,30 @@ class ATGRPOConfig(GRPOConfig):
         if self.eval_every < 0:
             raise ConfigError(f"eval_every={self.eval_every} must be >= 0")
         if self.grouping == "agent_turn" and self.num_generations < 2:
-            raise ConfigError("num_generations (K) must be >= 2 for grouping='agent_turn': a group needs candidates")
+            raise ConfigError(
+                "num_generations (K) must be >= 2 for grouping='agent_turn': a group needs candidates"
+            )
         if self.policy_layout == "shared" and self.agent_models:
-            raise ConfigError("agent_models needs policy_layout='per_role' (the 'shared' layout has one model)")
+            raise ConfigError(
+                "agent_models needs policy_layout='per_role' (the 'shared' layout has one model)"
+            )
         if self.policy_layout == "lora_per_role" and self.beta != 0.0:
-            raise ConfigError("beta (KL) != 0 is not supported with policy_layout='lora_per_role'; use beta=0.0")
+            raise ConfigError(
+                "beta (KL) != 0 is not supported with policy_layout='lora_per_role'; use beta=0.0"
+            )
         if self.num_iterations != 1:
-            raise ConfigError(f"num_iterations={self.num_iterations}: AT-GRPO updates on-policy once per step (1)")
+            raise ConfigError(
+                f"num_iterations={self.num_iterations}: AT-GRPO updates on-policy once per step (1)"
+            )
         if self.max_steps is None or self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps} must be >= 1: the number of AT-GRPO steps")
+        super().__post_init__()
 
     def _check_choice(self, name: str, allowed: tuple[str, ...]) -> None:
         if getattr(self, name) not in allowed:
-            raise ConfigError(f"{name}={getattr(self, name)!r} is not supported; allowed values: {list(allowed)}")
+            raise ConfigError(
+                f"{name}={getattr(self, name)!r} is not supported; allowed values: {list(allowed)}"
+            )
 
     @property
     def default_stop_strings(self) -> list[str]:

@@ -48,7 +48,9 @@ def load_model(path: str):
     return model, tokenizer
 
 
-def build_policies(args: ATGRPOConfig, agents: Sequence[str], *, resume_from: Path | None = None) -> PolicySet:
+def build_policies(
+    args: ATGRPOConfig, agents: Sequence[str], *, resume_from: Path | None = None
+) -> PolicySet:
     """Build the policies of `args.policy_layout` for `agents` (weights from `resume_from` when resuming)."""
     from pettingllms.policies.hf import HFPolicy
 
@@ -63,7 +65,10 @@ def build_policies(args: ATGRPOConfig, agents: Sequence[str], *, resume_from: Pa
             path = resolve_model(args.agent_models.get(name, args.model_name_or_path), args)
         model, tokenizer = load_model(path)
         updaters[name] = PolicyUpdater(name, model, tokenizer, args)
-        backends[name] = HFPolicy(updaters[name].model, tokenizer, seed=args.seed * 1_000 + index)
+        device = updaters[name].accelerator.device
+        backends[name] = HFPolicy(
+            updaters[name].model, tokenizer, seed=args.seed * 1_000 + index, device=device
+        )
     agent_policy = {agent: "shared" if args.policy_layout == "shared" else agent for agent in agents}
     return PolicySet(updaters, backends, agent_policy)
 
@@ -109,15 +114,20 @@ def _build_lora(args: ATGRPOConfig, agents: Sequence[str], resume_from: Path | N
 
     base, tokenizer = load_model(resolve_model(args.model_name_or_path, args))
     if resume_from is not None:
-        peft_model = PeftModel.from_pretrained(base, resume_from / "peft" / agents[0], adapter_name=agents[0], is_trainable=True)
+        peft_model = PeftModel.from_pretrained(
+            base, resume_from / "peft" / agents[0], adapter_name=agents[0], is_trainable=True
+        )
         for agent in agents[1:]:
             peft_model.load_adapter(resume_from / "peft" / agent, adapter_name=agent, is_trainable=True)
     else:
-        config = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
+        config = LoraConfig(
+            r=args.lora_r, lora_alpha=args.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
         peft_model = get_peft_model(base, config, adapter_name=agents[0])
         for agent in agents[1:]:
             peft_model.add_adapter(agent, config)
-    sampler = HFPolicy(peft_model, tokenizer, seed=args.seed * 1_000)
     updaters = {agent: AdapterUpdater(agent, peft_model, tokenizer, args) for agent in agents}
+    device = next(iter(updaters.values())).accelerator.device
+    sampler = HFPolicy(peft_model, tokenizer, seed=args.seed * 1_000, device=device)
     backends = {agent: AdapterPolicy(sampler, peft_model, agent) for agent in agents}
     return PolicySet(updaters, backends, {agent: agent for agent in agents})

@@ -121,7 +121,9 @@ class RolloutEngine:
             raise ValueError(f"num_generations={num_generations} must be >= 1")
         unknown = sorted(set(agent_policy.values()) - set(policies))
         if unknown:
-            raise ValueError(f"agent_policy names policies {unknown} that are not in policies {sorted(policies)}")
+            raise ValueError(
+                f"agent_policy names policies {unknown} that are not in policies {sorted(policies)}"
+            )
         self.env_fn = env_fn
         self.policies = policies
         self.agent_policy = dict(agent_policy)
@@ -181,7 +183,9 @@ class RolloutEngine:
             waiting: dict[str, list[int]] = {}
             for index in active:
                 env = envs[index]
-                while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+                while env.agents and (
+                    env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
+                ):
                     env.step(None)
                 if env.agents:
                     waiting.setdefault(env.agent_selection, []).append(index)
@@ -212,7 +216,12 @@ class RolloutEngine:
                         )
                     returns[index][agent] += rows[chosen].reward
         episodes = [
-            EpisodeResult(index if trajectory else instances[index], bool(env.unwrapped.success), env.unwrapped.turn, returns[index])
+            EpisodeResult(
+                index if trajectory else instances[index],
+                bool(env.unwrapped.success),
+                env.unwrapped.turn,
+                returns[index],
+            )
             for index, env in enumerate(envs)
         ]
         return Rollout(samples, episodes)
@@ -230,7 +239,9 @@ class RolloutEngine:
             rows.append(_Candidate(generation, dict(copy.infos[agent]), float(copy.rewards[agent])))
         self.env_seconds += time.perf_counter() - start
         if self.commit == "greedy":
-            chosen = int(np.argmax([row.reward for row in rows]))  # the first maximum: a deterministic tie-break
+            chosen = int(
+                np.argmax([row.reward for row in rows])
+            )  # the first maximum: a deterministic tie-break
         else:
             chosen = int(self.rng.integers(len(candidates)))
         return copies[chosen], rows, chosen

@@ -30,7 +30,11 @@ class PolicyUpdater(GRPOTrainer):
 
     def __init__(self, name: str, model, tokenizer, args: ATGRPOConfig):
         super().__init__(
-            model=model, reward_funcs=_no_reward, args=args, train_dataset=_PLACEHOLDER, processing_class=tokenizer
+            model=model,
+            reward_funcs=_no_reward,
+            args=args,
+            train_dataset=_PLACEHOLDER,
+            processing_class=tokenizer,
         )
         self.name = name
         self.create_optimizer_and_scheduler(num_training_steps=args.max_steps)
@@ -72,13 +76,16 @@ class PolicyUpdater(GRPOTrainer):
         self._metrics["train"].clear()
         return metrics
 
-
     @torch.no_grad()
     def _reference_logps(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Per-token log-probabilities of the completions under TRL's reference model (for the KL term)."""
         ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1).to(self.accelerator.device)
-        mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1).to(self.accelerator.device)
-        logps, _, _ = self._get_per_token_logps_and_entropies(self.ref_model, ids, mask, inputs["completion_ids"].size(1))
+        mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1).to(
+            self.accelerator.device
+        )
+        logps, _, _ = self._get_per_token_logps_and_entropies(
+            self.ref_model, ids, mask, inputs["completion_ids"].size(1)
+        )
         return logps
 
 

@@ -1,0 +1,112 @@
+"""Which answers may be handed to sympy: size limits checked before and after parsing.
+
+math-verify can stall on small, legal-looking inputs: its LaTeX parser is exponential in bracket nesting,
+sympy evaluates ``binomial``, ``gcd`` and ``lcm`` while parsing (``\\binom{10^{10^{9}}}{2}`` never returns),
+and comparing ``10^{10^{10}}`` with anything computes all its digits. Its signal-based timeout interrupts
+those only in the main thread, so ``grading`` screens every answer with these checks first, in any thread.
+They evaluate nothing: ``parsable`` reads the text, ``tractable`` walks the parsed tree and bounds sizes
+with float arithmetic on the numbers it finds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+
+import sympy
+
+MAX_ANSWER_CHARS = 500
+"""Longer answers are not parsed."""
+MAX_NESTING = 8
+"""Answers with brackets (``{`` ``(`` ``[`` ``\\{``) nested deeper are not parsed."""
+MAX_DIGITS = 100_000
+"""Answers holding a power, exponential or factorial with more digits than this are not compared."""
+
+_BRACKET_TOKEN = re.compile(r"\\[{}]|\\.|[{}()\[\]]", re.DOTALL)
+_OPENERS = ("{", "(", "[", "\\{")
+_CLOSERS = ("}", ")", "]", "\\}")
+_EAGER_FUNCTION = re.compile(r"binom|choose|gcd|lcm", re.IGNORECASE)
+_BIG_ARGUMENT = re.compile(r"[\^!]|\d{7}")
+_UNEVALUATED = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative)
+_GROWING = (sympy.Pow, sympy.exp, sympy.factorial, sympy.factorial2, sympy.subfactorial, sympy.binomial)
+
+
+def parsable(text: str) -> bool:
+    """Whether a normalized answer may be parsed: at most ``MAX_ANSWER_CHARS`` long, brackets nested at
+    most ``MAX_NESTING`` deep, unescaped ``{}`` balanced, and no function that sympy evaluates while parsing
+    (binomial, gcd, lcm) in an answer that also holds a power, a factorial or a number of 7 or more digits."""
+    if len(text) > MAX_ANSWER_CHARS:
+        return False
+    depth = braces = 0
+    for token in _BRACKET_TOKEN.findall(text):
+        if token not in _OPENERS and token not in _CLOSERS:
+            continue  # an escaped character other than a brace
+        step = 1 if token in _OPENERS else -1
+        depth += step
+        if token in ("{", "}"):
+            braces += step
+        if braces < 0 or depth > MAX_NESTING:
+            return False
+    return braces == 0 and not (_EAGER_FUNCTION.search(text) and _BIG_ARGUMENT.search(text))
+
+
+def tractable(parsed: object) -> bool:
+    """Whether a parsed answer (a math-verify result: a sympy object or a string) may be compared.
+
+    False if it holds an unevaluated sum, product, integral, limit or derivative (a final answer is a closed
+    form), or a constant power, exponential or factorial whose exact value would have more than
+    ``MAX_DIGITS`` digits."""
+    if not isinstance(parsed, sympy.Basic):
+        return True
+    for node in _nodes(parsed):
+        if isinstance(node, _UNEVALUATED):
+            return False
+        if isinstance(node, _GROWING) and not node.free_symbols:
+            digits = _log10_bound(node)
+            if digits is not None and digits > MAX_DIGITS:
+                return False
+    return True
+
+
+def _nodes(expr: sympy.Basic) -> Iterator[sympy.Basic]:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(arg for arg in node.args if isinstance(arg, sympy.Basic))
+
+
+def _log10_bound(expr: sympy.Basic) -> float | None:
+    """An upper bound on ``log10(|expr|)`` for a constant built from numbers with ``+ - * /``, powers,
+    ``exp`` and factorials (for a power, also a bound on the digits of its denominator); None for anything
+    else."""
+    if expr.is_Rational:
+        return _log10(expr.p) - _log10(expr.q)
+    if expr.is_Float or expr.is_NumberSymbol:
+        return _log10(float(expr))
+    parts = [_log10_bound(arg) for arg in expr.args]
+    if not parts or any(part is None for part in parts):
+        return None
+    if isinstance(expr, sympy.Mul):
+        return sum(parts)
+    if isinstance(expr, sympy.Add):
+        return max(parts) + math.log10(len(parts))
+    if isinstance(expr, sympy.Pow):
+        base, exponent = parts
+        return 0.0 if base in (0.0, -math.inf) else _power_of_ten(exponent) * abs(base)
+    if isinstance(expr, sympy.exp):
+        return _power_of_ten(parts[0]) * math.log10(math.e)
+    if isinstance(expr, _GROWING):
+        n = _power_of_ten(parts[0])
+        return n * math.log10(max(n, 2.0))
+    return None
+
+
+def _log10(x: int | float) -> float:
+    return -math.inf if x == 0 else math.log10(abs(x))
+
+
+def _power_of_ten(log10_value: float) -> float:
+    """``10 ** log10_value``, +inf where that overflows a float."""
+    return math.inf if log10_value > 300 else 10.0**log10_value

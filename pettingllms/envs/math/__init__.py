@@ -1,0 +1,1 @@
+"""Math team: a reasoner and a tool agent (`math-v0`)."""

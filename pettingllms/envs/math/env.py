@@ -1,0 +1,218 @@
+"""# Math (`math-v0`)
+
+A reasoner answers in `\\boxed{...}`; a tool agent writes Python that prints the answer. Both see each other's
+answers; the episode ends when their answers agree. Success: the final answer is correct.
+
+| | |
+|---|---|
+| agents (workflow "mas") | `reasoner`, `tool` (in that order each turn; the tool agent sees this turn's reasoning) |
+| agents (workflow "single") | `reasoner` |
+| action, reasoner | any text; the answer is the last `\\boxed{...}` (nested braces allowed) |
+| action, tool | any text; a ```python block that prints the answer (run in the sandbox, numpy and sympy importable; a printed `\\boxed{}` is used, else the last printed line), or a direct `\\boxed{...}` |
+| observation | text: the problem, both agents' answers so far (the tool's code and output too), and the answer format |
+| instances | `dataset` (default `"generated"`: a seeded generator of problems with exact answers, train/eval split by a hash of the problem; or `"gsm8k"`, `"math500"`, `"aime2024"`, `"aime2025"`, `"olympiadbench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": {"problem": TEXT, "answer": TEXT}})` loads a problem; `options={"split": "train"|"eval"}` |
+
+The team's answer is the reasoner's latest answer. In the "mas" workflow the episode terminates after a tool step
+whose answer is equivalent (by `math-verify`) to the reasoner's; in the "single" workflow after the first
+answer. It is truncated after `max_turns` turns.
+
+## Rewards (version 0)
+- local, each agent: 1.0 when its own answer is correct (equivalent forms count: `\\frac{3}{4}`, `0.75`, `3/4`),
+  else 0.0; -0.1 when the answer cannot be found (no `\\boxed{}`, code that fails or prints nothing).
+- team: +1 on the step where the team's answer becomes correct, -1 if a later answer makes it wrong (the team
+  rewards of an episode sum to its success), else 0.
+
+## Arguments
+`dataset`, `dataset_path`, `difficulty` (1-3, generated problems), `tool_timeout` (default 5 s),
+`tool_memory_mb` (default 1024), `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3),
+`render_mode` ("ansi", "human").
+
+## Version history
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from pettingllms.data.math.generator import generate_problem
+from pettingllms.data.math.grading import extract_boxed, is_equivalent
+from pettingllms.data.math.loaders import load_math_dataset
+from pettingllms.data.math.schema import MathProblem, problem_from_dict
+from pettingllms.envs.base import StepOutcome, TextAECEnv
+from pettingllms.envs.splits import check_split, draw_in_split, split_of
+from pettingllms.errors import ConfigError
+from pettingllms.parsing import extract_python_block
+from pettingllms.text import truncate
+
+PARSE_ERROR_PENALTY = 0.1
+SHOWN_CHARS = 3_000
+EVALUATION_SETS = ("math500", "aime2024", "aime2025", "olympiadbench")
+
+
+@functools.lru_cache(maxsize=32)
+def _load_split(dataset: str, path: str | None, split: str) -> tuple[MathProblem, ...]:
+    if dataset in EVALUATION_SETS:
+        if split == "train":
+            raise ConfigError(f"dataset {dataset!r} is an evaluation set; use split='eval'")
+        loaded = load_math_dataset(dataset, path=path)
+    else:
+        loaded = load_math_dataset(dataset, path=path, split={"train": "train", "eval": "test"}[split])
+    if not loaded:
+        raise ConfigError(f"dataset {dataset!r} has no problem in split {split!r}")
+    return tuple(loaded)
+
+
+class MathEnv(TextAECEnv):
+    """Reasoner and tool agent on one math problem (see the module docstring)."""
+
+    metadata = {"name": "math-v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
+    WORKFLOWS = {"mas": ("reasoner", "tool"), "single": ("reasoner",)}
+    DEFAULT_MAX_TURNS = 3
+    RESET_OPTIONS = frozenset({"split", "problem"})
+
+    def __init__(
+        self,
+        *,
+        dataset: str = "generated",
+        dataset_path: str | None = None,
+        difficulty: int = 1,
+        tool_timeout: float = 5.0,
+        tool_memory_mb: int = 1024,
+        sandbox=None,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        if difficulty not in (1, 2, 3):
+            raise ConfigError(f"difficulty={difficulty!r} is not supported; allowed values: [1, 2, 3]")
+        self.dataset = dataset
+        self.dataset_path = dataset_path
+        self.difficulty = difficulty
+        self.tool_timeout = float(tool_timeout)
+        self.tool_memory_mb = int(tool_memory_mb)
+        self._sandbox = sandbox
+        self.problem: MathProblem | None = None
+        self.answers: dict[str, str | None] = {}
+        self.tool_run: tuple[str, str] | None = None  # the tool agent's last (code, shown output)
+        self._team_correct = False
+
+    # ----------------------------------------------------------------- instances
+    def _reset_task(self, options: dict[str, Any]) -> None:
+        if options.get("problem") is not None:
+            try:
+                self.problem = problem_from_dict(options["problem"])
+            except ValueError as error:
+                raise ConfigError(f"reset option 'problem' is not a problem: {error}") from error
+        else:
+            split = check_split(options.get("split", "eval" if self.dataset in EVALUATION_SETS else "train"))
+            if self.dataset == "generated":
+                self.problem = draw_in_split(
+                    lambda rng: generate_problem(rng, difficulty=self.difficulty),
+                    lambda p: p.id,
+                    self.np_random,
+                    split,
+                )
+            else:
+                pool = _load_split(self.dataset, self.dataset_path, split)
+                self.problem = pool[int(self.np_random.integers(len(pool)))]
+        self.answers = dict.fromkeys(self.possible_agents)
+        self.tool_run = None
+        self._team_correct = False
+
+    def instance_split(self) -> str:
+        """The split the current generated problem belongs to (by its id's hash)."""
+        return split_of(self.problem.id)
+
+    # ----------------------------------------------------------------- steps
+    def _act(self, agent: str, action: str) -> StepOutcome:
+        if agent == "tool":
+            answer, error = self._tool_answer(action)
+        else:
+            answer = extract_boxed(action)
+            error = (
+                None if answer is not None else "no \\boxed{...} answer found: end with \\boxed{your answer}"
+            )
+        if answer is None:
+            return StepOutcome(reward_local=-PARSE_ERROR_PENALTY, error=error)
+        self.answers[agent] = answer
+        correct = is_equivalent(answer, self.problem.answer)
+        team = 0.0
+        if agent == "reasoner":
+            team = float(correct) - float(self._team_correct)
+            self._team_correct = self.success = correct
+        if self.workflow == "single":
+            terminal = True
+        else:
+            other = self.answers["reasoner"]
+            terminal = agent == "tool" and other is not None and is_equivalent(answer, other)
+        return StepOutcome(
+            reward_local=float(correct), reward_team=team, terminal=terminal, info={"correct": correct}
+        )
+
+    def _tool_answer(self, action: str) -> tuple[str | None, str | None]:
+        code = extract_python_block(action)
+        if code is None:
+            answer = extract_boxed(action)
+            return (
+                answer,
+                None if answer is not None else "no ```python block and no \\boxed{...} answer found",
+            )
+        from pettingllms.sandbox import SandboxUnavailable, default_sandbox
+
+        try:
+            sandbox = self._sandbox if self._sandbox is not None else default_sandbox()
+            result = sandbox.run(code, timeout=self.tool_timeout, memory_mb=self.tool_memory_mb)
+        except SandboxUnavailable as error:
+            self.tool_run = (code, "")
+            return None, f"the code could not run: {error}"
+        self.tool_run = (code, result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else ""))
+        if result.status != "ok":
+            return None, f"the code did not finish cleanly (status {result.status})"
+        lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+        answer = extract_boxed(result.stdout) or (lines[-1] if lines else None)
+        return answer, None if answer is not None else "the code printed nothing"
+
+    # ----------------------------------------------------------------- observations
+    def _observation_text(self, agent: str) -> str:
+        parts = [f"# {self.metadata['name']} - turn {self.turn + 1} of {self.max_turns}", self._role(agent)]
+        parts += ["## Problem", self.problem.problem.strip()]
+        if self.answers.get("reasoner") is not None:
+            parts.append(f"## The reasoner's answer\n\\boxed{{{self.answers['reasoner']}}}")
+        if self.tool_run is not None:
+            code, output = self.tool_run
+            parts += ["## The tool agent's code", "```python", truncate(code.rstrip(), SHOWN_CHARS), "```"]
+            parts += ["Output:", truncate(output, SHOWN_CHARS)]
+        if self.answers.get("tool") is not None:
+            parts.append(f"## The tool agent's answer\n{self.answers['tool']}")
+        parts += ["## Your answer", self._answer_format(agent)]
+        return "\n".join(parts)
+
+    def _role(self, agent: str) -> str:
+        if agent == "tool":
+            return (
+                "You are the TOOL agent: compute the answer with Python. The episode ends when your answer agrees "
+                "with the reasoner's."
+            )
+        if self.workflow == "single":
+            return "You are the REASONER: solve the problem."
+        return (
+            "You are the REASONER: solve the problem. A tool agent checks it with code; agree on the answer."
+        )
+
+    def _answer_format(self, agent: str) -> str:
+        if agent == "tool":
+            return (
+                f"Write one ```python block that prints the final answer (numpy and sympy available, "
+                f"{self.tool_timeout:g} s), or give it directly as \\boxed{{...}}."
+            )
+        return "Reason step by step, then give the final answer as \\boxed{...}."
+
+    def _render_text(self) -> str:
+        answers = ", ".join(f"{agent}: {answer}" for agent, answer in self.answers.items())
+        return f"{self.problem.id}: turn {self.turn + 1} of {self.max_turns}; answers {answers}; gold {self.problem.answer}"
+
+    # ----------------------------------------------------------------- oracle
+    def solution(self) -> str:
+        """The gold answer in the reasoner's format (the tool agent accepts it too)."""
+        return f"\\boxed{{{self.problem.answer}}}"

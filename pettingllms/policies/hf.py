@@ -1,0 +1,250 @@
+"""`HFPolicy`: the in-process Hugging Face backend (a `transformers` causal LM and its tokenizer).
+
+Contract of `generate(prompts, n, sampling)` (see `pettingllms.policies.base`):
+
+- Each prompt becomes one user message rendered with the tokenizer's chat template (`add_generation_prompt=True`;
+  special-token strings inside the prompt are encoded as plain text where transformers supports it). The rows
+  (each prompt repeated `n` times, contiguously) are left-padded into one batch, so all `n` samples of a group
+  share one forward pass; `max_batch_rows` may split a call into several batches, never inside a group.
+- Sampling is this module's own loop over a KV cache, with an `attention_mask` and `position_ids` that make left
+  padding invisible: under greedy decoding a prompt gets the same completion alone or in a padded batch (up to
+  floating-point ties). Random draws come only from the policy's `torch.Generator`, seeded at construction, so
+  two policies built with the same seed and called the same way return the same completions; global RNGs are
+  neither read nor changed.
+- `temperature == 0` is greedy (argmax); otherwise logits are divided by the temperature, then `top_k`
+  (0 = off) and `top_p` (nucleus) filter them. A row ends at an eos token (the tokenizer's and the model's
+  generation config's `eos_token_id`s, e.g. `<|im_end|>`), when its decoded completion contains a stop string,
+  or after `max_new_tokens` tokens.
+- `Generation.text` is the decoded completion without special tokens. With a stop string the text is cut right
+  AFTER the earliest-ending stop string, which stays in the text (`...</answer>`, unlike vLLM's default).
+- `Generation.prompt_ids` are the unpadded template ids; `completion_ids` are every sampled token up to and
+  including the eos token or the token that completed a stop string: exactly the tokens a loss trains on.
+  `decode(completion_ids, skip_special_tokens=True)` starts with `text` (it can run past the cut when the token
+  that completed the stop string holds more characters).
+- `Generation.logprobs[i]` is `log_softmax(raw logits)[completion_ids[i]]` as a float: the model's own
+  log-probability, independent of temperature, top-k and top-p.
+- The model runs under `torch.inference_mode()` in eval mode; its previous training mode is restored afterwards.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pettingllms.policies.base import Generation, SamplingConfig
+
+
+class HFPolicy:
+    """Sample completions from an in-process causal LM (see the module docstring for the contract).
+
+    Args:
+        model: a `transformers` causal LM (moved to `device`).
+        tokenizer: its tokenizer, with a chat template and a pad or eos token.
+        seed: seed of the policy's own `torch.Generator`.
+        device: where the model runs and the generator lives.
+        max_batch_rows: the most rows (prompts x n) in one forward batch; None puts a whole call in one batch.
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+        *,
+        max_batch_rows: int | None = None,
+    ):
+        if tokenizer.chat_template is None:
+            raise ValueError("the tokenizer has no chat template; HFPolicy renders prompts as chat messages")
+        if max_batch_rows is not None and max_batch_rows < 1:
+            raise ValueError(f"max_batch_rows={max_batch_rows} must be positive or None")
+        self.device = torch.device(device)
+        self.model = model.to(self.device)
+        self.tokenizer = tokenizer
+        self.seed = seed
+        self.max_batch_rows = max_batch_rows
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        if pad is None:
+            raise ValueError("the tokenizer has neither a pad token nor an eos token")
+        self.pad_token_id = int(pad)
+        self.eos_token_ids = _eos_ids(tokenizer, model)
+        self._cache_keyword = _cache_keyword(model)
+        self._sanitize = (
+            "sanitize_control_tokens" in inspect.signature(tokenizer.apply_chat_template).parameters
+        )
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | Path,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+        **kwargs: Any,
+    ) -> HFPolicy:
+        """Load a model and tokenizer saved with `save_pretrained` in the local folder `path` (never the hub)."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = Path(path)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"{folder} is not a folder holding a saved model and tokenizer")
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=dtype)
+        return cls(model, tokenizer, seed=seed, device=device, **kwargs)
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """The token ids of `prompt` as one user message with the generation prompt (what the model is fed)."""
+        options = {"sanitize_control_tokens": True} if self._sanitize else {}
+        ids = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": str(prompt)}],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+            **options,
+        )
+        return [int(token) for token in ids]
+
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+        """For each prompt, `n` sampled `Generation`s (see the module docstring)."""
+        if n < 1:
+            raise ValueError(f"n={n} must be positive")
+        encoded = [self.prompt_ids(prompt) for prompt in prompts]
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        longest = max((len(ids) for ids in encoded), default=0)
+        if limit is not None and longest + sampling.max_new_tokens > limit:
+            raise ValueError(
+                f"a prompt of {longest} tokens plus max_new_tokens={sampling.max_new_tokens} exceeds the model's "
+                f"max_position_embeddings={limit}"
+            )
+        per_batch = len(encoded) if self.max_batch_rows is None else max(1, self.max_batch_rows // n)
+        results: list[list[Generation]] = []
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                for start in range(0, len(encoded), max(per_batch, 1)):
+                    chunk = encoded[start : start + per_batch]
+                    rows = [ids for ids in chunk for _ in range(n)]
+                    generations = self._sample(rows, sampling)
+                    results += [generations[i * n : (i + 1) * n] for i in range(len(chunk))]
+        finally:
+            self.model.train(was_training)
+        return results
+
+    # ----------------------------------------------------------------- the sampling loop
+    def _sample(self, rows: list[list[int]], sampling: SamplingConfig) -> list[Generation]:
+        batch, width = len(rows), max(len(ids) for ids in rows)
+        input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((batch, width), dtype=torch.long)
+        for i, ids in enumerate(rows):
+            input_ids[i, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention[i, width - len(ids) :] = 1
+        input_ids, attention = input_ids.to(self.device), attention.to(self.device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        cache = _new_cache(self.model)
+        logits = self._forward(input_ids, attention, positions, cache)
+        next_position = positions[:, -1:] + 1
+
+        completions: list[list[int]] = [[] for _ in rows]
+        logprobs: list[list[float]] = [[] for _ in rows]
+        texts: list[str | None] = [None] * batch  # set when a row ends at a stop string
+        done = [False] * batch
+        for step in range(sampling.max_new_tokens):
+            tokens = self._choose(logits, sampling)
+            chosen = torch.log_softmax(logits.float(), dim=-1).gather(-1, tokens[:, None])[:, 0]
+            for i, (token, logprob) in enumerate(zip(tokens.tolist(), chosen.tolist())):
+                if done[i]:
+                    continue
+                completions[i].append(token)
+                logprobs[i].append(float(logprob))
+                if token in self.eos_token_ids:
+                    done[i] = True
+                elif sampling.stop:
+                    texts[i] = _cut_at_stop(self._decode(completions[i]), sampling.stop)
+                    done[i] = texts[i] is not None
+            if all(done) or step == sampling.max_new_tokens - 1:
+                break
+            tokens = torch.where(torch.tensor(done, device=self.device), self.pad_token_id, tokens)
+            attention = torch.cat(
+                [attention, torch.ones((batch, 1), dtype=torch.long, device=self.device)], -1
+            )
+            logits = self._forward(tokens[:, None], attention, next_position, cache)
+            next_position = next_position + 1
+        return [
+            Generation(
+                text=texts[i] if texts[i] is not None else self._decode(completions[i]),
+                prompt_ids=tuple(rows[i]),
+                completion_ids=tuple(completions[i]),
+                logprobs=tuple(logprobs[i]),
+            )
+            for i in range(batch)
+        ]
+
+    def _forward(self, input_ids, attention, positions, cache) -> torch.Tensor:
+        """Run the model on new tokens, extending `cache`; return the last position's logits, (batch, vocab)."""
+        output = self.model(
+            input_ids=input_ids,
+            attention_mask=attention,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self._cache_keyword: cache},
+        )
+        return output.logits[:, -1, :]
+
+    def _choose(self, logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
+        """The next token of every row: argmax at temperature 0, else a draw from the filtered distribution."""
+        if sampling.temperature == 0:
+            return logits.argmax(dim=-1)
+        scores = logits.float() / sampling.temperature
+        if 0 < sampling.top_k < scores.shape[-1]:
+            kth = torch.topk(scores, sampling.top_k, dim=-1).values[:, -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        if sampling.top_p < 1.0:
+            ordered, order = torch.sort(scores, dim=-1, descending=True)
+            probs = torch.softmax(ordered, dim=-1)
+            mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above each one
+            drop = (mass_before >= sampling.top_p).scatter(-1, order, mass_before >= sampling.top_p)
+            scores = scores.masked_fill(drop, float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        return torch.multinomial(probs, 1, generator=self.generator)[:, 0]
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+
+def _cut_at_stop(text: str, stops: Sequence[str]) -> str | None:
+    """`text` up to and including the earliest-ending stop string, or None if no stop string occurs."""
+    ends = [text.find(stop) + len(stop) for stop in stops if stop and stop in text]
+    return text[: min(ends)] if ends else None
+
+
+def _eos_ids(tokenizer, model) -> frozenset[int]:
+    """The tokenizer's eos id together with the model generation config's eos id(s)."""
+    ids = {tokenizer.eos_token_id}
+    config = getattr(model, "generation_config", None)
+    configured = getattr(config, "eos_token_id", None)
+    ids.update(configured if isinstance(configured, (list, tuple)) else [configured])
+    return frozenset(int(token) for token in ids if token is not None)
+
+
+def _cache_keyword(model) -> str:
+    """transformers renamed `past_key_values` to `cache` in 5.2x; use whichever the model's forward takes.
+
+    A PEFT wrapper forwards keyword arguments, so its base model's signature decides.
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    parameters = inspect.signature(base.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
+def _new_cache(model):
+    from transformers import DynamicCache
+
+    return DynamicCache(config=model.config)

@@ -1,0 +1,189 @@
+"""HFPolicy: shapes, seeding, decoding rules, stop strings, eos, left padding, log-probs (a random tiny model)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from pettingllms.models.tiny import build_model, config_for_tokenizer  # noqa: E402
+from pettingllms.models.tokenizer import train_tokenizer  # noqa: E402
+from pettingllms.policies.base import PolicyBackend, SamplingConfig  # noqa: E402
+from pettingllms.policies.hf import HFPolicy  # noqa: E402
+
+PROMPTS = [
+    "Walk from @ to G.\n..G\n.#.\n@..",
+    "short",
+    "A longer prompt: the map is\n#....\n..@..\n....G\nand you answer with <answer>U R</answer> moves.",
+]
+GREEDY = SamplingConfig(temperature=0.0, max_new_tokens=12)
+SAMPLED = SamplingConfig(temperature=1.0, max_new_tokens=12)
+
+
+@pytest.fixture(scope="module")
+def parts():
+    torch.set_num_threads(1)
+    corpus = PROMPTS * 3 + ["<answer>U U R D L</answer>", "You are at row 1, column 2; the goal is here."] * 5
+    tokenizer = train_tokenizer(corpus, vocab_size=400)
+    # a smaller, peakier model than the default tiny one keeps the tests fast and ties unlikely
+    config = config_for_tokenizer(
+        tokenizer,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        head_dim=16,
+        initializer_range=0.2,
+    )
+    return build_model(config, seed=0), tokenizer
+
+
+def policy(parts, seed=0, **kwargs) -> HFPolicy:
+    model, tokenizer = parts
+    return HFPolicy(model, tokenizer, seed=seed, **kwargs)
+
+
+def ids(groups):
+    return [[g.completion_ids for g in group] for group in groups]
+
+
+def test_shapes_prompt_ids_and_logprobs(parts):
+    model, tokenizer = parts
+    backend = policy(parts)
+    assert isinstance(backend, PolicyBackend)
+    groups = backend.generate(PROMPTS, 4, SAMPLED)
+    assert [len(group) for group in groups] == [4, 4, 4]
+    for prompt, group in zip(PROMPTS, groups):
+        expected = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+        )
+        for generation in group:
+            assert list(generation.prompt_ids) == list(expected)
+            assert 1 <= len(generation.completion_ids) == len(generation.logprobs) <= SAMPLED.max_new_tokens
+            assert all(isinstance(lp, float) and lp <= 0 for lp in generation.logprobs)
+            assert generation.text == tokenizer.decode(
+                list(generation.completion_ids), skip_special_tokens=True
+            )
+    assert backend.generate([], 3, SAMPLED) == []
+
+
+def test_seeding_is_private_and_reproducible(parts):
+    torch_state, python_state, numpy_state = torch.get_rng_state(), random.getstate(), np.random.get_state()
+    first = ids(policy(parts, seed=1).generate(PROMPTS, 3, SAMPLED))
+    again = ids(policy(parts, seed=1).generate(PROMPTS, 3, SAMPLED))
+    other = ids(policy(parts, seed=2).generate(PROMPTS, 3, SAMPLED))
+    assert first == again
+    assert first != other
+    assert len({c for group in first for c in group}) > 3  # the n samples of a group differ
+    assert torch.equal(torch_state, torch.get_rng_state())
+    assert python_state == random.getstate()
+    assert np.array_equal(numpy_state[1], np.random.get_state()[1])
+
+
+def test_greedy_is_deterministic_and_top_filters_reduce_to_it(parts):
+    greedy = ids(policy(parts, seed=3).generate(PROMPTS, 2, GREEDY))
+    assert greedy == ids(policy(parts, seed=4).generate(PROMPTS, 2, GREEDY))
+    assert all(group[0] == group[1] for group in greedy)
+    top_k_1 = SamplingConfig(temperature=1.0, top_k=1, max_new_tokens=12)
+    top_p_tiny = SamplingConfig(temperature=0.7, top_p=1e-6, max_new_tokens=12)
+    assert ids(policy(parts, seed=5).generate(PROMPTS, 2, top_k_1)) == greedy
+    assert ids(policy(parts, seed=6).generate(PROMPTS, 2, top_p_tiny)) == greedy
+
+
+def test_left_padding_does_not_change_greedy_completions(parts):
+    backend = policy(parts)
+    batched = backend.generate(PROMPTS, 2, GREEDY)
+    for prompt, group in zip(PROMPTS, batched):
+        alone = backend.generate([prompt], 1, GREEDY)[0][0]
+        assert alone.completion_ids == group[0].completion_ids
+        assert alone.logprobs == pytest.approx(group[0].logprobs, abs=1e-4)
+    chunked = policy(parts, max_batch_rows=2).generate(PROMPTS, 2, GREEDY)
+    assert ids(chunked) == ids(batched)
+
+
+def test_logprobs_match_a_full_forward_pass(parts):
+    model, _ = parts
+    hot = SamplingConfig(temperature=1.5, top_k=20, max_new_tokens=10)
+    for group in policy(parts, seed=7).generate(PROMPTS, 2, hot):
+        for generation in group:
+            sequence = torch.tensor([list(generation.prompt_ids) + list(generation.completion_ids)])
+            with torch.no_grad():
+                logits = model(input_ids=sequence).logits[0].float()
+            start = len(generation.prompt_ids)
+            expected = torch.log_softmax(logits[start - 1 : -1], dim=-1)
+            expected = expected.gather(-1, sequence[0, start:, None])[:, 0]
+            assert list(generation.logprobs) == pytest.approx(expected.tolist(), abs=1e-4)
+
+
+def test_stop_strings_cut_after_the_stop(parts):
+    _, tokenizer = parts
+    backend = policy(parts)
+    free = backend.generate(PROMPTS[:1], 1, SamplingConfig(temperature=0.0, max_new_tokens=24))[0][0]
+    assert len(free.text) >= 6
+    stop = free.text[3:5]
+    cut = free.text[: free.text.find(stop) + len(stop)]
+    stopped = backend.generate(
+        PROMPTS[:1], 2, SamplingConfig(temperature=0.0, max_new_tokens=24, stop=(stop, "never"))
+    )
+    for generation in stopped[0]:
+        assert generation.text == cut
+        decoded = tokenizer.decode(list(generation.completion_ids), skip_special_tokens=True)
+        assert decoded.startswith(cut)
+        shorter = tokenizer.decode(list(generation.completion_ids[:-1]), skip_special_tokens=True)
+        assert stop not in shorter  # the last token is the one that completed the stop string
+        assert generation.completion_ids == free.completion_ids[: len(generation.completion_ids)]
+
+
+def test_eos_ends_a_row_and_is_kept_in_completion_ids(parts):
+    model, tokenizer = parts
+    free = policy(parts).generate(PROMPTS[:1], 1, GREEDY)[0][0]
+    eos = free.completion_ids[3]
+    saved = model.generation_config.eos_token_id
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, eos]
+    try:
+        ended = policy(parts).generate(PROMPTS[:1], 1, GREEDY)[0][0]
+    finally:
+        model.generation_config.eos_token_id = saved
+    first = free.completion_ids.index(eos)
+    assert ended.completion_ids == free.completion_ids[: first + 1]
+    assert len(ended.logprobs) == first + 1
+
+
+def test_training_mode_restored_and_errors(parts):
+    model, _ = parts
+    model.train()
+    policy(parts).generate(PROMPTS[:1], 1, GREEDY)
+    assert model.training
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        policy(parts).generate(
+            PROMPTS[:1], 1, SamplingConfig(max_new_tokens=model.config.max_position_embeddings)
+        )
+    with pytest.raises(ValueError, match="n=0"):
+        policy(parts).generate(PROMPTS, 0, GREEDY)
+
+
+def test_from_pretrained_reloads_the_same_policy(parts, tmp_path):
+    model, tokenizer = parts
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    reloaded = HFPolicy.from_pretrained(tmp_path, seed=0)
+    assert ids(reloaded.generate(PROMPTS, 1, GREEDY)) == ids(policy(parts).generate(PROMPTS, 1, GREEDY))
+    with pytest.raises(FileNotFoundError):
+        HFPolicy.from_pretrained(tmp_path / "missing")
+
+
+def test_a_peft_wrapped_model_generates_like_its_base(parts):
+    peft = pytest.importorskip("peft")
+    model, tokenizer = parts
+    expected = ids(policy(parts).generate(PROMPTS, 1, GREEDY))
+    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
+    try:
+        assert ids(HFPolicy(wrapped, tokenizer, seed=0).generate(PROMPTS, 1, GREEDY)) == expected
+    finally:
+        wrapped.unload()  # give the shared fixture its plain model back

@@ -1,0 +1,134 @@
+"""The built-in tiny model: home folder, tokenizer, config/initialisation, demonstrations, cached warm start."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+import pettingllms  # noqa: E402
+from pettingllms.models import home  # noqa: E402
+from pettingllms.models.demos import collect_demonstrations, perturb_answer  # noqa: E402
+from pettingllms.models.tiny import build_model, count_parameters, tiny_config  # noqa: E402
+from pettingllms.models.tokenizer import IM_END, IM_START, PAD_TOKEN, train_tokenizer  # noqa: E402
+from pettingllms.models.warmstart import ensure_tiny_model, read_manifest, tiny_model_dir  # noqa: E402
+from pettingllms.policies.base import SamplingConfig  # noqa: E402
+from pettingllms.policies.hf import HFPolicy  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    demos = collect_demonstrations("plan-path-v0", range(30), np.random.default_rng(0))
+    return [text for demo in demos for text in (demo.prompt, demo.target)]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(corpus):
+    return train_tokenizer(corpus, vocab_size=1024)
+
+
+def test_home_from_env_var(monkeypatch, tmp_path):
+    monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path / "h"))
+    assert home.pettingllms_home() == tmp_path / "h"
+    assert tiny_model_dir("plan-path-v0", "mas") == tmp_path / "h" / "models" / "tiny-plan-path-v0-mas-v1"
+    monkeypatch.delenv("PETTINGLLMS_HOME")
+    assert home.pettingllms_home() == Path.home() / ".cache" / "pettingllms"
+
+
+def test_tokenizer_round_trip_and_special_tokens(tokenizer, corpus):
+    assert [tokenizer.convert_tokens_to_ids(t) for t in (PAD_TOKEN, IM_START, IM_END)] == [0, 1, 2]
+    assert (tokenizer.pad_token, tokenizer.eos_token, tokenizer.padding_side) == (PAD_TOKEN, IM_END, "left")
+    for text in [*corpus[:5], "héllo wörld 🎉\t\n  x", "```python\nprint('<answer>U</answer>')\n```", ""]:
+        assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
+    # grid cells and moves are single tokens
+    assert tokenizer.tokenize("..G.#\n.@...") == [".", ".", "G", ".", "#", "Ċ", ".", "@", ".", ".", "."]
+    moves = tokenizer.tokenize("<answer>U R D L</answer>")
+    start = moves.index("U")
+    assert moves[start : start + 4] == ["U", "ĠR", "ĠD", "ĠL"]
+    assert len(tokenizer) <= 1024
+
+
+def test_tokenizer_training_is_deterministic(tokenizer, corpus):
+    again = train_tokenizer(corpus, vocab_size=1024)
+    assert again.backend_tokenizer.to_str() == tokenizer.backend_tokenizer.to_str()
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_tokenizer(corpus, vocab_size=100)
+
+
+def test_chat_template_is_chatml_with_assistant_mask(tokenizer):
+    user = [{"role": "user", "content": "go"}]
+    assert tokenizer.apply_chat_template(user, tokenize=False, add_generation_prompt=True) == (
+        "<|im_start|>user\ngo<|im_end|>\n<|im_start|>assistant\n"
+    )
+    chat = [*user, {"role": "assistant", "content": "<answer>U</answer>"}]
+    encoded = tokenizer.apply_chat_template(chat, return_dict=True, return_assistant_tokens_mask=True)
+    trained = [t for t, m in zip(encoded["input_ids"], encoded["assistant_masks"]) if m]
+    assert tokenizer.decode(trained) == "<answer>U</answer><|im_end|>"
+    prompt = tokenizer.apply_chat_template(user, add_generation_prompt=True, return_dict=False)
+    assert encoded["input_ids"][: len(prompt)] == list(prompt)  # the prompt's ids prefix the training ids
+
+
+def test_tiny_config_and_seeded_init():
+    config = tiny_config(500, num_hidden_layers=2)
+    assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads) == (128, 2, 4)
+    assert (config.num_key_value_heads, config.head_dim, config.tie_word_embeddings) == (2, 32, True)
+    state = torch.get_rng_state()
+    model = build_model(tiny_config(500), seed=0)
+    assert torch.equal(state, torch.get_rng_state())
+    assert 0.9e6 < count_parameters(model) - 500 * 128 < 1.1e6
+    assert model.dtype == torch.float32
+    same, other = build_model(tiny_config(500), seed=0), build_model(tiny_config(500), seed=1)
+    pairs = list(zip(model.state_dict().values(), same.state_dict().values(), other.state_dict().values()))
+    assert all(torch.equal(a, b) for a, b, _ in pairs)
+    assert not all(torch.equal(a, c) for a, _, c in pairs)
+
+
+def test_perturb_answer_changes_one_move():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        noisy = perturb_answer("<answer>U U R D</answer>", rng)
+        moves = noisy.removeprefix("<answer>").removesuffix("</answer>").split()
+        assert noisy != "<answer>U U R D</answer>"
+        assert len(moves) in (3, 4) and set(moves) <= {"U", "D", "L", "R"}
+    assert perturb_answer("no answer here", rng) == "no answer here"
+
+
+def test_demonstrations_are_oracle_answers_and_deterministic():
+    demos = collect_demonstrations("plan-path-v0", range(10), np.random.default_rng(1))
+    assert demos == collect_demonstrations("plan-path-v0", range(10), np.random.default_rng(1))
+    assert {demo.agent for demo in demos} == {"tool", "plan"}
+    env = pettingllms.make("plan-path-v0")
+    env.reset(seed=0)
+    assert demos[0] == type(demos[0])("tool", str(env.observe("tool")), env.unwrapped.solution())
+    assert any("Last turn" in demo.prompt for demo in demos) or len(demos) == 20
+
+
+def test_ensure_tiny_model_builds_then_reuses(monkeypatch, tmp_path):
+    torch.set_num_threads(1)
+    monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
+    rng_states = (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
+    kwargs = {"sft_steps": 4, "batch_size": 8, "demo_episodes": 24, "eval_episodes": 2}
+    folder = ensure_tiny_model("plan-path-v0", **kwargs)
+    assert torch.equal(rng_states[0], torch.get_rng_state()) and rng_states[1] == random.getstate()
+    assert np.array_equal(rng_states[2], np.random.get_state()[1])
+    assert folder == tmp_path / "models" / "tiny-plan-path-v0-mas-v1"
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_dir()) == ["models", folder.name]
+    manifest = read_manifest(folder)
+    assert manifest["sft"]["steps"] == 4
+    assert manifest["sft"]["probe_loss_after"] < manifest["sft"]["probe_loss_before"]  # the warm start learns
+    assert manifest["evaluation"]["success_before"] is not None
+    json.dumps(manifest)
+
+    stamp = (folder / "model.safetensors").stat().st_mtime_ns
+    assert ensure_tiny_model("plan-path-v0", **kwargs) == folder
+    assert (folder / "model.safetensors").stat().st_mtime_ns == stamp  # reused, not rebuilt
+
+    policy = HFPolicy.from_pretrained(folder, seed=0)
+    generation = policy.generate(["# plan-path-v0"], 2, SamplingConfig(max_new_tokens=4))[0]
+    assert len(generation) == 2 and all(len(g.completion_ids) >= 1 for g in generation)

@@ -1,0 +1,248 @@
+"""The AT-GRPO trainer on CPU with a tiny model: routing, layouts, checkpoints that resume exactly, configs.
+
+The environment here rewards any text by its share of the letter "e", so that even an untrained model's
+samples carry signal; the group and commit invariants on the real environments are in test_rollout.py.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+import pettingllms  # noqa: E402
+from pettingllms.envs.base import StepOutcome, TextAECEnv  # noqa: E402
+from pettingllms.errors import ConfigError  # noqa: E402
+from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
+from pettingllms.trainers.cli import parse  # noqa: E402
+
+
+class LettersEnv(TextAECEnv):
+    """Two agents write words; each earns the share of 'e' in its answer; the team earns nothing."""
+
+    metadata = {"name": "letters", "render_modes": ["ansi"], "is_parallelizable": False}
+    WORKFLOWS = {"mas": ("tool", "plan"), "single": ("plan",)}
+    DEFAULT_MAX_TURNS = 1
+
+    def _reset_task(self, options):
+        self.word = "".join(self.np_random.choice(list("abcdefgh"), size=4))
+        self.success = False
+
+    def _act(self, agent, action):
+        share = action.count("e") / max(1, len(action))
+        return StepOutcome(reward_local=share)
+
+    def _observation_text(self, agent):
+        return f"{agent}: write a word like {self.word}"
+
+    def _render_text(self):
+        return self.word
+
+
+@pytest.fixture(scope="module", autouse=True)
+def letters_env():
+    pettingllms.register("test-letters-v0", entry_point=LettersEnv)
+    yield
+    pettingllms.registration._REGISTRY.pop("test-letters-v0")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from pettingllms.models.tiny import build_model, config_for_tokenizer
+    from pettingllms.models.tokenizer import train_tokenizer
+
+    torch.set_num_threads(1)
+    folder = tmp_path_factory.mktemp("tiny")
+    tokenizer = train_tokenizer(
+        [f"{a}: write a word like {w} eeee" for a in ("tool", "plan") for w in ("abcd", "efgh")] * 20,
+        vocab_size=300,
+    )
+    build_model(config_for_tokenizer(tokenizer), seed=0).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def args_for(tiny_model, output_dir, *extra):
+    return parse(
+        [
+            "--env_id",
+            "test-letters-v0",
+            "--model_name_or_path",
+            tiny_model,
+            "--output_dir",
+            str(output_dir),
+            "--max_steps",
+            "2",
+            "--instances_per_step",
+            "2",
+            "--num_generations",
+            "4",
+            "--per_device_train_batch_size",
+            "8",
+            "--max_completion_length",
+            "8",
+            "--eval_episodes",
+            "2",
+            "--learning_rate",
+            "1e-2",
+            "--save_steps",
+            "1",
+            "--seed",
+            "3",
+            *extra,
+        ]
+    )
+
+
+def parameters(model):
+    return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def test_per_role_routes_each_agents_samples_to_its_policy_and_every_parameter_changes(tiny_model, tmp_path):
+    trainer = ATGRPOTrainer(args_for(tiny_model, tmp_path), log=lambda _: None)
+    assert set(trainer.policies.updaters) == {"tool", "plan"}
+    seen = {}
+    for name, updater in trainer.policies.updaters.items():
+        original = updater.update
+        seen[name] = []
+
+        def record(samples, name=name, original=original):
+            seen[name].extend(s.agent for s in samples)
+            return original(samples)
+
+        updater.update = record
+    before = {name: parameters(u.model) for name, u in trainer.policies.updaters.items()}
+    metrics = trainer.train_step()
+    assert set(seen["tool"]) == {"tool"} and set(seen["plan"]) == {"plan"}
+    assert metrics["train/groups_with_signal"] > 0
+    for name, updater in trainer.policies.updaters.items():
+        after = parameters(updater.model)
+        unchanged = [key for key in before[name] if torch.equal(before[name][key], after[key])]
+        assert not unchanged, f"policy {name}: parameters that did not change: {unchanged[:5]}"
+
+
+def test_shared_layout_trains_one_policy_on_every_sample(tiny_model, tmp_path):
+    trainer = ATGRPOTrainer(args_for(tiny_model, tmp_path, "--policy_layout", "shared"), log=lambda _: None)
+    assert list(trainer.policies.updaters) == ["shared"]
+    metrics = trainer.train_step()
+    assert metrics["policy/shared/samples"] == 2 * 2 * 4  # instances x agents x K
+
+
+def test_lora_per_role_changes_only_the_acting_roles_adapter(tiny_model, tmp_path):
+    trainer = ATGRPOTrainer(
+        args_for(tiny_model, tmp_path, "--policy_layout", "lora_per_role"), log=lambda _: None
+    )
+    model = trainer.policies.updaters["tool"].model
+    snapshot = {name: p.detach().clone() for name, p in model.named_parameters()}
+    rollout_samples = trainer.engine.collect([0, 1], {"split": "train"}).samples
+    from pettingllms.trainers.advantages import compute_advantages
+
+    compute_advantages(rollout_samples)
+    trainer.policies.updaters["tool"].update([s for s in rollout_samples if s.agent == "tool"])
+    changed = {name for name, p in model.named_parameters() if not torch.equal(snapshot[name], p.detach())}
+    assert changed and all("lora_" in name and ".tool." in name for name in changed)
+    # LoRA's B starts at zero, so a first step moves every B of the tool adapter (A follows from the next step)
+    assert {name for name in snapshot if "lora_B.tool." in name} <= changed
+
+
+def test_a_resumed_run_equals_an_uninterrupted_one(tiny_model, tmp_path):
+    straight = ATGRPOTrainer(args_for(tiny_model, tmp_path / "straight"), log=lambda _: None)
+    straight.train()
+    first = ATGRPOTrainer(args_for(tiny_model, tmp_path / "resumed", "--max_steps", "1"), log=lambda _: None)
+    first.train()
+    resumed = ATGRPOTrainer(
+        args_for(tiny_model, tmp_path / "resumed", "--resume", "true"), log=lambda _: None
+    )
+    assert resumed.step == 1
+    resumed.train()
+    for name in straight.policies.updaters:
+        a, b = (
+            parameters(straight.policies.updaters[name].model),
+            parameters(resumed.policies.updaters[name].model),
+        )
+        assert all(torch.equal(a[key], b[key]) for key in a), f"policy {name} differs after resuming"
+
+    def rows(folder):
+        return [
+            {k: v for k, v in json.loads(line).items() if "time" not in k and not k.startswith("timing")}
+            for line in (folder / "metrics.jsonl").read_text().splitlines()
+        ]
+
+    assert rows(tmp_path / "straight")[-1] == rows(tmp_path / "resumed")[-1]
+    assert [r["step"] for r in rows(tmp_path / "resumed")] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("layout", ["shared", "lora_per_role"])
+def test_resuming_other_layouts_equals_an_uninterrupted_run(tiny_model, tmp_path, layout):
+    flags = ("--policy_layout", layout)
+    straight = ATGRPOTrainer(args_for(tiny_model, tmp_path / "straight", *flags), log=lambda _: None)
+    straight.train()
+    ATGRPOTrainer(
+        args_for(tiny_model, tmp_path / "resumed", *flags, "--max_steps", "1"), log=lambda _: None
+    ).train()
+    resumed = ATGRPOTrainer(
+        args_for(tiny_model, tmp_path / "resumed", *flags, "--resume", "true"), log=lambda _: None
+    )
+    resumed.train()
+    a = dict(next(iter(straight.policies.updaters.values())).model.named_parameters())
+    b = dict(next(iter(resumed.policies.updaters.values())).model.named_parameters())
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp_path):
+    ATGRPOTrainer(args_for(tiny_model, tmp_path, "--dump_rollouts", "true"), log=lambda _: None).train()
+    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert {
+        "train/reward",
+        "train/success_rate",
+        "eval/success_rate",
+        "timing/rollout_s",
+        "timing/env_s",
+        "timing/update_s",
+        "policy/tool/loss",
+        "train/reward/plan",
+    } <= set().union(*metrics)
+    assert (tmp_path / "learning_curve.png").stat().st_size > 1000
+    assert (tmp_path / "checkpoints" / "step_2" / "policy_plan" / "model.safetensors").exists()
+    row = json.loads((tmp_path / "rollouts" / "step_1.jsonl").read_text().splitlines()[0])
+    assert set(row) == {
+        "step",
+        "group_id",
+        "instance",
+        "turn",
+        "agent",
+        "policy",
+        "prompt",
+        "completion",
+        "reward",
+        "reward_team",
+        "reward_local",
+        "advantage",
+    }
+
+
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        (["--grouping", "episode"], "grouping"),
+        (["--policy_layout", "mixed"], "policy_layout"),
+        (["--env_id", "chess-v0"], "env_id"),
+        (["--num_generations", "1"], "num_generations"),
+        (["--env_kwargs", "{size: 4"], "env_kwargs"),
+        (["--policy_layout", "shared", "--agent_models", '{"tool": "x"}'], "agent_models"),
+    ],
+)
+def test_bad_configs_name_the_field(flags, field, tmp_path):
+    with pytest.raises(ConfigError, match=field):
+        parse(["--output_dir", str(tmp_path), *flags])
+
+
+@pytest.mark.parametrize(
+    "path", sorted(str(p) for p in (Path(__file__).parent.parent / "configs").rglob("*.yaml"))
+)
+def test_every_shipped_config_parses(path):
+    overrides = ["--bf16", "false", "--use_cpu", "true", "--report_to", "none"] if "/paper/" in path else []
+    args = parse(["--config", path, *overrides])
+    assert args.env_id in pettingllms.registry and args.max_steps >= 1
