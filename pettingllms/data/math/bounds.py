@@ -22,6 +22,8 @@ MAX_NESTING = 8
 """Answers with brackets (``{`` ``(`` ``[`` ``\\{``) nested deeper are not parsed."""
 MAX_DIGITS = 100_000
 """Answers holding a power, exponential or factorial with more digits than this are not compared."""
+MAX_SYMBOLIC_EXPONENT = 1_000
+"""Answers raising an expression with variables to a larger constant power are not compared."""
 
 _BRACKET_TOKEN = re.compile(r"\\[{}]|\\.|[{}()\[\]]", re.DOTALL)
 _OPENERS = ("{", "(", "[", "\\{")
@@ -29,7 +31,15 @@ _CLOSERS = ("}", ")", "]", "\\}")
 _EAGER_FUNCTION = re.compile(r"binom|choose|gcd|lcm", re.IGNORECASE)
 _BIG_ARGUMENT = re.compile(r"[\^!]|\d{7}")
 _UNEVALUATED = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit, sympy.Derivative)
-_GROWING = (sympy.Pow, sympy.exp, sympy.factorial, sympy.factorial2, sympy.subfactorial, sympy.binomial)
+_GROWING = (
+    sympy.Pow,
+    sympy.exp,
+    sympy.factorial,
+    sympy.factorial2,
+    sympy.subfactorial,
+    sympy.binomial,
+    sympy.gamma,
+)
 
 
 def parsable(text: str) -> bool:
@@ -55,8 +65,9 @@ def tractable(parsed: object) -> bool:
     """Whether a parsed answer (a math-verify result: a sympy object or a string) may be compared.
 
     False if it holds an unevaluated sum, product, integral, limit or derivative (a final answer is a closed
-    form), or a constant power, exponential or factorial whose exact value would have more than
-    ``MAX_DIGITS`` digits."""
+    form), a constant power, exponential or factorial whose exact value would have more than ``MAX_DIGITS``
+    digits, or an expression with variables raised to a constant power above ``MAX_SYMBOLIC_EXPONENT``
+    (``\\sin(y)^{99999}``: simplifying it exhausts memory)."""
     if not isinstance(parsed, sympy.Basic):
         return True
     for node in _nodes(parsed):
@@ -65,6 +76,10 @@ def tractable(parsed: object) -> bool:
         if isinstance(node, _GROWING) and not node.free_symbols:
             digits = _log10_bound(node)
             if digits is not None and digits > MAX_DIGITS:
+                return False
+        if isinstance(node, sympy.Pow) and node.free_symbols and not node.exp.free_symbols:
+            exponent = _log10_bound(node.exp)
+            if exponent is not None and exponent > math.log10(MAX_SYMBOLIC_EXPONENT):
                 return False
     return True
 
@@ -78,9 +93,15 @@ def _nodes(expr: sympy.Basic) -> Iterator[sympy.Basic]:
 
 
 def _log10_bound(expr: sympy.Basic) -> float | None:
-    """An upper bound on ``log10(|expr|)`` for a constant built from numbers with ``+ - * /``, powers,
-    ``exp`` and factorials (for a power, also a bound on the digits of its denominator); None for anything
-    else."""
+    """An upper bound on ``log10(|expr|)`` for a constant (for a power, also on the digits of its
+    denominator); None when a leaf is not a number (a symbol, ``I``, ``oo``).
+
+    Numbers, sums, products, powers, ``exp`` and the factorial family are bounded from their arguments; any
+    other node (``Abs``, ``floor``, ``Max``, ``sin``, ``log``, a tuple, an equation, ...) by its largest
+    argument. That is a true bound for the functions that do not grow; for transcendental growth such as
+    ``sinh`` it is not, but sympy keeps those symbolic. What has to be bounded is exact integer growth, and
+    only the node types in ``_GROWING`` produce it.
+    """
     if expr.is_Rational:
         return _log10(expr.p) - _log10(expr.q)
     if expr.is_Float or expr.is_NumberSymbol:
@@ -100,7 +121,7 @@ def _log10_bound(expr: sympy.Basic) -> float | None:
     if isinstance(expr, _GROWING):
         n = _power_of_ten(parts[0])
         return n * math.log10(max(n, 2.0))
-    return None
+    return max(parts)
 
 
 def _log10(x: int | float) -> float:

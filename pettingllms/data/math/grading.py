@@ -38,8 +38,9 @@ instead). So ``timeout_seconds`` (whole seconds, default ``DEFAULT_TIMEOUT_S``; 
 "not equal") is passed on in the main thread, and ``None`` (no timeout) in every other thread. Consequences:
 
 - In a worker thread nothing interrupts a comparison that passes the bounds but makes sympy's ``simplify``
-  slow. Fuzzing found one family: a logarithm against a large integer (``\\log(i)`` against ``99^{12}``
-  had not finished after 15 s). In the main thread the alarm stops it after ``timeout_seconds``.
+  slow. Fuzzing found two families: a logarithm against a large integer (``\\log(i)`` against ``99^{12}``)
+  and nested powers with variables (``10^{y 99^{2*2_2}}+e`` against ``x+1``); neither returned within the
+  15 s and 200 s we waited. In the main thread the alarm stops both after ``timeout_seconds``.
 - Even in the main thread the alarm only fires between Python bytecodes, so a single huge C-level integer
   operation would run to its end; the bounds exist to keep those out.
 - For a hard bound, grade in a separate process that the caller kills at a deadline (a process pool whose

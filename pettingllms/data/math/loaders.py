@@ -19,15 +19,14 @@ dataset's own schema; see ``rows``) the files are read whole as one split, and `
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from os import PathLike
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pettingllms.data.files import DataPath, datasets_module, local_rows
 from pettingllms.data.math.generator import generate_split
 from pettingllms.data.math.rows import CONVERTERS
 from pettingllms.data.math.schema import MathProblem
-from pettingllms.errors import ConfigError, DependencyNotInstalled
+from pettingllms.errors import ConfigError
 
 DATASETS = ("aime2024", "aime2025", "olympiadbench", "math500", "gsm8k", "generated")
 EVALUATION_ONLY = ("aime2024", "aime2025", "olympiadbench", "math500")
@@ -40,8 +39,6 @@ _HUB = {
 }
 """name -> (Hub repository, config, the Hub split holding the evaluation problems)."""
 _EVALUATION_SPLITS = (None, "test", "eval")
-
-DataPath = str | PathLike[str] | Sequence[str | PathLike[str]]
 
 
 def load_math_dataset(
@@ -71,7 +68,7 @@ def load_math_dataset(
     if seed is not None:
         raise ConfigError(f"seed applies only to the generated dataset, not to {name}")
     hub_split = _hub_split(name, split)
-    rows = _local_rows(path) if path is not None else _hub_rows(name, hub_split)
+    rows = local_rows(path) if path is not None else _hub_rows(name, hub_split)
     convert = CONVERTERS[name]
     problems: list[MathProblem] = []
     for row in rows:
@@ -91,33 +88,6 @@ def _hub_split(name: str, split: str | None) -> str:
     raise ConfigError(f"{name} has no split {split!r}; allowed values: {allowed}")
 
 
-def _datasets_module() -> Any:
-    try:
-        import datasets
-    except ImportError as error:
-        raise DependencyNotInstalled(
-            "loading this math dataset needs the `datasets` package: pip install 'pettingllms[data]'"
-        ) from error
-    return datasets
-
-
 def _hub_rows(name: str, hub_split: str) -> Iterable[Mapping[str, Any]]:
     repository, config, _ = _HUB[name]
-    return _datasets_module().load_dataset(repository, config, split=hub_split)
-
-
-def _local_rows(path: DataPath) -> Iterable[Mapping[str, Any]]:
-    files = [str(path)] if isinstance(path, (str, PathLike)) else [str(p) for p in path]
-    formats = {_file_format(f) for f in files}
-    if len(formats) != 1:
-        raise ConfigError(f"mixed file formats in {files}: give only parquet or only JSON files")
-    return _datasets_module().load_dataset(formats.pop(), data_files=files, split="train")
-
-
-def _file_format(file: str) -> str:
-    suffixes = Path(file).suffixes
-    if ".parquet" in suffixes:
-        return "parquet"
-    if ".json" in suffixes or ".jsonl" in suffixes:
-        return "json"
-    raise ConfigError(f"cannot tell the format of {file!r}: expected a .parquet, .json or .jsonl file")
+    return datasets_module().load_dataset(repository, config, split=hub_split)
