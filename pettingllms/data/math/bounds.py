@@ -5,7 +5,8 @@ sympy evaluates ``binomial``, ``gcd`` and ``lcm`` while parsing (``\\binom{10^{1
 and comparing ``10^{10^{10}}`` with anything computes all its digits. Its signal-based timeout interrupts
 those only in the main thread, so ``grading`` screens every answer with these checks first, in any thread.
 They evaluate nothing: ``parsable`` reads the text, ``tractable`` walks the parsed tree and bounds sizes
-with float arithmetic on the numbers it finds.
+with float arithmetic on the numbers it finds. They keep out the blowups found so far; they cannot bound
+every slow simplification (see ``grading`` on threads).
 """
 
 from __future__ import annotations
@@ -62,12 +63,15 @@ def parsable(text: str) -> bool:
 
 
 def tractable(parsed: object) -> bool:
-    """Whether a parsed answer (a math-verify result: a sympy object or a string) may be compared.
+    """Whether a parsed answer (a math-verify result: a sympy expression, a matrix or a string) may be
+    compared; a matrix is tractable when all its entries are.
 
     False if it holds an unevaluated sum, product, integral, limit or derivative (a final answer is a closed
     form), a constant power, exponential or factorial whose exact value would have more than ``MAX_DIGITS``
     digits, or an expression with variables raised to a constant power above ``MAX_SYMBOLIC_EXPONENT``
     (``\\sin(y)^{99999}``: simplifying it exhausts memory)."""
+    if isinstance(parsed, sympy.MatrixBase):
+        return all(tractable(entry) for entry in parsed)
     if not isinstance(parsed, sympy.Basic):
         return True
     for node in _nodes(parsed):

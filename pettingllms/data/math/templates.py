@@ -69,20 +69,20 @@ def _expression(rng: np.random.Generator, operands: int, low: int, high: int) ->
 _LARGEST_DENOMINATOR = {1: 9, 2: 12, 3: 15}
 
 
-def fractions(rng: np.random.Generator, difficulty: int) -> tuple[str, Fraction]:
+def fraction_arithmetic(rng: np.random.Generator, difficulty: int) -> tuple[str, Fraction]:
     """Combine reduced fractions: two with ``+``/``-`` (denominators up to 9), three with ``+``/``-`` (up
     to 12), or a parenthesized sum or difference times or divided by a third (up to 15)."""
     largest = _LARGEST_DENOMINATOR[difficulty]
-    first, second, third = (_reduced_fraction(rng, largest) for _ in range(3))
+    first, second = _reduced_fraction(rng, largest), _reduced_fraction(rng, largest)
     sign = _pick(rng, ("+", "-"))
     value = first + second if sign == "+" else first - second
     latex = f"{latex_number(first)} {sign} {latex_number(second)}"
     if difficulty == 2:
-        sign = _pick(rng, ("+", "-"))
+        third, sign = _reduced_fraction(rng, largest), _pick(rng, ("+", "-"))
         value = value + third if sign == "+" else value - third
         latex = f"{latex} {sign} {latex_number(third)}"
     elif difficulty == 3:
-        operator = _pick(rng, ("\\times", "\\div"))
+        third, operator = _reduced_fraction(rng, largest), _pick(rng, ("\\times", "\\div"))
         value = value * third if operator == "\\times" else value / third
         latex = f"\\left({latex}\\right) {operator} {latex_number(third)}"
     return f"Compute ${latex}$. Give the result in lowest terms.", value
@@ -167,8 +167,8 @@ _DIVISIBILITY_QUESTIONS = ("gcd", "lcm", "divisors", "largest prime", "remainder
 
 def divisibility(rng: np.random.Generator, difficulty: int) -> tuple[str, Fraction]:
     """A gcd, an lcm, a count of positive divisors, a largest prime factor or a remainder. Numbers are
-    products of ``difficulty + 1`` to ``difficulty + 2`` primes from a list that grows with difficulty;
-    remainders are of a plain number (difficulty 1) or of a power (2, 3)."""
+    products of primes up to 7, 13 or 31 (by difficulty), with more factors at higher difficulty;
+    remainders are of a three-digit number (difficulty 1) or of a power such as ``7^{83}`` (2, 3)."""
     question = _pick(rng, _DIVISIBILITY_QUESTIONS)
     if question in ("gcd", "lcm"):
         common = _composite(rng, difficulty, difficulty)
@@ -206,8 +206,8 @@ _COUNTING_QUESTIONS = ("arrange", "choose", "letters", "multiples")
 
 def counting(rng: np.random.Generator, difficulty: int) -> tuple[str, Fraction]:
     """Permutations (k of n books in a row), combinations (a committee of k from n people), arrangements of
-    a word with repeated letters, or inclusion-exclusion (integers up to N divisible by one of two numbers,
-    or of three at difficulty 3, or by none of them). Sizes grow with difficulty."""
+    a word with repeated letters, or inclusion-exclusion (how many integers up to N are divisible by at
+    least one, or by none, of two numbers; three at difficulty 3). Sizes grow with difficulty."""
     low, high = _COUNTING_SIZES[difficulty]
     question = _pick(rng, _COUNTING_QUESTIONS)
     if question == "arrange":
@@ -257,7 +257,7 @@ def _multiples(rng: np.random.Generator, difficulty: int) -> tuple[str, Fraction
 
 TEMPLATES: dict[str, Template] = {
     "arithmetic": arithmetic,
-    "fractions": fractions,
+    "fractions": fraction_arithmetic,
     "linear": linear,
     "quadratic": quadratic,
     "divisibility": divisibility,
