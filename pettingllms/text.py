@@ -72,15 +72,26 @@ def truncate(text: str, limit: int, marker: str = "\n...[truncated]") -> str:
     return text[: max(0, limit - len(marker))] + marker
 
 
+@functools.cache
+def _charset_tables() -> tuple[frozenset[str], tuple[str, ...], dict[str, np.int32], str]:
+    """The lookup tables of `gymnasium.spaces.Text` for `printable_charset()`, built as `Text` builds them."""
+    prototype = spaces.Text(1, charset=printable_charset())
+    return prototype._char_set, prototype._char_list, prototype._char_index, prototype._char_str
+
+
 class PrintableText(spaces.Text):
     """`gymnasium.spaces.Text` over `printable_charset()` whose deep copy shares the (immutable) charset tables.
 
-    Copying a plain `Text` over ~60k characters costs milliseconds; environments are copied for every sampled
-    candidate, so only the random generator is copied here.
+    A plain `Text` over ~55k characters builds ~10 MB of lookup tables and copies them on `deepcopy`;
+    environments are built and copied for every sampled candidate, so every `PrintableText` shares one set of
+    tables (they are never mutated) and a copy copies only the random generator.
     """
 
     def __init__(self, max_length: int, *, min_length: int = 0, seed: int | None = None):
-        super().__init__(max_length, min_length=min_length, charset=printable_charset(), seed=seed)
+        tables = _charset_tables()  # built once per process: ~10 MB that every space shares
+        self._char_set, self._char_list, self._char_index, self._char_str = tables
+        self.min_length, self.max_length = int(min_length), int(max_length)
+        spaces.Space.__init__(self, dtype=str, seed=seed)
 
     def __deepcopy__(self, memo: dict) -> PrintableText:
         clone = copy.copy(self)

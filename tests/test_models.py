@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -113,21 +112,24 @@ def test_ensure_tiny_model_builds_then_reuses(monkeypatch, tmp_path):
     torch.set_num_threads(1)
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
     rng_states = (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
-    kwargs = {"sft_steps": 4, "batch_size": 8, "demo_episodes": 24, "eval_episodes": 2}
-    folder = ensure_tiny_model("plan-path-v0", **kwargs)
+    options = {"demo_episodes": 24, "eval_episodes": 2, "batch_size": 8}
+    folder = ensure_tiny_model("plan-path-v0", sft_steps=4, **options)
     assert torch.equal(rng_states[0], torch.get_rng_state()) and rng_states[1] == random.getstate()
     assert np.array_equal(rng_states[2], np.random.get_state()[1])
     assert folder == tmp_path / "models" / "tiny-plan-path-v0-mas-v1"
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_dir()) == ["models", folder.name]
     manifest = read_manifest(folder)
-    assert manifest["sft"]["steps"] == 4
+    assert manifest["settings"]["sft_steps"] == 4 and manifest["settings"]["env_id"] == "plan-path-v0"
     assert manifest["sft"]["probe_loss_after"] < manifest["sft"]["probe_loss_before"]  # the warm start learns
     assert manifest["evaluation"]["success_before"] is not None
-    json.dumps(manifest)
+    assert set(manifest["demonstrations"]["prompt_tokens"]) == {"tool", "plan"}
 
     stamp = (folder / "model.safetensors").stat().st_mtime_ns
-    assert ensure_tiny_model("plan-path-v0", **kwargs) == folder
+    assert ensure_tiny_model("plan-path-v0", sft_steps=4, **options) == folder
     assert (folder / "model.safetensors").stat().st_mtime_ns == stamp  # reused, not rebuilt
+    with pytest.warns(UserWarning, match="sft_steps=5"):
+        assert ensure_tiny_model("plan-path-v0", sft_steps=5, **options) == folder
+    assert (folder / "model.safetensors").stat().st_mtime_ns == stamp
 
     policy = HFPolicy.from_pretrained(folder, seed=0)
     generation = policy.generate(["# plan-path-v0"], 2, SamplingConfig(max_new_tokens=4))[0]

@@ -246,3 +246,12 @@ def test_every_shipped_config_parses(path):
     overrides = ["--bf16", "false", "--use_cpu", "true", "--report_to", "none"] if "/paper/" in path else []
     args = parse(["--config", path, *overrides])
     assert args.env_id in pettingllms.registry and args.max_steps >= 1
+
+
+def test_the_command_reports_a_bad_config_in_one_line(capsys):
+    from pettingllms.trainers.cli import main
+
+    assert main(["--grouping", "instance"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "pettingllms-train: error: grouping='instance' is not supported; allowed values: ['agent_turn', 'trajectory']"
+    )

@@ -42,15 +42,17 @@ def supervised_fine_tune(
     steps: int,
     batch_size: int = 32,
     learning_rate: float = 1e-3,
-    lr_scheduler: str = "constant_with_warmup",
+    decay_fraction: float = 0.2,
     seed: int = 0,
     probe_size: int = 64,
 ) -> dict[str, Any]:
     """Train `model` for `steps` optimizer steps; return its losses (the model is left in eval mode).
 
-    AdamW without weight decay; `lr_scheduler` is a transformers scheduler name. The default, a short warm-up
-    then a constant rate, learned plan-path much faster than a cosine decay in short runs (the tiny model's
-    success jumps after ~150-200 steps, and a decaying rate delays the jump).
+    AdamW without weight decay or warm-up, at a constant `learning_rate` and then a cosine decay to 0 over the
+    last `decay_fraction` of the steps. Measured on plan-path (250 steps, batch 32, lr 1e-3, 200 evaluation
+    episodes): the tiny model's success jumps between steps ~150 and ~250, and this schedule reached 0.375,
+    against 0.165 with a 10-step warm-up then a constant rate; a cosine decay over a whole 150-step run stayed at
+    0.0 (a decaying rate delays the jump); lr 2e-3 or batch 16 learned more slowly.
 
     Returns a dict with `probe_loss_before` / `probe_loss_after` (mean assistant-token loss on the first
     `probe_size` conversations, measured the same way before and after) and `log` (the trainer's
@@ -76,8 +78,9 @@ def supervised_fine_tune(
                 max_steps=steps,
                 per_device_train_batch_size=batch_size,
                 learning_rate=learning_rate,
-                lr_scheduler_type=lr_scheduler,
-                warmup_steps=min(10, max(1, steps // 10)),
+                lr_scheduler_type="warmup_stable_decay",
+                lr_scheduler_kwargs={"num_decay_steps": max(1, round(steps * decay_fraction))},
+                warmup_steps=0,
                 weight_decay=0.0,
                 assistant_only_loss=True,
                 max_length=1024,

@@ -53,7 +53,9 @@ class Generation:
 class PolicyBackend(Protocol):
     """Anything that samples completions: `generate(prompts, n, sampling) -> [[Generation] * n] * len(prompts)`."""
 
-    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]: ...
+    def generate(
+        self, prompts: Sequence[str], n: int, sampling: SamplingConfig
+    ) -> list[list[Generation]]: ...
 
 
 class ScriptedPolicy:

@@ -122,13 +122,13 @@ class HFPolicy:
                 f"a prompt of {longest} tokens plus max_new_tokens={sampling.max_new_tokens} exceeds the model's "
                 f"max_position_embeddings={limit}"
             )
-        per_batch = len(encoded) if self.max_batch_rows is None else max(1, self.max_batch_rows // n)
+        per_batch = max(1, len(encoded) if self.max_batch_rows is None else self.max_batch_rows // n)
         results: list[list[Generation]] = []
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.inference_mode():
-                for start in range(0, len(encoded), max(per_batch, 1)):
+                for start in range(0, len(encoded), per_batch):
                     chunk = encoded[start : start + per_batch]
                     rows = [ids for ids in chunk for _ in range(n)]
                     generations = self._sample(rows, sampling)

@@ -32,7 +32,10 @@ def resolve_model(name_or_path: str, args: ATGRPOConfig) -> str:
         return name_or_path
     from pettingllms.models.warmstart import ensure_tiny_model
 
-    return str(ensure_tiny_model(args.env_id, env_kwargs=args.env_kwargs, workflow=args.workflow))
+    # the run evaluates before training anyway: skip the build's own before/after evaluation
+    return str(
+        ensure_tiny_model(args.env_id, env_kwargs=args.env_kwargs, workflow=args.workflow, eval_episodes=0)
+    )
 
 
 def load_model(path: str):
