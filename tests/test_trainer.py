@@ -255,3 +255,31 @@ def test_the_command_reports_a_bad_config_in_one_line(capsys):
     assert capsys.readouterr().err.strip() == (
         "pettingllms-train: error: grouping='instance' is not supported; allowed values: ['agent_turn', 'trajectory']"
     )
+
+
+def test_group_invariants_hold_on_a_rollout_of_the_tiny_model(tiny_model):
+    """K samples per (instance, turn, agent) group with one prompt, from a real model on a real environment."""
+    import functools
+    from collections import defaultdict
+
+    from pettingllms.policies import SamplingConfig
+    from pettingllms.policies.hf import HFPolicy
+    from pettingllms.trainers.rollout import RolloutEngine
+
+    policy = HFPolicy.from_pretrained(tiny_model, seed=0)
+    engine = RolloutEngine(
+        functools.partial(pettingllms.make, "plan-path-v0", max_turns=2),
+        {"shared": policy},
+        {"tool": "shared", "plan": "shared"},
+        {"shared": SamplingConfig(max_new_tokens=6)},
+        num_generations=3,
+    )
+    rollout = engine.collect([0, 1])
+    groups = defaultdict(list)
+    for sample in rollout.samples:
+        groups[sample.group_id].append(sample)
+    assert len(groups) == 2 * 2 * 2  # instances x turns x agents (nothing solves it)
+    for members in groups.values():
+        assert len(members) == 3 and len({m.prompt for m in members}) == 1 and sum(m.committed for m in members) == 1
+        assert all(m.generation.completion_ids and m.generation.prompt_ids for m in members)
+        assert len({m.generation.prompt_ids for m in members}) == 1
