@@ -36,7 +36,6 @@ in the single workflow, when the code passes the hidden tests; it is truncated a
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +43,7 @@ from pettingllms.data.code.loaders import EVALUATION_ONLY, load_code_dataset
 from pettingllms.data.code.schema import CodeProblem, TestCase, problem_from_dict
 from pettingllms.envs.base import StepOutcome, TextAECEnv
 from pettingllms.envs.code.cases import CaseResult, case_programs, hidden_programs, judge, parse_cases
+from pettingllms.envs.problems import NATIVE_SPLITS, load_split, problem_option
 from pettingllms.errors import ConfigError
 from pettingllms.parsing import ParseError, extract_python_block
 from pettingllms.text import truncate
@@ -51,15 +51,6 @@ from pettingllms.text import truncate
 PARSE_ERROR_PENALTY = 0.1
 CODE_SHOWN_CHARS = 6_000
 _HIDDEN = TestCase("the hidden check()", "")
-
-
-@functools.lru_cache(maxsize=32)
-def _load_split(dataset: str, path: str | None, split: str) -> tuple[CodeProblem, ...]:
-    native = split if dataset == "bundled" else {"train": "train", "eval": "test"}[split]
-    loaded = load_code_dataset(dataset, path=path, split=native)
-    if not loaded:
-        raise ConfigError(f"dataset {dataset!r} has no problem in split {split!r}")
-    return tuple(loaded)
 
 
 class CodeEnv(TextAECEnv):
@@ -102,15 +93,12 @@ class CodeEnv(TextAECEnv):
             raise ConfigError(f"split={split!r} is not supported; allowed values: ['train', 'eval']")
         if split == "train" and self.dataset in EVALUATION_ONLY:
             raise ConfigError(f"dataset {self.dataset!r} has only an evaluation split; use split='eval'")
-        return _load_split(self.dataset, self.dataset_path, split)
+        native = split if self.dataset == "bundled" else NATIVE_SPLITS[split]
+        return load_split(load_code_dataset, self.dataset, self.dataset_path, split, native)
 
     def _reset_task(self, options: dict[str, Any]) -> None:
-        if options.get("problem") is not None:
-            try:
-                self.problem = problem_from_dict(options["problem"])
-            except ValueError as error:
-                raise ConfigError(f"reset option 'problem' is not a problem: {error}") from error
-        else:
+        self.problem = problem_option(options, problem_from_dict)
+        if self.problem is None:
             default = "eval" if self.dataset in EVALUATION_ONLY else "train"
             pool = self.problems(options.get("split", default))
             self.problem = pool[int(self.np_random.integers(len(pool)))]

@@ -33,7 +33,6 @@ answer. It is truncated after `max_turns` turns.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from pettingllms.data.math.generator import generate_problem
@@ -41,6 +40,7 @@ from pettingllms.data.math.grading import extract_boxed, is_equivalent
 from pettingllms.data.math.loaders import load_math_dataset
 from pettingllms.data.math.schema import MathProblem, problem_from_dict
 from pettingllms.envs.base import StepOutcome, TextAECEnv
+from pettingllms.envs.problems import NATIVE_SPLITS, load_split, problem_option
 from pettingllms.envs.splits import check_split, draw_in_split, split_of
 from pettingllms.errors import ConfigError
 from pettingllms.parsing import extract_python_block
@@ -51,17 +51,12 @@ SHOWN_CHARS = 3_000
 EVALUATION_SETS = ("math500", "aime2024", "aime2025", "olympiadbench")
 
 
-@functools.lru_cache(maxsize=32)
 def _load_split(dataset: str, path: str | None, split: str) -> tuple[MathProblem, ...]:
-    if dataset in EVALUATION_SETS:
-        if split == "train":
-            raise ConfigError(f"dataset {dataset!r} is an evaluation set; use split='eval'")
-        loaded = load_math_dataset(dataset, path=path)
-    else:
-        loaded = load_math_dataset(dataset, path=path, split={"train": "train", "eval": "test"}[split])
-    if not loaded:
-        raise ConfigError(f"dataset {dataset!r} has no problem in split {split!r}")
-    return tuple(loaded)
+    if dataset not in EVALUATION_SETS:
+        return load_split(load_math_dataset, dataset, path, split, NATIVE_SPLITS[split])
+    if split == "train":
+        raise ConfigError(f"dataset {dataset!r} is an evaluation set; use split='eval'")
+    return load_split(load_math_dataset, dataset, path, split, None)
 
 
 class MathEnv(TextAECEnv):
@@ -99,12 +94,8 @@ class MathEnv(TextAECEnv):
 
     # ----------------------------------------------------------------- instances
     def _reset_task(self, options: dict[str, Any]) -> None:
-        if options.get("problem") is not None:
-            try:
-                self.problem = problem_from_dict(options["problem"])
-            except ValueError as error:
-                raise ConfigError(f"reset option 'problem' is not a problem: {error}") from error
-        else:
+        self.problem = problem_option(options, problem_from_dict)
+        if self.problem is None:
             split = check_split(options.get("split", "eval" if self.dataset in EVALUATION_SETS else "train"))
             if self.dataset == "generated":
                 self.problem = draw_in_split(
