@@ -5,7 +5,6 @@
 - `pettingllms.models.tiny`: `tiny_config(vocab_size)`, `build_model(config, seed)`.
 - `pettingllms.models.demos`: solver demonstrations from an environment.
 - `pettingllms.models.training`: supervised fine-tuning with TRL's `SFTTrainer`.
-- `pettingllms.models.evaluate`: greedy success rate of a policy.
 - `pettingllms.models.warmstart`: `ensure_tiny_model(env_id, ...)`, the cached warm-started tiny model.
 
 Importing this package imports neither torch nor transformers; the names below load their module on first use.
@@ -23,7 +22,6 @@ _EXPORTS = {
     "build_model": "tiny",
     "ensure_tiny_model": "warmstart",
     "tiny_model_dir": "warmstart",
-    "success_rate": "evaluate",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -13,7 +13,7 @@ names the differences; pass `rebuild=True` to rebuild). Otherwise it is built:
 3. the tiny Qwen3 initialised from `seed` (`pettingllms.models.tiny`);
 4. supervised fine-tuning with TRL's `SFTTrainer`, loss on the assistant turn only (`pettingllms.models.training`);
 5. greedy success of the untrained and of the trained model, one episode on each of `eval_episodes`
-   evaluation-split seeds (`pettingllms.models.evaluate`; skipped when `eval_episodes == 0`).
+   evaluation-split seeds (`RolloutEngine.evaluate`; skipped when `eval_episodes == 0`).
 
 The build writes only into a temporary folder beside the target, renamed into place when complete (a half-built
 model is never returned), and a temporary trainer folder; no global RNG state survives it. The default
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -126,10 +127,24 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     return json.loads((Path(folder) / MANIFEST).read_text())
 
 
+def evaluation_success(
+    policy, env_id: str, episodes: int, sampling, *, workflow: str, env_kwargs: Mapping[str, Any]
+) -> float:
+    """Success of `policy` serving every agent, one episode per evaluation-split seed 0..episodes-1."""
+    import pettingllms
+    from pettingllms.trainers.rollout import RolloutEngine
+
+    env_fn = functools.partial(pettingllms.make, env_id, workflow=workflow, **dict(env_kwargs))
+    agents = env_fn().possible_agents
+    engine = RolloutEngine(
+        env_fn, {"policy": policy}, dict.fromkeys(agents, "policy"), {"policy": sampling}, num_generations=1
+    )
+    return engine.evaluate(range(episodes), {"split": "eval"}).success_rate
+
+
 def build_into(folder: Path, settings: WarmStartSettings) -> dict[str, Any]:
     """Build the warm-started model and tokenizer into `folder` (saved with `save_pretrained`); return the
     manifest (not written)."""
-    from pettingllms.models.evaluate import success_rate
     from pettingllms.models.tiny import build_model, config_for_tokenizer, count_parameters
     from pettingllms.models.tokenizer import train_tokenizer
     from pettingllms.policies.base import SamplingConfig
@@ -159,7 +174,9 @@ def build_into(folder: Path, settings: WarmStartSettings) -> dict[str, Any]:
         if s.eval_episodes == 0:
             return None
         policy = HFPolicy(model, tokenizer, seed=s.seed, max_batch_rows=64)
-        return success_rate(policy, s.env_id, range(s.eval_episodes), sampling=sampling, **env)
+        return evaluation_success(
+            policy, s.env_id, s.eval_episodes, sampling, workflow=s.workflow, env_kwargs=s.env_kwargs
+        )
 
     success_before = measure()
     lap("eval_before_s")
