@@ -4,6 +4,7 @@
     pettingllms play sokoban-v0 --seed 3            # you are the plan agent; the tool agent is skipped
     pettingllms play plan-path-v0 --tool oracle     # the tool agent proposes the solver's answer
     pettingllms play sudoku-v0 --demo               # both agents scripted by the solver (non-interactive)
+    pettingllms leaderboard leaderboard/results --out leaderboard   # tables and plots of pettingllms-eval results
 
 In `play`, type an answer (`<answer>U R</answer>`, or just the inside, e.g. `U R R`), `hint` for the solver's
 answer, or `quit`. End of input quits.
@@ -110,13 +111,32 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--demo", action="store_true", help="script both agents with the solver (no input needed)"
     )
+    board = commands.add_parser(
+        "leaderboard", help="a Markdown table and an HTML page of pettingllms-eval results"
+    )
+    board.add_argument("results", help="folder of pettingllms-eval JSON results")
+    board.add_argument("--out", required=True, help="output folder (leaderboard.md, index.html, plots/)")
     return parser
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from pettingllms.eval.leaderboard import build_leaderboard
+
+    try:
+        table = build_leaderboard(args.results, args.out)
+    except ValueError as error:
+        print(f"pettingllms leaderboard: error: {error}", file=sys.stderr)
+        return 2
+    for note in table.skipped:
+        print(f"skipped {note}", file=sys.stderr)
+    print(f"{len(table.labels)} policies x {len(table.envs)} envs -> {args.out}/leaderboard.md, index.html")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"list": _list, "play": _play}[args.command](args)
+        return {"list": _list, "play": _play, "leaderboard": _leaderboard}[args.command](args)
     except pettingllms.PettingLLMsError as error:
         print(f"pettingllms: error: {error}", file=sys.stderr)
         return 2

@@ -220,6 +220,7 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
         "reward_team",
         "reward_local",
         "advantage",
+        "error",  # the env's explanation when the completion was malformed, else null
     }
 
 
@@ -280,6 +281,10 @@ def test_group_invariants_hold_on_a_rollout_of_the_tiny_model(tiny_model):
         groups[sample.group_id].append(sample)
     assert len(groups) == 2 * 2 * 2  # instances x turns x agents (nothing solves it)
     for members in groups.values():
-        assert len(members) == 3 and len({m.prompt for m in members}) == 1 and sum(m.committed for m in members) == 1
+        assert (
+            len(members) == 3
+            and len({m.prompt for m in members}) == 1
+            and sum(m.committed for m in members) == 1
+        )
         assert all(m.generation.completion_ids and m.generation.prompt_ids for m in members)
         assert len({m.generation.prompt_ids for m in members}) == 1

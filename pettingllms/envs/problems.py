@@ -38,3 +38,14 @@ def load_split(
     if not loaded:
         raise ConfigError(f"dataset {dataset!r} has no problem in split {split!r}")
     return tuple(loaded)
+
+
+def pick_problem(pool: tuple[T, ...], options: Mapping[str, Any], rng) -> T:
+    """The problem `options["index"]` of `pool` (a fixed evaluation suite walks the indices), or a uniform draw
+    from `rng` when no index is given. An index outside the pool raises `ConfigError`."""
+    index = options.get("index")
+    if index is None:
+        return pool[int(rng.integers(len(pool)))]
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(pool):
+        raise ConfigError(f"reset option index={index!r} must be an integer in [0, {len(pool) - 1}]")
+    return pool[index]

@@ -138,9 +138,18 @@ class ToolPlanEnv(TextAECEnv):
         """The tool agent's proposal of the current turn (None before it acts, and after the plan agent acts)."""
         return self._proposal
 
-    def solution(self) -> str:
-        """The oracle's answer for the current state, in the answer format (e.g. `<answer>U R</answer>`)."""
+    def solution(self, agent: str | None = None) -> str:
+        """The oracle's answer for the current state, in the answer format (e.g. `<answer>U R</answer>`); the
+        same for every agent."""
         return f"<answer>{self._format_actions(self.solution_actions())}</answer>"
+
+    def random_answer(self, agent: str, rng: np.random.Generator) -> str:
+        """A random answer in the answer format (the random baseline): `random_actions`, formatted."""
+        return f"<answer>{self._format_actions(self.random_actions(rng))}</answer>"
+
+    def random_actions(self, rng: np.random.Generator) -> list[Any]:
+        """Uniformly random actions for the current state (count and values per game)."""
+        raise NotImplementedError
 
     def _draw(self, split: str) -> Any:
         """A generated instance of `split` (override to unpack what `_generate` returns)."""

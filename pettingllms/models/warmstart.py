@@ -1,9 +1,10 @@
 """The built-in warm-started tiny model: built once from solver demonstrations, then cached.
 
 `ensure_tiny_model(env_id, workflow=...)` returns `<home>/models/tiny-<env_id>-<workflow>-v1/` (home from
-`pettingllms.models.home`), a folder loadable with `HFPolicy.from_pretrained` or transformers'
-`from_pretrained`: `config.json`, `model.safetensors`, `generation_config.json`, the tokenizer files and
-`warmstart.json` (settings, seeds, token counts, wall times, SFT losses, greedy success before/after).
+`pettingllms.models.home`; with `sft_steps=0`, the untrained baseline, `...-v1-untrained/`), a folder loadable
+with `HFPolicy.from_pretrained` or transformers' `from_pretrained`: `config.json`, `model.safetensors`,
+`generation_config.json`, the tokenizer files and `warmstart.json` (settings, seeds, token counts, wall times,
+SFT losses, greedy success before/after).
 
 If the folder holds `warmstart.json` it is returned as is, even if it was built with other settings (a warning
 names the differences; pass `rebuild=True` to rebuild). Otherwise it is built:
@@ -78,9 +79,12 @@ class WarmStartSettings:
         return json.loads(json.dumps({**dataclasses.asdict(self), "env_kwargs": dict(self.env_kwargs)}))
 
 
-def tiny_model_dir(env_id: str = "plan-path-v0", workflow: str = "mas") -> Path:
-    """The cache folder of the tiny model for `env_id` and `workflow` (it may not exist yet)."""
-    return home.models_dir() / f"tiny-{env_id}-{workflow}-v{FORMAT_VERSION}"
+def tiny_model_dir(env_id: str = "plan-path-v0", workflow: str = "mas", *, untrained: bool = False) -> Path:
+    """The cache folder of the tiny model for `env_id` and `workflow` (it may not exist yet); `untrained`: the
+    folder of the same model saved before fine-tuning (`sft_steps=0`), a baseline."""
+    return (
+        home.models_dir() / f"tiny-{env_id}-{workflow}-v{FORMAT_VERSION}{'-untrained' if untrained else ''}"
+    )
 
 
 def ensure_tiny_model(
@@ -106,7 +110,7 @@ def ensure_tiny_model(
         seed=seed,
         **options,
     )
-    target = tiny_model_dir(env_id, workflow)
+    target = tiny_model_dir(env_id, workflow, untrained=sft_steps == 0)
     if (target / MANIFEST).is_file() and not rebuild:
         _warn_if_different(target, settings)
         return target

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -47,6 +47,17 @@ class Generation:
     prompt_ids: tuple[int, ...] = ()
     completion_ids: tuple[int, ...] = ()
     logprobs: tuple[float, ...] | None = None
+
+
+@runtime_checkable
+class StatePolicy(Protocol):
+    """A policy that reads the environments' state rather than the prompt: the random and oracle baselines.
+
+    The rollout engine calls `generate_from_state(envs, agent, n)` instead of `generate` for it: for each env (whose
+    `agent_selection` is `agent`), `n` `Generation`s. Such a policy serves no trainable model.
+    """
+
+    def generate_from_state(self, envs: Sequence[Any], agent: str, n: int) -> list[list[Generation]]: ...
 
 
 @runtime_checkable

@@ -19,18 +19,19 @@ EMBEDDED_DEFAULT = {
     "workflow": "mas",
     "policy_layout": "per_role",
     "model_name_or_path": "tiny",
-    "max_steps": 12,
-    "instances_per_step": 8,
+    "max_steps": 30,
+    "instances_per_step": 16,
     "num_generations": 4,
     "per_device_train_batch_size": 32,
     "learning_rate": 1e-4,
     "lr_scheduler_type": "constant",
     "loss_type": "grpo",
+    "scale_rewards": "none",
     "temperature": 1.0,
     "max_completion_length": 24,
     "eval_every": 0,
-    "eval_episodes": 200,
-    "save_steps": 6,
+    "eval_episodes": 300,
+    "save_steps": 10,
     "use_cpu": True,
     "report_to": [],
     "logging_steps": 1,
@@ -52,7 +53,6 @@ def parse(argv: Sequence[str] | None = None):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import torch
     from transformers.utils import logging as transformers_logging
 
     from pettingllms.errors import PettingLLMsError
@@ -61,8 +61,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     transformers_logging.disable_progress_bar()  # keep the one progress bar that matters: the run's
     try:
         args = parse(argv)
-        if args.use_cpu:
-            torch.set_num_threads(1)  # steady on shared CPUs: one thread beat two under load on 2 cores
         summary = ATGRPOTrainer(args).train()
     except PettingLLMsError as error:
         print(f"pettingllms-train: error: {error}", file=sys.stderr)

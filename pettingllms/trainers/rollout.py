@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
-from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig
+from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig, StatePolicy
 
 GROUPINGS = ("agent_turn", "trajectory")
 COMMITS = ("greedy", "random")
@@ -51,12 +51,15 @@ class Sample:
     generation: Generation
     committed: bool = True
     advantage: float = 0.0
+    error: str | None = None
+    """The env's explanation when the completion was penalised as malformed (`infos[agent]["error"]`)."""
 
     def record(self, step: int) -> dict[str, Any]:
         """The JSON-ready row of a rollout dump."""
         fields = ("group_id", "instance", "turn", "agent", "policy", "prompt", "completion", "reward")
         row = {"step": step, **{name: getattr(self, name) for name in fields}}
         row.update(reward_team=self.reward_team, reward_local=self.reward_local, advantage=self.advantage)
+        row["error"] = self.error
         return row
 
 
@@ -92,7 +95,7 @@ class RolloutEngine:
 
     Args:
         env_fn: builds a fresh environment (e.g. `functools.partial(pettingllms.make, "plan-path-v0")`).
-        policies: policy name -> backend.
+        policies: policy name -> backend (a `PolicyBackend`, or a `StatePolicy` that reads the env's state).
         agent_policy: agent name -> policy name (every agent of the workflow must be mapped).
         sampling: policy name -> sampling settings.
         num_generations: K.
@@ -141,11 +144,18 @@ class RolloutEngine:
             return self._collect_tree(seeds, options)
         return self._collect_trajectories(seeds, options)
 
-    def evaluate(self, seeds: Sequence[int], options: Mapping[str, Any] | None = None) -> Rollout:
-        """Play one episode per seed with one completion per step (no candidates); samples included."""
-        return self._play(
-            [self._new_env(seed, options) for seed in seeds], list(range(len(seeds))), n=1, trajectory=False
-        )
+    def evaluate(
+        self, seeds: Sequence[int], options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
+    ) -> Rollout:
+        """Play one episode per seed with one completion per step (no candidates); samples included.
+
+        `options` are the reset options of every episode, or a sequence of them, one per seed.
+        """
+        per_episode = [options] * len(seeds) if options is None or isinstance(options, Mapping) else options
+        if len(per_episode) != len(seeds):
+            raise ValueError(f"{len(per_episode)} option mappings for {len(seeds)} seeds")
+        envs = [self._new_env(seed, opts) for seed, opts in zip(seeds, per_episode, strict=True)]
+        return self._play(envs, list(range(len(seeds))), n=1, trajectory=False)
 
     # ----------------------------------------------------------------- AT-GRPO
     def _collect_tree(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
@@ -193,7 +203,11 @@ class RolloutEngine:
             for agent, indices in waiting.items():
                 policy = self.agent_policy[agent]
                 prompts = [str(envs[index].observe(agent)) for index in indices]
-                generations = self.policies[policy].generate(prompts, n, self.sampling[policy])
+                backend = self.policies[policy]
+                if isinstance(backend, StatePolicy):
+                    generations = backend.generate_from_state([envs[index] for index in indices], agent, n)
+                else:
+                    generations = backend.generate(prompts, n, self.sampling[policy])
                 for index, prompt, candidates in zip(indices, prompts, generations, strict=True):
                     envs[index], rows, chosen = self._step_candidates(envs[index], agent, candidates)
                     turn = rows[chosen].info["turn"]
@@ -212,6 +226,7 @@ class RolloutEngine:
                                 reward_local=row.info["reward_local"],
                                 generation=row.generation,
                                 committed=position == chosen,
+                                error=row.info.get("error"),
                             )
                         )
                     returns[index][agent] += rows[chosen].reward

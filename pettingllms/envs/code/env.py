@@ -10,7 +10,7 @@ sandbox and both agents see the mismatches. Success: the code passes the problem
 | action, coder | any text; the last ```python block is the solution: for function problems (HumanEval's schema) the function with its imports, for stdio problems a complete program that reads stdin and prints the answer |
 | action, tester | any text; stdio problems: cases `<input>STDIN</input><output>EXPECTED</output>`; function problems: one ```python block of `assert` lines (one case each). At most 10 cases |
 | observation | text: the problem, the current code, the tester's cases with the code's results on them (mismatches shown), and the answer format |
-| instances | `dataset` (default `"bundled"`: 60 stdin/stdout problems, a train/eval hash split; `"humaneval"`: 164 function problems, evaluation only; `"mbpp"`, `"apps"`, `"codecontests"`, `"livecodebench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": DICT})` takes a problem in HumanEval's schema or the stdio schema as it is; `options={"split": "train"|"eval"}` |
+| instances | `dataset` (default `"bundled"`: 60 stdin/stdout problems, a train/eval hash split; `"humaneval"`: 164 function problems, evaluation only; `"mbpp"`, `"apps"`, `"codecontests"`, `"livecodebench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": DICT})` takes a problem in HumanEval's schema or the stdio schema as it is; `options={"split": "train"|"eval"}`; `options={"index": i}` takes the split's i-th problem (fixed evaluation suites) |
 
 The episode terminates after a tester step when the code passes every case the tester gave (at least one), or,
 in the single workflow, when the code passes the hidden tests; it is truncated after `max_turns` turns.
@@ -39,11 +39,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from pettingllms.data.code.loaders import EVALUATION_ONLY, load_code_dataset
 from pettingllms.data.code.schema import CodeProblem, TestCase, problem_from_dict
 from pettingllms.envs.base import StepOutcome, TextAECEnv
-from pettingllms.envs.code.cases import CaseResult, case_programs, hidden_programs, judge, parse_cases
-from pettingllms.envs.problems import NATIVE_SPLITS, load_split, problem_option
+from pettingllms.envs.code.cases import (
+    MAX_CASES,
+    CaseResult,
+    case_programs,
+    hidden_programs,
+    judge,
+    parse_cases,
+)
+from pettingllms.envs.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
 from pettingllms.errors import ConfigError
 from pettingllms.parsing import ParseError, extract_python_block
 from pettingllms.text import truncate
@@ -59,7 +68,7 @@ class CodeEnv(TextAECEnv):
     metadata = {"name": "code-v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
     WORKFLOWS = {"mas": ("coder", "tester"), "single": ("coder",)}
     DEFAULT_MAX_TURNS = 3
-    RESET_OPTIONS = frozenset({"split", "problem"})
+    RESET_OPTIONS = frozenset({"split", "problem", "index"})
 
     def __init__(
         self,
@@ -101,7 +110,7 @@ class CodeEnv(TextAECEnv):
         if self.problem is None:
             default = "eval" if self.dataset in EVALUATION_ONLY else "train"
             pool = self.problems(options.get("split", default))
-            self.problem = pool[int(self.np_random.integers(len(pool)))]
+            self.problem = pick_problem(pool, options, self.np_random)
         self.code = None
         self.cases, self.case_results = [], []
         self._code_correct = False
@@ -243,6 +252,33 @@ class CodeEnv(TextAECEnv):
         )
 
     # ----------------------------------------------------------------- oracle
-    def solution(self) -> str:
-        """The reference solution as a coder's answer (empty block when the problem has none)."""
-        return f"```python\n{self.problem.reference or ''}\n```"
+    def solution(self, agent: str | None = None) -> str:
+        """The oracle's answer for `agent` (default: the agent to act).
+
+        coder: the reference solution (an empty block when the problem has none). tester: up to 10 of the
+        problem's hidden tests as cases (stdio), or the single-line `assert`s of its `check` with `candidate`
+        renamed to the entry point (function problems; `assert True` when it has none).
+        """
+        if (agent or self.agent_selection) == "coder":
+            return f"```python\n{self.problem.reference or ''}\n```"
+        if self.problem.kind == "stdio":
+            return "".join(
+                f"<input>{case.input}</input><output>{case.output}</output>\n"
+                for case in self.problem.tests[:MAX_CASES]
+            )
+        asserts = [
+            line.strip().replace("candidate(", f"{self.problem.entry_point}(")
+            for line in (self.problem.check or "").splitlines()
+            if line.strip().startswith("assert ") and "candidate(" in line
+        ]
+        return "```python\n" + ("\n".join(asserts[:MAX_CASES]) or "assert True") + "\n```"
+
+    def random_answer(self, agent: str, rng: np.random.Generator) -> str:
+        """A random answer in `agent`'s format (the random baseline): a program that prints a random integer,
+        or cases whose expected output is a random integer (stdio) / one `assert` of a random value."""
+        value = int(rng.integers(-10, 101))
+        if agent == "coder":
+            return f"```python\nprint({value})\n```"
+        if self.problem.kind == "stdio":
+            return f"<input>{int(rng.integers(0, 101))}</input><output>{value}</output>"
+        return f"```python\nassert {self.problem.entry_point}({int(rng.integers(0, 101))}) == {value}\n```"

@@ -10,7 +10,7 @@ answers; the episode ends when their answers agree. Success: the final answer is
 | action, reasoner | any text; the answer is the last `\\boxed{...}` (nested braces allowed) |
 | action, tool | any text; a ```python block that prints the answer (run in the sandbox, numpy and sympy importable; a printed `\\boxed{}` is used, else the last printed line), or a direct `\\boxed{...}` |
 | observation | text: the problem, both agents' answers so far (the tool's code and output too), and the answer format |
-| instances | `dataset` (default `"generated"`: a seeded generator of problems with exact answers, train/eval split by a hash of the problem; or `"gsm8k"`, `"math500"`, `"aime2024"`, `"aime2025"`, `"olympiadbench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": {"problem": TEXT, "answer": TEXT}})` loads a problem; `options={"split": "train"|"eval"}` |
+| instances | `dataset` (default `"generated"`: a seeded generator of problems with exact answers, train/eval split by a hash of the problem; or `"gsm8k"`, `"math500"`, `"aime2024"`, `"aime2025"`, `"olympiadbench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": {"problem": TEXT, "answer": TEXT}})` loads a problem; `options={"split": "train"|"eval"}`; `options={"index": i}` takes the split's i-th dataset problem (fixed evaluation suites) |
 
 The team's answer is the reasoner's latest answer. In the "mas" workflow the episode terminates after a tool step
 whose answer is equivalent (by `math-verify`) to the reasoner's; in the "single" workflow after the first
@@ -35,12 +35,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pettingllms.data.math.generator import generate_problem
 from pettingllms.data.math.grading import extract_boxed, is_equivalent
 from pettingllms.data.math.loaders import load_math_dataset
 from pettingllms.data.math.schema import MathProblem, problem_from_dict
 from pettingllms.envs.base import StepOutcome, TextAECEnv
-from pettingllms.envs.problems import NATIVE_SPLITS, load_split, problem_option
+from pettingllms.envs.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
 from pettingllms.envs.splits import check_split, draw_in_split, split_of
 from pettingllms.errors import ConfigError
 from pettingllms.parsing import extract_python_block
@@ -65,7 +67,7 @@ class MathEnv(TextAECEnv):
     metadata = {"name": "math-v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
     WORKFLOWS = {"mas": ("reasoner", "tool"), "single": ("reasoner",)}
     DEFAULT_MAX_TURNS = 3
-    RESET_OPTIONS = frozenset({"split", "problem"})
+    RESET_OPTIONS = frozenset({"split", "problem", "index"})
 
     def __init__(
         self,
@@ -93,11 +95,21 @@ class MathEnv(TextAECEnv):
         self._team_correct = False
 
     # ----------------------------------------------------------------- instances
+    def problems(self, split: str) -> tuple[MathProblem, ...]:
+        """The problems of `split` ("train" or "eval") of this env's dataset (not for generated problems)."""
+        if self.dataset == "generated":
+            raise ConfigError("generated problems have no fixed list: they are drawn from seeds")
+        return _load_split(self.dataset, self.dataset_path, check_split(split))
+
     def _reset_task(self, options: dict[str, Any]) -> None:
         self.problem = problem_option(options, problem_from_dict)
         if self.problem is None:
             split = check_split(options.get("split", "eval" if self.dataset in EVALUATION_SETS else "train"))
             if self.dataset == "generated":
+                if options.get("index") is not None:
+                    raise ConfigError(
+                        "reset option 'index' needs a dataset; generated problems come from seeds"
+                    )
                 self.problem = draw_in_split(
                     lambda rng: generate_problem(rng, difficulty=self.difficulty),
                     lambda p: p.id,
@@ -105,8 +117,8 @@ class MathEnv(TextAECEnv):
                     split,
                 )
             else:
-                pool = _load_split(self.dataset, self.dataset_path, split)
-                self.problem = pool[int(self.np_random.integers(len(pool)))]
+                pool = self.problems(split)
+                self.problem = pick_problem(pool, options, self.np_random)
         self.answers = dict.fromkeys(self.possible_agents)
         self.tool_run = None
         self._team_correct = False
@@ -204,6 +216,10 @@ class MathEnv(TextAECEnv):
         return f"{self.problem.id}: turn {self.turn + 1} of {self.max_turns}; answers {answers}; gold {self.problem.answer}"
 
     # ----------------------------------------------------------------- oracle
-    def solution(self) -> str:
-        """The gold answer in the reasoner's format (the tool agent accepts it too)."""
+    def solution(self, agent: str | None = None) -> str:
+        """The gold answer in the reasoner's format (the tool agent accepts it too), for any agent."""
         return f"\\boxed{{{self.problem.answer}}}"
+
+    def random_answer(self, agent: str, rng: np.random.Generator) -> str:
+        """A random integer in `\\boxed{}` (the random baseline; both agents accept the format)."""
+        return f"\\boxed{{{int(rng.integers(-10, 101))}}}"

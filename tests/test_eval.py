@@ -1,0 +1,234 @@
+"""`pettingllms-eval`: suites, baselines, metrics (against hand-computed values), resume, policy specs."""
+
+import json
+import math
+
+import pytest
+
+pytest.importorskip("evaluate")
+
+import pettingllms  # noqa: E402
+from pettingllms.errors import ConfigError  # noqa: E402
+from pettingllms.eval import metrics  # noqa: E402
+from pettingllms.eval.cli import main as eval_main  # noqa: E402
+from pettingllms.eval.policies import load_policies, parse_policy_arg  # noqa: E402
+from pettingllms.eval.runner import EpisodeCache, EpisodeRecord, run_suite  # noqa: E402
+from pettingllms.eval.suites import build_suite  # noqa: E402
+from pettingllms.policies.base import SamplingConfig  # noqa: E402
+from pettingllms.policies.baselines import OraclePolicy, RandomPolicy  # noqa: E402
+
+GRID_ENVS = ("plan-path-v0", "sokoban-v0", "sudoku-v0")
+
+
+def _play(env_id, policy, tmp_path, episodes=12, chunk_size=6, **kwargs):
+    suite = build_suite(env_id, episodes, seed=3)
+    agents = pettingllms.make(env_id).possible_agents
+    cache = EpisodeCache(tmp_path / f"{env_id}.jsonl", "fp")
+    return run_suite(
+        suite,
+        {"p": policy},
+        dict.fromkeys(agents, "p"),
+        {"p": SamplingConfig(temperature=0.0)},
+        cache,
+        chunk_size=chunk_size,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("env_id", GRID_ENVS)
+def test_oracle_solves_every_grid_episode_and_random_rarely_does(env_id, tmp_path):
+    oracle = _play(env_id, OraclePolicy(), tmp_path / "o")
+    assert all(record.success for record in oracle)
+    assert all(sum(record.errors.values()) == 0 for record in oracle)
+    random = _play(env_id, RandomPolicy(seed=0), tmp_path / "r")
+    assert sum(record.success for record in random) / len(random) <= 0.25
+
+
+def test_random_baseline_is_seeded(tmp_path):
+    first = _play("plan-path-v0", RandomPolicy(seed=5), tmp_path / "a")
+    second = _play("plan-path-v0", RandomPolicy(seed=99), tmp_path / "b")
+    again = _play("plan-path-v0", RandomPolicy(seed=5), tmp_path / "c")
+    assert first == again  # reseeded per chunk from the run's seed: the policy's own seed does not matter
+    assert first == second
+
+
+def test_resume_skips_finished_episodes(tmp_path):
+    class CountingOracle(OraclePolicy):
+        def __init__(self):
+            self.envs_seen = 0
+
+        def generate_from_state(self, envs, agent, n):
+            self.envs_seen += len(envs)
+            return super().generate_from_state(envs, agent, n)
+
+    class Interrupt(Exception):
+        pass
+
+    def stop_after_first_chunk(count):
+        raise Interrupt
+
+    policy = CountingOracle()
+    with pytest.raises(Interrupt):
+        _play("plan-path-v0", policy, tmp_path, episodes=12, chunk_size=6, on_progress=stop_after_first_chunk)
+    first_chunk_calls = policy.envs_seen
+    assert len((tmp_path / "plan-path-v0.jsonl").read_text().splitlines()) == 6
+    resumed_policy = CountingOracle()
+    records = _play("plan-path-v0", resumed_policy, tmp_path, episodes=12, chunk_size=6)
+    assert len(records) == 12 and all(r.success for r in records)
+    assert 0 < resumed_policy.envs_seen <= first_chunk_calls  # only the second chunk was played
+    final_policy = CountingOracle()
+    assert _play("plan-path-v0", final_policy, tmp_path, episodes=12, chunk_size=6) == records
+    assert final_policy.envs_seen == 0
+
+
+def test_cache_rows_of_other_settings_are_ignored(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    record = EpisodeRecord("seed/1", True, 1, {"plan": 1}, {"plan": 0}, None, {"plan": 1.0})
+    EpisodeCache(path, "one").add([record])
+    assert EpisodeCache(path, "one").records == {"seed/1": record}
+    assert EpisodeCache(path, "two").records == {}
+
+
+def test_success_rate_metric_matches_the_wilson_interval_by_hand():
+    result = metrics.load("success_rate").compute(successes=[1, 1, 1, 0])
+    p, n, z = 0.75, 4, 1.959963984540054
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert result["success_rate"] == 0.75 and result["episodes"] == 4
+    assert result["ci95_low"] == pytest.approx(centre - half) and result["ci95_high"] == pytest.approx(
+        centre + half
+    )
+    assert result["ci95_low"] == pytest.approx(0.3006, abs=1e-4)
+    perfect = metrics.load("success_rate").compute(successes=[1] * 10)
+    assert perfect["ci95_high"] == 1.0 and perfect["ci95_low"] == pytest.approx(0.7225, abs=1e-4)
+
+
+def test_pass_at_k_metric_matches_the_unbiased_estimator_by_hand():
+    result = metrics.load("pass_at_k").compute(num_samples=[5, 5, 4], num_correct=[1, 0, 4], k=[1, 2, 5])
+    # problem 1: pass@1 = 1/5, pass@2 = 1 - C(4,2)/C(5,2) = 0.4; problem 3 is always right
+    assert result["pass@1"] == pytest.approx((0.2 + 0.0 + 1.0) / 3)
+    assert result["pass@2"] == pytest.approx((0.4 + 0.0 + 1.0) / 3)
+    assert "pass@5" not in result  # problem 3 has only 4 samples
+
+
+def test_turns_parse_errors_and_tokens_metrics_by_hand():
+    turns = metrics.load("turns_to_success").compute(successes=[1, 0, 1, 1], turns=[1, 4, 2, 3])
+    assert turns == {"mean_turns_to_success": 2.0, "successful_episodes": 3}
+    errors = metrics.load("parse_error_rate").compute(
+        agents=["tool", "plan", "tool", "plan", "plan"], errors=[1, 0, 0, 1, 1]
+    )
+    assert errors["parse_error_rate"] == {"plan": pytest.approx(2 / 3), "tool": 0.5}
+    tokens = metrics.load("tokens_per_episode").compute(tokens=[10, 40, 20, 30])
+    assert tokens == {
+        "tokens_per_episode": 25.0,
+        "tokens_per_episode_median": 25.0,
+        "tokens_per_episode_max": 40,
+    }
+
+
+def test_summary_of_records():
+    records = [
+        EpisodeRecord("humaneval/0#0", True, 1, {"coder": 1, "tester": 1}, {"coder": 0, "tester": 1}, 30, {}),
+        EpisodeRecord(
+            "humaneval/0#1", False, 3, {"coder": 3, "tester": 3}, {"coder": 1, "tester": 0}, 90, {}
+        ),
+        EpisodeRecord(
+            "humaneval/1#0", False, 3, {"coder": 3, "tester": 3}, {"coder": 0, "tester": 0}, 60, {}
+        ),
+        EpisodeRecord(
+            "humaneval/1#1", False, 3, {"coder": 3, "tester": 3}, {"coder": 3, "tester": 0}, 60, {}
+        ),
+    ]
+    summary = metrics.summarize("code-v0", records, samples_per_problem=2)
+    assert summary["success_rate"] == 0.25 and summary["mean_turns_to_success"] == 1.0
+    assert summary["parse_error_rate"] == {"coder": 0.4, "tester": 0.1}
+    assert summary["pass@1"] == pytest.approx(0.25) and summary["pass@2"] == pytest.approx(0.5)
+    assert summary["tokens_per_episode"] == 60.0
+
+
+def test_policy_argument_mixes_roles_and_names_bad_parts():
+    assert parse_policy_arg("oracle", ["tool", "plan"]) == {"tool": "oracle", "plan": "oracle"}
+    assert parse_policy_arg("tool=random, plan=oracle", ["tool", "plan"]) == {
+        "tool": "random",
+        "plan": "oracle",
+    }
+    with pytest.raises(ConfigError, match="no spec for agents \\['plan'\\]"):
+        parse_policy_arg("tool=random", ["tool", "plan"])
+    with pytest.raises(ConfigError, match="agent 'coder'"):
+        parse_policy_arg("coder=oracle,plan=oracle", ["tool", "plan"])
+
+
+def test_policy_specs_resolve_run_folders_and_checkpoints(tmp_path):
+    run = tmp_path / "run"
+    for agent in ("tool", "plan"):
+        folder = run / "checkpoints" / "step_4" / f"policy_{agent}"
+        folder.mkdir(parents=True)
+    (run / "checkpoints" / "step_4" / "state.json").write_text("{}")
+    (run / "config.json").write_text(json.dumps({"policy_layout": "per_role"}))
+    from pettingllms.eval.policies import _model_source
+
+    source = _model_source(str(run), "plan", "plan-path-v0", "mas", {})
+    assert source.path == str(run / "checkpoints" / "step_4" / "policy_plan")
+    checkpoint = _model_source(str(run / "checkpoints" / "step_4"), "tool", "plan-path-v0", "mas", {})
+    assert checkpoint.path == str(run / "checkpoints" / "step_4" / "policy_tool")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="neither a run folder"):
+        _model_source(str(tmp_path / "empty"), "plan", "plan-path-v0", "mas", {})
+
+
+def test_baselines_load_once_for_every_agent():
+    loaded = load_policies({"tool": "random", "plan": "random"}, "plan-path-v0")
+    assert list(loaded.backends) == ["random"] and loaded.agent_policy == {"tool": "random", "plan": "random"}
+
+
+def test_dataset_suites_walk_problems_in_order():
+    suite = build_suite("code-v0", 500, seed=0)
+    assert len(suite.episodes) == 164  # HumanEval, capped at its size
+    env = pettingllms.make("code-v0", **suite.env_kwargs)
+    env.reset(seed=suite.episodes[7].seed, options=dict(suite.episodes[7].options))
+    assert env.unwrapped.problem.id == "humaneval/HumanEval/7"
+    with pytest.raises(ConfigError, match="index"):
+        env.reset(seed=0, options={"split": "eval", "index": 164})
+
+
+def test_cli_writes_results_with_settings_and_resumes(tmp_path, capsys):
+    output = tmp_path / "results" / "mixed.json"
+    argv = [
+        "--env", "plan-path-v0,sudoku-v0", "--policy", "tool=random,plan=oracle", "--episodes", "6",
+        "--output", str(output), "--label", "mixed", "--no_progress",
+    ]  # fmt: skip
+    assert eval_main(argv) == 0
+    report = json.loads(output.read_text())
+    assert report["format"] == "pettingllms-eval/1" and report["label"] == "mixed"
+    for env_id in ("plan-path-v0", "sudoku-v0"):
+        result = report["results"][env_id]
+        assert (
+            result["success_rate"] == 1.0 and result["episodes"] == 6
+        )  # the oracle plan agent always solves
+        assert result["policies"] == {"tool": "random", "plan": "oracle"}
+        assert result["sampling"]["decoding"] == "greedy" and result["suite"]["split"] == "eval"
+    cached = (tmp_path / "results" / "mixed.json.episodes.jsonl").read_text().splitlines()
+    assert len(cached) == 12
+    assert eval_main(argv) == 0  # a rerun finds every episode cached
+    assert (tmp_path / "results" / "mixed.json.episodes.jsonl").read_text().splitlines() == cached
+    assert eval_main(["--env", "nope-v0", "--policy", "oracle", "--output", str(output)]) == 2
+    assert "unknown ids ['nope-v0']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env_id", ["plan-path-v0", "sokoban-v0", "sudoku-v0", "code-v0", "math-v0"])
+def test_every_env_has_baseline_answers_for_every_agent(env_id):
+    import numpy as np
+
+    env = pettingllms.make(env_id)
+    env.reset(seed=1, options={"split": "eval"})
+    rng = np.random.default_rng(0)
+    for agent in env.agent_iter():
+        _, _, termination, truncation, _ = env.last()
+        if termination or truncation:
+            env.step(None)
+            continue
+        assert env.unwrapped.solution(agent).strip()
+        env.step(env.unwrapped.random_answer(agent, rng))
+        assert set(env.infos[agent]) >= {"reward_team", "reward_local", "turn"}
+        if env.unwrapped.turn >= 1:
+            break

@@ -1,0 +1,110 @@
+"""The leaderboard: tables from fixture results, and the HTML page rendered by a real headless browser."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pettingllms.cli import main as cli_main
+from pettingllms.eval.leaderboard import build_leaderboard, read_results
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _result(label, rates, episodes=100):
+    return {
+        "format": "pettingllms-eval/1",
+        "label": label,
+        "results": {
+            env: {
+                "success_rate": rate,
+                "ci95": [max(0.0, rate - 0.1), min(1.0, rate + 0.1)],
+                "episodes": episodes,
+            }
+            for env, rate in rates.items()
+        },
+    }
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    fixtures = {
+        "oracle.json": _result("oracle", {"plan-path-v0": 1.0, "sokoban-v0": 1.0}),
+        "random.json": _result("random", {"plan-path-v0": 0.05, "sokoban-v0": 0.0}),
+        "tiny.json": _result("tiny <b>", {"plan-path-v0": 0.41}),
+        "tiny_small.json": _result("tiny <b>", {"plan-path-v0": 0.9}, episodes=10),  # fewer episodes: loses
+        "notes.json": {"something": "else"},
+    }
+    for name, content in fixtures.items():
+        (folder / name).write_text(json.dumps(content))
+    return folder
+
+
+def test_table_rows_columns_and_markdown(results_dir, tmp_path):
+    table = build_leaderboard(results_dir, tmp_path / "board")
+    assert table.labels == ["oracle", "tiny <b>", "random"]  # by mean success
+    assert table.envs == ["plan-path-v0", "sokoban-v0"]
+    assert table.cells[("tiny <b>", "plan-path-v0")].episodes == 100
+    assert table.skipped == ["notes.json: not a pettingllms-eval/1 result"]
+    text = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "| policy | plan-path-v0 | sokoban-v0 | mean |" in text
+    assert "| random | 5.0 [0.0, 15.0] (n=100) | 0.0 [0.0, 10.0] (n=100) | 2.5 |" in text
+    assert "| tiny <b> | 41.0 [31.0, 51.0] (n=100) | — | 41.0 |" in text
+    assert sorted(p.name for p in (tmp_path / "board" / "plots").iterdir()) == [
+        "overview.png",
+        "plan-path-v0.png",
+        "sokoban-v0.png",
+    ]
+    page = (tmp_path / "board" / "index.html").read_text()
+    assert "tiny &lt;b&gt;" in page and "tiny <b>" not in page  # labels are escaped
+
+
+def test_cli_command_and_empty_folder(results_dir, tmp_path, capsys):
+    assert cli_main(["leaderboard", str(results_dir), "--out", str(tmp_path / "out")]) == 0
+    assert "3 policies x 2 envs" in capsys.readouterr().out
+    (tmp_path / "empty").mkdir()
+    assert cli_main(["leaderboard", str(tmp_path / "empty"), "--out", str(tmp_path / "x")]) == 2
+    assert read_results(tmp_path / "empty").cells == {}
+
+
+def _browser() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def test_page_renders_table_and_plots_in_a_headless_browser(results_dir, tmp_path):
+    browser = _browser()
+    if browser is None:
+        if os.environ.get("PETTINGLLMS_REQUIRE_BROWSER"):
+            pytest.fail("no chromium on PATH, and PETTINGLLMS_REQUIRE_BROWSER is set (CI installs it)")
+        pytest.skip("no chromium on PATH (scripts/setup.sh installs Debian's chromium)")
+    board = tmp_path / "board"
+    build_leaderboard(results_dir, board)
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    flags.append(f"--user-data-dir={tmp_path / 'profile'}")
+    url = (board / "index.html").as_uri()
+    dom = subprocess.run(
+        [*flags, "--virtual-time-budget=10000", "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert re.search(r'<table id="leaderboard">', dom)
+    assert dom.count("<tr>") == 4  # header + three policies
+    assert re.search(r'data-plots-rendered="3"', dom), "the page's three plots did not all load"
+    artifacts = ROOT / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    shot = artifacts / "leaderboard_screenshot.png"
+    subprocess.run(
+        [*flags, "--window-size=1200,1200", f"--screenshot={shot}", url],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert shot.stat().st_size > 10_000
