@@ -288,3 +288,77 @@ def test_group_invariants_hold_on_a_rollout_of_the_tiny_model(tiny_model):
         )
         assert all(m.generation.completion_ids and m.generation.prompt_ids for m in members)
         assert len({m.generation.prompt_ids for m in members}) == 1
+
+
+@pytest.mark.parametrize(
+    ("num_agents", "layout", "agent_policies", "policies"),
+    [
+        (1, "per_role", '{"tool_*": "proposer", "aggregator_0": "aggregator"}', {"aggregator"}),
+        (3, "per_role", "{}", {"tool_0", "tool_1", "aggregator_0"}),
+        (
+            3,
+            "lora_per_role",
+            '{"tool_*": "proposer", "aggregator_0": "aggregator"}',
+            {"proposer", "aggregator"},
+        ),
+        (7, "per_role", '{"tool_*": "proposer", "aggregator_0": "aggregator"}', {"proposer", "aggregator"}),
+        (7, "shared", "{}", {"shared"}),
+    ],
+)
+def test_ensembles_of_any_size_train_end_to_end(
+    tiny_model, tmp_path, num_agents, layout, agent_policies, policies
+):
+    extra = [
+        "--env_id",
+        "plan-path-v0",
+        "--workflow",
+        "ensemble",
+        "--env_kwargs",
+        json.dumps({"num_agents": num_agents}),
+    ]
+    extra += ["--policy_layout", layout, "--agent_policies", agent_policies, "--max_turns", "1"]
+    extra += [
+        "--instances_per_step",
+        "1",
+        "--num_generations",
+        "2",
+        "--max_steps",
+        "1",
+        "--dump_rollouts",
+        "true",
+    ]
+    trainer = ATGRPOTrainer(args_for(tiny_model, tmp_path, *extra), log=lambda _: None)
+    assert set(trainer.policies.updaters) == policies
+    routed = {name: [] for name in policies}
+    for name, updater in trainer.policies.updaters.items():
+        original = updater.update
+
+        def record(samples, name=name, original=original):
+            routed[name].extend(samples)
+            return original(samples)
+
+        updater.update = record
+    summary = trainer.train()
+    assert "eval/success_rate_after" in summary
+    rows = [json.loads(line) for line in (tmp_path / "rollouts" / "step_1.jsonl").read_text().splitlines()]
+    agents = pettingllms.make("plan-path-v0", workflow="ensemble", num_agents=num_agents).possible_agents
+    assert {row["agent"] for row in rows} == set(agents)
+    groups = {}
+    for row in rows:
+        groups.setdefault(row["group_id"], []).append(row)
+    assert all(len(members) == 2 and len({m["prompt"] for m in members}) == 1 for members in groups.values())
+    assert {row["group_id"] for row in rows} == {f"0/0/{agent}" for agent in agents}
+    for name, samples in routed.items():
+        assert samples, f"policy {name} got no samples"
+        assert {s.policy for s in samples} == {name}
+        expected = {a for a in agents if trainer.policies.agent_policy[a] == name}
+        assert {s.agent for s in samples} == expected
+
+
+def test_agent_policies_must_cover_every_agent(tiny_model, tmp_path):
+    extra = ["--env_id", "plan-path-v0", "--workflow", "ensemble", "--env_kwargs", '{"num_agents": 3}']
+    extra += ["--agent_policies", '{"tool_*": "proposer"}']
+    with pytest.raises(ConfigError, match="maps no policy to agents \\['aggregator_0'\\]"):
+        ATGRPOTrainer(args_for(tiny_model, tmp_path, *extra), log=lambda _: None)
+    with pytest.raises(ConfigError, match="agent_policies needs policy_layout"):
+        args_for(tiny_model, tmp_path, "--policy_layout", "shared", "--agent_policies", '{"plan": "p"}')

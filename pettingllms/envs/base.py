@@ -19,6 +19,13 @@ Contract shared by all environments (subclasses implement the task; this class i
   `reset()` without a seed continues the current one).
 - `clone()` (or `copy.deepcopy`) returns an exact, independent copy; stepping the copy never changes the
   original. Shared services (the code sandbox) are shared, not copied.
+- Ensembles (`workflow="ensemble", num_agents=N`, envs that set `ENSEMBLE_PROPOSER`): N - 1 proposers named
+  `<proposer>_0 .. <proposer>_{N-2}` (PettingZoo's name_index convention) act first in each turn, each seeing
+  the same state and none of the others' proposals of this turn; then `aggregator_0` sees every proposal and
+  gives the team's answer. With N = 1 the aggregator plays alone. `num_agents` is the team size.
+- `reward="outcome"` keeps only the team's reward (the final success signal): every local reward is 0.0 (parse
+  penalties included; `infos[a]["error"]` still explains unusable answers). `reward="shaped"` (default) keeps
+  the env's local rewards.
 """
 
 from __future__ import annotations
@@ -42,6 +49,27 @@ from pettingllms.text import (
     sanitize,
     truncate,
 )
+
+REWARD_MODES = ("shaped", "outcome")
+AGGREGATOR = "aggregator_0"
+"""The aggregator's name in the "ensemble" workflow."""
+DEFAULT_ENSEMBLE_SIZE = 3
+MAX_ENSEMBLE = 16
+
+
+def ensemble_agents(proposer: str, num_agents: int) -> list[str]:
+    """The agents of an ensemble of `num_agents`: `num_agents - 1` proposers, then the aggregator.
+
+    >>> ensemble_agents("reasoner", 3)
+    ['reasoner_0', 'reasoner_1', 'aggregator_0']
+    """
+    return [f"{proposer}_{index}" for index in range(num_agents - 1)] + [AGGREGATOR]
+
+
+def agent_role(agent: str) -> str:
+    """An agent's role: its name without the `_<index>` suffix (`tool_2` -> `tool`, `plan` -> `plan`)."""
+    base, _, index = agent.rpartition("_")
+    return base if base and index.isdigit() else agent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +102,8 @@ class TextAECEnv(AECEnv):
         workflow: which team plays, a key of `WORKFLOWS` (`"mas"`: the full team; `"single"`: one agent alone).
         max_turns: number of turns before truncation (default: `DEFAULT_MAX_TURNS`).
         render_mode: one of `metadata["render_modes"]`, or None.
+        num_agents: team size of the "ensemble" workflow (1 to `MAX_ENSEMBLE`, default 3); only with it.
+        reward: "shaped" (local and team rewards) or "outcome" (team reward only; local rewards are 0).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -82,6 +112,8 @@ class TextAECEnv(AECEnv):
         "is_parallelizable": False,
     }
     WORKFLOWS: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    ENSEMBLE_PROPOSER: ClassVar[str | None] = None
+    """The proposers' name in the "ensemble" workflow (None: the env has no ensemble workflow)."""
     DEFAULT_MAX_TURNS: ClassVar[int] = 4
     RESET_OPTIONS: ClassVar[frozenset[str]] = frozenset()
     """Keys that `reset(options=...)` understands; others draw a warning."""
@@ -93,12 +125,25 @@ class TextAECEnv(AECEnv):
         workflow: str = "mas",
         max_turns: int | None = None,
         render_mode: str | None = None,
+        num_agents: int | None = None,
+        reward: str = "shaped",
     ):
         super().__init__()
-        if workflow not in self.WORKFLOWS:
-            raise ConfigError(
-                f"workflow={workflow!r} is not supported; allowed values: {sorted(self.WORKFLOWS)}"
-            )
+        workflows = sorted(self.WORKFLOWS) + (["ensemble"] if self.ENSEMBLE_PROPOSER else [])
+        if workflow not in workflows:
+            raise ConfigError(f"workflow={workflow!r} is not supported; allowed values: {workflows}")
+        if reward not in REWARD_MODES:
+            raise ConfigError(f"reward={reward!r} is not supported; allowed values: {list(REWARD_MODES)}")
+        if workflow != "ensemble" and num_agents is not None:
+            raise ConfigError(f"num_agents={num_agents!r} needs workflow='ensemble' (got {workflow!r})")
+        if workflow == "ensemble":
+            num_agents = DEFAULT_ENSEMBLE_SIZE if num_agents is None else num_agents
+            if (
+                isinstance(num_agents, bool)
+                or not isinstance(num_agents, int)
+                or not 1 <= num_agents <= MAX_ENSEMBLE
+            ):
+                raise ConfigError(f"num_agents={num_agents!r} must be an integer in [1, {MAX_ENSEMBLE}]")
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
             raise ConfigError(f"alpha={alpha!r} must be a finite number (the weight of the team reward)")
         max_turns = self.DEFAULT_MAX_TURNS if max_turns is None else max_turns
@@ -112,7 +157,13 @@ class TextAECEnv(AECEnv):
         self.workflow = workflow
         self.max_turns = max_turns
         self.render_mode = render_mode
-        self.possible_agents = list(self.WORKFLOWS[workflow])
+        self.reward_mode = reward
+        self.ensemble_size = num_agents
+        self.possible_agents = (
+            ensemble_agents(self.ENSEMBLE_PROPOSER, num_agents)
+            if workflow == "ensemble"
+            else list(self.WORKFLOWS[workflow])
+        )
         self._observation_spaces = {a: PrintableText(OBSERVATION_MAX_CHARS) for a in self.possible_agents}
         self._action_spaces = {a: PrintableText(ACTION_MAX_CHARS) for a in self.possible_agents}
         self.np_random, self.np_random_seed = seeding.np_random(None)
@@ -179,8 +230,9 @@ class TextAECEnv(AECEnv):
         outcome = self._act(agent, action)
         self._observations = {}
         acting_turn = self.turn
+        own = float(outcome.reward_local) if self.reward_mode == "shaped" else 0.0
         for a in self.agents:
-            local = float(outcome.reward_local) if a == agent else 0.0
+            local = own if a == agent else 0.0
             self.rewards[a] = self.alpha * float(outcome.reward_team) + local
             self.infos[a] = self._info(float(outcome.reward_team), local, turn=acting_turn)
         self.infos[agent].update(outcome.info)

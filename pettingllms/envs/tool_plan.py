@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pettingllms.envs.base import StepOutcome, TextAECEnv
+from pettingllms.envs.base import AGGREGATOR, StepOutcome, TextAECEnv, agent_role
 from pettingllms.envs.splits import check_split, draw_in_split
 from pettingllms.parsing import ParseError, extract_answer, extract_python_block
 from pettingllms.text import truncate
@@ -70,6 +70,7 @@ class ToolPlanEnv(TextAECEnv):
         "is_parallelizable": False,
     }
     WORKFLOWS = {"mas": ("tool", "plan"), "single": ("plan",)}
+    ENSEMBLE_PROPOSER = "tool"
     TASK: ClassVar[str] = ""
     ANSWER_FORMAT: ClassVar[str] = ""
     INSTANCE_OPTION: ClassVar[str] = ""
@@ -86,7 +87,7 @@ class ToolPlanEnv(TextAECEnv):
         self.state: Any = None
         self.initial_state: Any = None
         self.split = "train"
-        self._proposal: Proposal | None = None
+        self._proposals: dict[str, Proposal] = {}  # this turn's proposals, by tool agent
         self._last_turn_report: str | None = None
         self._headers: dict[str, str] = {}  # the fixed part of each agent's observation
         self._state_potential = 0.0  # potential of the real state, kept current
@@ -135,8 +136,14 @@ class ToolPlanEnv(TextAECEnv):
     # ----------------------------------------------------------------- public helpers
     @property
     def proposal(self) -> Proposal | None:
-        """The tool agent's proposal of the current turn (None before it acts, and after the plan agent acts)."""
-        return self._proposal
+        """The (last) tool agent's proposal of the current turn (None before it acts, and after the plan agent
+        or the aggregator acts)."""
+        return next(reversed(self._proposals.values()), None)
+
+    @property
+    def proposals(self) -> dict[str, Proposal]:
+        """Every tool agent's proposal of the current turn, by agent (ensembles have several)."""
+        return dict(self._proposals)
 
     def solution(self, agent: str | None = None) -> str:
         """The oracle's answer for the current state, in the answer format (e.g. `<answer>U R</answer>`); the
@@ -165,15 +172,15 @@ class ToolPlanEnv(TextAECEnv):
         self.state = self.initial_state.copy()
         self.success = self._solved(self.state)
         self._state_potential = self._potential(self.state)
-        self._proposal = None
+        self._proposals = {}
         self._last_turn_report = None
 
     def _act(self, agent: str, action: str) -> StepOutcome:
-        if agent == "tool":
-            return self._act_tool(action)
-        return self._act_plan(action)
+        if agent_role(agent) == "tool":
+            return self._act_tool(agent, action)
+        return self._act_plan(agent, action)
 
-    def _act_plan(self, action: str) -> StepOutcome:
+    def _act_plan(self, agent: str, action: str) -> StepOutcome:
         before = self._state_potential
         actions, error = self._answer_actions(action)
         problems = self._run(self.state, actions)
@@ -182,10 +189,10 @@ class ToolPlanEnv(TextAECEnv):
         local = self._state_potential - before - self._penalty(actions, problems)
         error = error or self._describe_problems(problems)
         self._last_turn_report = (
-            f"Turn {self.turn + 1}: the plan agent answered {self._format_actions(actions) or '(nothing usable)'}"
-            + (f" ({error})." if error else ".")
+            f"Turn {self.turn + 1}: the {'aggregator' if agent == AGGREGATOR else 'plan agent'} answered "
+            f"{self._format_actions(actions) or '(nothing usable)'}" + (f" ({error})." if error else ".")
         )
-        self._proposal = None
+        self._proposals = {}
         return StepOutcome(
             reward_local=local,
             reward_team=SUCCESS_REWARD if self.success else 0.0,
@@ -194,7 +201,7 @@ class ToolPlanEnv(TextAECEnv):
             info={"actions": len(actions), "invalid_actions": len(problems)},
         )
 
-    def _act_tool(self, action: str) -> StepOutcome:
+    def _act_tool(self, agent: str, action: str) -> StepOutcome:
         code = extract_python_block(action)
         output = status = None
         if code is None:
@@ -218,7 +225,7 @@ class ToolPlanEnv(TextAECEnv):
             if actions
             else f"no usable proposal ({error})"
         )
-        self._proposal = Proposal(code, output, status, tuple(actions), summary)
+        self._proposals[agent] = Proposal(code, output, status, tuple(actions), summary)
         return StepOutcome(
             reward_local=local,
             error=error,
@@ -284,10 +291,23 @@ class ToolPlanEnv(TextAECEnv):
 
     # ----------------------------------------------------------------- observations and rendering
     def _role(self, agent: str) -> str:
-        if self.workflow == "single":
+        if self.workflow == "single" or (self.workflow == "ensemble" and self.ensemble_size == 1):
             return "You solve the puzzle alone: your answer is executed on the real puzzle."
         if agent == "plan":
             return "You are the PLAN agent: your answer is executed on the real puzzle."
+        if agent == AGGREGATOR:
+            return (
+                f"You are the AGGREGATOR of {self.ensemble_size - 1} tool agents: you see their proposals (each "
+                "simulated on a copy); your answer is executed on the real puzzle."
+            )
+        if self.workflow == "ensemble":
+            return (
+                f"You are {agent}, one of {self.ensemble_size - 1} TOOL agents proposing independently. You may "
+                "write Python that computes the answer: put it in one ```python block; it runs in a sandbox "
+                f"(standard library, numpy and sympy, no network, {self.tool_timeout:g} s) and must print the "
+                "answer. Your proposal is simulated on a copy and shown to the aggregator, who decides. You may "
+                "also answer directly."
+            )
         return (
             "You are the TOOL agent. You may write Python that computes the answer (a search such as BFS or A*): "
             "put it in one ```python block; it runs in a sandbox (standard library, numpy and sympy, no network, "
@@ -307,8 +327,13 @@ class ToolPlanEnv(TextAECEnv):
         ]
         if self._last_turn_report:
             parts += ["## Last turn", self._last_turn_report]
-        if agent == "plan" and self._proposal is not None:
-            parts += ["## The tool agent's proposal this turn", *self._describe_proposal(self._proposal)]
+        if agent_role(agent) != "tool" and self._proposals:
+            if self.workflow == "ensemble":
+                parts.append(f"## The tool agents' proposals this turn ({len(self._proposals)})")
+                for name, proposal in self._proposals.items():
+                    parts += [f"### {name}", *self._describe_proposal(proposal)]
+            else:
+                parts += ["## The tool agent's proposal this turn", *self._describe_proposal(self.proposal)]
         parts += ["## Your answer", self.ANSWER_FORMAT]
         return "\n".join(parts)
 

@@ -156,17 +156,20 @@ def _run_source(
     run: Path, checkpoint: Path, agent: str, env_id: str, workflow: str, env_kwargs: Mapping[str, Any]
 ) -> ModelSource:
     """`agent`'s model in a run's checkpoint: its own (per_role), the shared one, or base + its LoRA adapter."""
+    from pettingllms.trainers.policies import map_agents
+
     config = json.loads((run / "config.json").read_text())
     layout = config.get("policy_layout")
+    policy = map_agents(layout, config.get("agent_policies") or {}, [agent])[agent]
     if layout == "lora_per_role":
-        adapter = checkpoint / "peft" / agent
+        adapter = checkpoint / "peft" / policy
         if not adapter.is_dir():
             raise ConfigError(
                 f"checkpoint {checkpoint} has no adapter for agent {agent!r} ({adapter} missing)"
             )
         base = _model_source(config.get("model_name_or_path", "tiny"), agent, env_id, workflow, env_kwargs)
         return ModelSource(base.path, str(adapter))
-    folder = checkpoint / ("policy_shared" if layout == "shared" else f"policy_{agent}")
+    folder = checkpoint / f"policy_{policy}"
     if not folder.is_dir():
         raise ConfigError(f"checkpoint {checkpoint} has no model for agent {agent!r} ({folder.name} missing)")
     return ModelSource(str(folder))

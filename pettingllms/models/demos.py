@@ -7,7 +7,7 @@ probability `tool_noise` for the `tool` agent and `plan_noise` for every other a
 (`perturb_answer`: one move dropped, or replaced by a different move). The targets stay clean; the noise only
 shapes the states and prompts the data covers:
 
-- noisy tool proposals teach the plan agent to answer from the map instead of copying the proposal it is shown;
+- noisy tool proposals (every `tool_i` of an ensemble too) teach the plan agent (or the aggregator) to answer from the map instead of copying the proposal it is shown;
 - noisy plan answers leave the puzzle unsolved, so later turns (with their "Last turn" report) appear too.
 
 Everything random comes from the `numpy.random.Generator` passed in; the envs are seeded by their seeds.
@@ -24,7 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from pettingllms.envs.base import agent_role
+
 MOVES = ("U", "D", "L", "R")
+ENSEMBLE_DEMO_SIZES = (1, 2, 3, 5, 7)
+"""Team sizes an "ensemble" warm start covers when `env_kwargs` fixes none (episode i plays size i mod 5)."""
 TOOL_NOISE = 0.3
 PLAN_NOISE = 0.2
 _ANSWER = re.compile(r"^<answer>(.*)</answer>$", re.DOTALL)
@@ -90,9 +94,17 @@ def collect_demonstrations(
     for name, value in (("tool_noise", tool_noise), ("plan_noise", plan_noise)):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name}={value} must be in [0, 1]")
-    env = pettingllms.make(env_id, workflow=workflow, **dict(env_kwargs or {}))
+    kwargs = dict(env_kwargs or {})
+    sizes = ENSEMBLE_DEMO_SIZES if workflow == "ensemble" and "num_agents" not in kwargs else (None,)
+    envs = {
+        size: pettingllms.make(
+            env_id, workflow=workflow, **kwargs, **({} if size is None else {"num_agents": size})
+        )
+        for size in sizes
+    }
     demos: list[Demo] = []
     for seed in seeds:
+        env = envs[sizes[int(seed) % len(sizes)]]
         env.reset(seed=int(seed))
         for agent in env.agent_iter():
             _, _, termination, truncation, _ = env.last()
@@ -101,7 +113,8 @@ def collect_demonstrations(
                 continue
             target = env.unwrapped.solution()
             demos.append(Demo(agent, str(env.observe(agent)), target))
-            noise = tool_noise if agent == "tool" else plan_noise
+            noise = tool_noise if agent_role(agent) == "tool" else plan_noise
             env.step(perturb_answer(target, rng) if rng.random() < noise else target)
-    env.close()
+    for env in envs.values():
+        env.close()
     return demos

@@ -100,11 +100,15 @@ def ensure_tiny_model(
     """Return the cached tiny model folder for `env_id`/`workflow`, building it first if needed (module docs).
 
     `options` are the other `WarmStartSettings` fields: `demo_episodes`, `eval_episodes`, `batch_size`,
-    `learning_rate`. With the defaults a build takes ~5 minutes on one CPU thread (SFT ~4, evaluation ~1).
+    `learning_rate`. For the "ensemble" workflow `num_agents` is ignored: the demonstrations cycle through the
+    team sizes of `pettingllms.models.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size. With the defaults a build takes ~5 minutes on one CPU thread (SFT ~4, evaluation ~1).
     """
+    kwargs = dict(env_kwargs or {})
+    if workflow == "ensemble":
+        kwargs.pop("num_agents", None)  # one warm start covers every team size (ENSEMBLE_DEMO_SIZES)
     settings = WarmStartSettings(
         env_id=env_id,
-        env_kwargs=dict(env_kwargs or {}),
+        env_kwargs=kwargs,
         workflow=workflow,
         sft_steps=sft_steps,
         seed=seed,

@@ -60,9 +60,17 @@ class ATGRPOConfig(GRPOConfig):
         default="tiny",
         metadata={"help": "'tiny' (built-in, warm-started), a Hugging Face id, or a local path."},
     )
+    agent_policies: dict[str, str] | str | None = dataclasses.field(
+        default_factory=dict,
+        metadata={
+            "help": "Which policy serves each agent for 'per_role' / 'lora_per_role': agent name or fnmatch "
+            "pattern -> policy name, first match wins, e.g. {'tool_*': proposer, aggregator_0: aggregator}. "
+            "Default: one policy per agent, named after it."
+        },
+    )
     agent_models: dict[str, str] | str | None = dataclasses.field(
         default_factory=dict,
-        metadata={"help": "Per-agent model overrides for 'per_role' (agent -> id or path)."},
+        metadata={"help": "Per-policy model overrides for 'per_role' (policy name -> id or path)."},
     )
     lora_r: int = dataclasses.field(default=8, metadata={"help": "LoRA rank for 'lora_per_role'."})
     lora_alpha: int = dataclasses.field(default=16, metadata={"help": "LoRA alpha for 'lora_per_role'."})
@@ -100,7 +108,13 @@ class ATGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
-        for name in ("env_kwargs", "agent_models", "policy_sampling", "policy_eval_sampling"):
+        for name in (
+            "env_kwargs",
+            "agent_policies",
+            "agent_models",
+            "policy_sampling",
+            "policy_eval_sampling",
+        ):
             value = getattr(self, name)
             if value is None:
                 setattr(self, name, {})
@@ -116,7 +130,7 @@ class ATGRPOConfig(GRPOConfig):
         self._check_choice("grouping", GROUPINGS)
         self._check_choice("commit", COMMITS)
         self._check_choice("policy_layout", POLICY_LAYOUTS)
-        self._check_choice("workflow", ("mas", "single"))
+        self._check_choice("workflow", ("mas", "single", "ensemble"))
         self._check_choice("env_id", tuple(sorted(pettingllms.registry)))
         for name in ("instances_per_step", "eval_episodes", "num_generations"):
             if getattr(self, name) < 1:
@@ -126,6 +140,11 @@ class ATGRPOConfig(GRPOConfig):
         if self.grouping == "agent_turn" and self.num_generations < 2:
             raise ConfigError(
                 "num_generations (K) must be >= 2 for grouping='agent_turn': a group needs candidates"
+            )
+        if self.policy_layout == "shared" and self.agent_policies:
+            raise ConfigError(
+                "agent_policies needs policy_layout='per_role' or 'lora_per_role' (the 'shared' layout has one "
+                "policy)"
             )
         if self.policy_layout == "shared" and self.agent_models:
             raise ConfigError(

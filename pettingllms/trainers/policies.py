@@ -1,7 +1,9 @@
 """Building the policies of a run: models, their update workers and their generation backends, per layout.
 
 - `shared`: one model named "shared" serves and is trained by every agent.
-- `per_role`: one model per agent, named after the agent (from `model_name_or_path` or `agent_models`).
+- `per_role`: one model per policy (from `model_name_or_path` or `agent_models`); by default one policy per
+  agent, named after it; `agent_policies` maps agents (names or fnmatch patterns) onto fewer policies, e.g. the
+  proposers of an ensemble onto one policy and its aggregator onto another.
 - `lora_per_role`: one frozen base model with one LoRA adapter per agent, named after the agent; generation
   activates the agent's adapter, and each update trains only that adapter (the others are frozen meanwhile).
 """
@@ -9,9 +11,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import fnmatch
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pettingllms.errors import ConfigError
 from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.updater import PolicyUpdater
@@ -59,7 +63,8 @@ def build_policies(
 
     if args.policy_layout == "lora_per_role":
         return _build_lora(args, agents, resume_from)
-    names = ["shared"] if args.policy_layout == "shared" else list(agents)
+    agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
+    names = list(dict.fromkeys(agent_policy.values()))
     updaters, backends = {}, {}
     for index, name in enumerate(names):
         if resume_from is not None:
@@ -72,8 +77,32 @@ def build_policies(
         backends[name] = HFPolicy(
             updaters[name].model, tokenizer, seed=args.seed * 1_000 + index, device=device
         )
-    agent_policy = {agent: "shared" if args.policy_layout == "shared" else agent for agent in agents}
     return PolicySet(updaters, backends, agent_policy)
+
+
+def map_agents(
+    policy_layout: str, agent_policies: Mapping[str, str], agents: Sequence[str]
+) -> dict[str, str]:
+    """agent -> policy name: "shared" for every agent, or `agent_policies` (first matching name or fnmatch
+    pattern), or each agent's own name. An agent that no entry matches raises `ConfigError`."""
+    if policy_layout == "shared":
+        return dict.fromkeys(agents, "shared")
+    if not agent_policies:
+        return {agent: agent for agent in agents}
+    mapping, unmatched = {}, []
+    for agent in agents:
+        match = next(
+            (p for pattern, p in agent_policies.items() if fnmatch.fnmatchcase(agent, pattern)), None
+        )
+        if match is None:
+            unmatched.append(agent)
+        else:
+            mapping[agent] = str(match)
+    if unmatched:
+        raise ConfigError(
+            f"agent_policies {dict(agent_policies)} maps no policy to agents {unmatched} (agents: {list(agents)})"
+        )
+    return mapping
 
 
 class AdapterPolicy:
@@ -116,21 +145,23 @@ def _build_lora(args: ATGRPOConfig, agents: Sequence[str], resume_from: Path | N
     from pettingllms.policies.hf import HFPolicy
 
     base, tokenizer = load_model(resolve_model(args.model_name_or_path, args))
+    agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
+    names = list(dict.fromkeys(agent_policy.values()))
     if resume_from is not None:
         peft_model = PeftModel.from_pretrained(
-            base, resume_from / "peft" / agents[0], adapter_name=agents[0], is_trainable=True
+            base, resume_from / "peft" / names[0], adapter_name=names[0], is_trainable=True
         )
-        for agent in agents[1:]:
-            peft_model.load_adapter(resume_from / "peft" / agent, adapter_name=agent, is_trainable=True)
+        for name in names[1:]:
+            peft_model.load_adapter(resume_from / "peft" / name, adapter_name=name, is_trainable=True)
     else:
         config = LoraConfig(
             r=args.lora_r, lora_alpha=args.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
         )
-        peft_model = get_peft_model(base, config, adapter_name=agents[0])
-        for agent in agents[1:]:
-            peft_model.add_adapter(agent, config)
-    updaters = {agent: AdapterUpdater(agent, peft_model, tokenizer, args) for agent in agents}
+        peft_model = get_peft_model(base, config, adapter_name=names[0])
+        for name in names[1:]:
+            peft_model.add_adapter(name, config)
+    updaters = {name: AdapterUpdater(name, peft_model, tokenizer, args) for name in names}
     device = next(iter(updaters.values())).accelerator.device
     sampler = HFPolicy(peft_model, tokenizer, seed=args.seed * 1_000, device=device)
-    backends = {agent: AdapterPolicy(sampler, peft_model, agent) for agent in agents}
-    return PolicySet(updaters, backends, {agent: agent for agent in agents})
+    backends = {name: AdapterPolicy(sampler, peft_model, name) for name in names}
+    return PolicySet(updaters, backends, agent_policy)

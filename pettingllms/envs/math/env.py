@@ -41,7 +41,7 @@ from pettingllms.data.math.generator import generate_problem
 from pettingllms.data.math.grading import extract_boxed, is_equivalent
 from pettingllms.data.math.loaders import load_math_dataset
 from pettingllms.data.math.schema import MathProblem, problem_from_dict
-from pettingllms.envs.base import StepOutcome, TextAECEnv
+from pettingllms.envs.base import AGGREGATOR, StepOutcome, TextAECEnv
 from pettingllms.envs.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
 from pettingllms.envs.splits import check_split, draw_in_split, split_of
 from pettingllms.errors import ConfigError
@@ -66,6 +66,7 @@ class MathEnv(TextAECEnv):
 
     metadata = {"name": "math-v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
     WORKFLOWS = {"mas": ("reasoner", "tool"), "single": ("reasoner",)}
+    ENSEMBLE_PROPOSER = "reasoner"
     DEFAULT_MAX_TURNS = 3
     RESET_OPTIONS = frozenset({"split", "problem", "index"})
 
@@ -120,6 +121,7 @@ class MathEnv(TextAECEnv):
                 pool = self.problems(split)
                 self.problem = pick_problem(pool, options, self.np_random)
         self.answers = dict.fromkeys(self.possible_agents)
+        self.proposals: dict[str, str] = {}  # ensemble: this turn's proposals, by reasoner
         self.tool_run = None
         self._team_correct = False
 
@@ -129,6 +131,8 @@ class MathEnv(TextAECEnv):
 
     # ----------------------------------------------------------------- steps
     def _act(self, agent: str, action: str) -> StepOutcome:
+        if self.workflow == "ensemble":
+            return self._act_ensemble(agent, action)
         if agent == "tool":
             answer, error = self._tool_answer(action)
         else:
@@ -149,6 +153,28 @@ class MathEnv(TextAECEnv):
         else:
             other = self.answers["reasoner"]
             terminal = agent == "tool" and other is not None and is_equivalent(answer, other)
+        return StepOutcome(
+            reward_local=float(correct), reward_team=team, terminal=terminal, info={"correct": correct}
+        )
+
+    def _act_ensemble(self, agent: str, action: str) -> StepOutcome:
+        """Proposers answer alone (local: own correctness); the aggregator's answer is the team's (local: the
+        team's correctness); the episode ends when every proposal of the turn agrees with the aggregator."""
+        answer = extract_boxed(action)
+        if answer is None:
+            return StepOutcome(
+                reward_local=-PARSE_ERROR_PENALTY,
+                error="no \\boxed{...} answer found: end with \\boxed{your answer}",
+            )
+        self.answers[agent] = answer
+        correct = is_equivalent(answer, self.problem.answer)
+        if agent != AGGREGATOR:
+            self.proposals[agent] = answer
+            return StepOutcome(reward_local=float(correct), info={"correct": correct})
+        team = float(correct) - float(self._team_correct)
+        self._team_correct = self.success = correct
+        terminal = all(is_equivalent(answer, proposal) for proposal in self.proposals.values())
+        self.proposals = {}
         return StepOutcome(
             reward_local=float(correct), reward_team=team, terminal=terminal, info={"correct": correct}
         )
@@ -180,6 +206,14 @@ class MathEnv(TextAECEnv):
     def _observation_text(self, agent: str) -> str:
         parts = [f"# {self.metadata['name']} - turn {self.turn + 1} of {self.max_turns}", self._role(agent)]
         parts += ["## Problem", self.problem.problem.strip()]
+        if self.workflow == "ensemble":
+            if self.answers.get(AGGREGATOR) is not None:
+                parts.append(f"## The team's answer so far\n\\boxed{{{self.answers[AGGREGATOR]}}}")
+            if agent == AGGREGATOR and self.proposals:
+                parts.append(f"## The reasoners' answers this turn ({len(self.proposals)})")
+                parts += [f"{name}: \\boxed{{{answer}}}" for name, answer in self.proposals.items()]
+            parts += ["## Your answer", self._answer_format(agent)]
+            return "\n".join(parts)
         if self.answers.get("reasoner") is not None:
             parts.append(f"## The reasoner's answer\n\\boxed{{{self.answers['reasoner']}}}")
         if self.tool_run is not None:
@@ -192,6 +226,16 @@ class MathEnv(TextAECEnv):
         return "\n".join(parts)
 
     def _role(self, agent: str) -> str:
+        if self.workflow == "ensemble":
+            others = self.ensemble_size - 1
+            if agent == AGGREGATOR:
+                return (
+                    "You are the AGGREGATOR: solve the problem alone."
+                    if others == 0
+                    else f"You are the AGGREGATOR of {others} reasoners: weigh their answers and give the team's "
+                    "final answer. The episode ends when they all agree with you."
+                )
+            return f"You are {agent}, one of {others} REASONERS answering independently: solve the problem."
         if agent == "tool":
             return (
                 "You are the TOOL agent: compute the answer with Python. The episode ends when your answer agrees "
