@@ -101,9 +101,11 @@ def ensure_tiny_model(
 
     `options` are the other `WarmStartSettings` fields: `demo_episodes`, `eval_episodes`, `batch_size`,
     `learning_rate`. For the "ensemble" workflow `num_agents` is ignored: the demonstrations cycle through the
-    team sizes of `pettingllms.models.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size. With the defaults a build takes ~5 minutes on one CPU thread (SFT ~4, evaluation ~1).
+    team sizes of `pettingllms.models.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size; `reward` is
+    ignored too (it does not change the solver's demonstrations). With the defaults a build takes ~5 minutes on one CPU thread (SFT ~4, evaluation ~1).
     """
     kwargs = dict(env_kwargs or {})
+    kwargs.pop("reward", None)  # demonstrations are solver answers: the reward mode does not change them
     if workflow == "ensemble":
         kwargs.pop("num_agents", None)  # one warm start covers every team size (ENSEMBLE_DEMO_SIZES)
     settings = WarmStartSettings(

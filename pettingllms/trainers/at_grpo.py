@@ -58,6 +58,8 @@ class ATGRPOTrainer:
         self.agents = list(self.env_fn().possible_agents)
         (self.output_dir / "config.json").write_text(json.dumps(config_summary(args), indent=2, default=str))
         last = checkpoint.latest(self.output_dir) if args.resume else None
+        if last is None:  # a fresh run starts a fresh log, even in a folder that holds an older one
+            (self.output_dir / "metrics.jsonl").unlink(missing_ok=True)
         self.policies: PolicySet = build_policies(args, self.agents, resume_from=last)
         self.engine = self._engine(train=True)
         self.step = 0

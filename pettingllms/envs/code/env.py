@@ -30,6 +30,9 @@ in the single workflow, when the code passes the hidden tests; it is truncated a
 `dataset`, `dataset_path`, `test_timeout` (seconds per program, default 2), `test_memory_mb` (default 512),
 `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3), `render_mode` ("ansi", "human").
 
+`reward="outcome"` zeroes every local reward (penalties included), keeping only the team's +1/-1 on changes of
+hidden-test success. (No ensemble workflow: the coder/tester roles are not interchangeable proposers.)
+
 ## Version history
 - v0: initial release.
 """

@@ -27,6 +27,12 @@ answer. It is truncated after `max_turns` turns.
 `tool_memory_mb` (default 1024), `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3),
 `render_mode` ("ansi", "human").
 
+`workflow="ensemble", num_agents=N` (1-16, default 3): reasoners `reasoner_0 .. reasoner_{N-2}` answer
+independently (local reward: their own correctness), then `aggregator_0` sees every answer of the turn and gives
+the team's answer (local reward: its correctness; team reward as above); the episode ends when every reasoner of
+the turn agrees with it. `reward="outcome"` zeroes every local reward (penalties included), keeping only the
+team's +1/-1 on changes of correctness.
+
 ## Version history
 - v0: initial release.
 """

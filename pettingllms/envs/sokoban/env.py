@@ -23,6 +23,11 @@ every box is on a goal.
 10 moves), plus `alpha` (default 1.0), `workflow`, `max_turns` (default 4), `render_mode` ("ansi", "human",
 "rgb_array"), `sandbox`, `tool_timeout`, `tool_memory_mb`.
 
+`workflow="ensemble", num_agents=N` (1-16, default 3): tool agents `tool_0 .. tool_{N-2}` propose independently
+(each simulated on a copy; local reward: its own simulated progress), then `aggregator_0` sees every proposal and
+answers on the real puzzle (local reward: the team's progress; team reward as above). `reward="outcome"` zeroes
+every local reward (penalties included), keeping only the team's success reward.
+
 ## Version history
 - v0: initial release.
 """
