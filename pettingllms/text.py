@@ -97,3 +97,14 @@ class PrintableText(spaces.Text):
         clone = copy.copy(self)
         clone._np_random = copy.deepcopy(self._np_random, memo)
         return clone
+
+    def __reduce__(self):
+        # pickled (an env shipped to a worker process): lengths and generator only; the tables are rebuilt (once
+        # per process) on the other side instead of travelling as ~2 MB per space
+        return (_rebuild_printable_text, (self.max_length, self.min_length, self._np_random))
+
+
+def _rebuild_printable_text(max_length: int, min_length: int, np_random) -> PrintableText:
+    space = PrintableText(max_length, min_length=min_length)
+    space._np_random = np_random
+    return space

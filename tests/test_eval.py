@@ -211,6 +211,14 @@ def test_cli_writes_results_with_settings_and_resumes(tmp_path, capsys):
     assert len(cached) == 12
     assert eval_main(argv) == 0  # a rerun finds every episode cached
     assert (tmp_path / "results" / "mixed.json.episodes.jsonl").read_text().splitlines() == cached
+    pooled = tmp_path / "results" / "pooled.json"
+    assert (
+        eval_main(
+            [*argv[:-5], "--output", str(pooled), "--label", "mixed", "--no_progress", "--env_workers", "2"]
+        )
+        == 0
+    )
+    assert json.loads(pooled.read_text())["results"]["plan-path-v0"]["success_rate"] == 1.0
     assert eval_main(["--env", "nope-v0", "--policy", "oracle", "--output", str(output)]) == 2
     assert "unknown ids ['nope-v0']" in capsys.readouterr().err
 

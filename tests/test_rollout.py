@@ -42,10 +42,13 @@ class RecordingEngine(RolloutEngine):
         super().__init__(*args, **kwargs)
         self.steps = []
 
-    def _step_candidates(self, env, agent, candidates):
-        before = env.clone()
-        committed, rows, chosen = super()._step_candidates(env, agent, candidates)
-        self.steps.append((before, agent, candidates, rows, chosen, committed.clone()))
+    def _step_all(self, envs, generations):
+        self._before = [env.clone() for env in envs]  # the states the candidates start from, in order
+        return super()._step_all(envs, generations)
+
+    def _choose(self, agent, candidates, copies):
+        committed, rows, chosen = super()._choose(agent, candidates, copies)
+        self.steps.append((self._before.pop(0), agent, candidates, rows, chosen, committed.clone()))
         return committed, rows, chosen
 
 

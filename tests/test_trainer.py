@@ -362,3 +362,17 @@ def test_agent_policies_must_cover_every_agent(tiny_model, tmp_path):
         ATGRPOTrainer(args_for(tiny_model, tmp_path, *extra), log=lambda _: None)
     with pytest.raises(ConfigError, match="agent_policies needs policy_layout"):
         args_for(tiny_model, tmp_path, "--policy_layout", "shared", "--agent_policies", '{"plan": "p"}')
+
+
+def test_env_workers_step_candidates_in_a_pool_with_the_same_results(tiny_model, tmp_path):
+    serial = ATGRPOTrainer(args_for(tiny_model, tmp_path / "serial", "--max_steps", "1"), log=lambda _: None)
+    pooled = ATGRPOTrainer(
+        args_for(tiny_model, tmp_path / "pooled", "--max_steps", "1", "--env_workers", "2"),
+        log=lambda _: None,
+    )
+    first, second = serial.train_step(), pooled.train_step()
+    assert pooled.pool is not None and pooled.pool.size == 2 and second["pool/restarts"] == 0
+    assert first["train/reward"] == second["train/reward"] and first["train/groups"] == second["train/groups"]
+    pooled.pool.close()
+    with pytest.raises(ConfigError, match="env_workers=-1 must be >= 0"):
+        args_for(tiny_model, tmp_path, "--env_workers", "-1")

@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max_new_tokens", type=int, default=None, help="default: 128 (puzzles), 512")
     parser.add_argument("--samples", type=int, default=1, help="episodes per problem (pass@k for code)")
     parser.add_argument("--chunk_size", type=int, default=50, help="episodes played together (and cached)")
+    parser.add_argument(
+        "--env_workers", type=int, default=0, help="processes that step the envs (0: in-process)"
+    )
     parser.add_argument("--no_progress", action="store_true", help="hide the progress bar")
     return parser
 
@@ -73,6 +76,7 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     """Run the evaluation `args` describe; write and return the report."""
     from tqdm.auto import tqdm
 
+    from pettingllms.envs.pool import EnvPool
     from pettingllms.eval import metrics
     from pettingllms.eval.policies import load_policies, parse_policy_arg
     from pettingllms.eval.runner import EpisodeCache, fingerprint, run_suite
@@ -88,6 +92,7 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     if args.samples < 1 or args.episodes < 1:
         raise ValueError(f"--samples={args.samples} and --episodes={args.episodes} must be >= 1")
     env_kwargs = json.loads(args.env_kwargs)
+    pool = EnvPool(args.env_workers) if args.env_workers > 0 else None
     cache_path = args.output.with_name(args.output.name + ".episodes.jsonl")
     report: dict[str, Any] = {
         "format": FORMAT,
@@ -142,10 +147,13 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
                 seed=args.seed,
                 chunk_size=args.chunk_size,
                 on_progress=bar.update,
+                pool=pool,
             )
         result = metrics.summarize(env_id, records, samples_per_problem=args.samples)
         result.update(settings, wall_time_s=round(time.perf_counter() - started, 2))
         report["results"][env_id] = result
+    if pool is not None:
+        pool.close()
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     return report

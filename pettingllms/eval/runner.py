@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 import pettingllms
+from pettingllms.envs.pool import EnvPool
 from pettingllms.eval.suites import Episode, Suite
 from pettingllms.policies.base import SamplingConfig
 from pettingllms.trainers.rollout import Rollout, RolloutEngine
@@ -82,10 +83,13 @@ def run_suite(
     seed: int = 0,
     chunk_size: int = 50,
     on_progress: Callable[[int], None] | None = None,
+    pool: EnvPool | None = None,
 ) -> list[EpisodeRecord]:
-    """Play every episode of `suite` not yet in `cache`; return the records of all of them, in suite order."""
+    """Play every episode of `suite` not yet in `cache`; return the records of all of them, in suite order.
+
+    With a `pool`, env steps run in its worker processes (the same results as in-process)."""
     env_fn = functools.partial(pettingllms.make, suite.env_id, workflow=workflow, **dict(suite.env_kwargs))
-    engine = RolloutEngine(env_fn, backends, agent_policy, sampling, num_generations=1)
+    engine = RolloutEngine(env_fn, backends, agent_policy, sampling, num_generations=1, pool=pool)
     done = sum(episode.key in cache.records for episode in suite.episodes)
     if on_progress is not None and done:
         on_progress(done)

@@ -284,5 +284,17 @@ class Sandbox:
     def __deepcopy__(self, memo: dict) -> Sandbox:
         return self  # a shared resource: copying an env that holds a sandbox must not copy it
 
+    def __reduce__(self):
+        # pickled into another process (an env shipped to an EnvPool worker), it becomes that process's default
+        # sandbox: worker processes and their pid namespaces cannot travel
+        return (_default_sandbox_here, ())
+
     def __copy__(self) -> Sandbox:
         return self
+
+
+def _default_sandbox_here() -> Sandbox:
+    """The default sandbox of the process that unpickles a `Sandbox`."""
+    from pettingllms.sandbox import default_sandbox
+
+    return default_sandbox()

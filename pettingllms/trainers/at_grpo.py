@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 import pettingllms
+from pettingllms.envs.pool import EnvPool
 from pettingllms.policies.base import SamplingConfig
 from pettingllms.trainers import checkpoint
 from pettingllms.trainers.advantages import compute_advantages, informative
@@ -61,6 +62,7 @@ class ATGRPOTrainer:
         if last is None:  # a fresh run starts a fresh log, even in a folder that holds an older one
             (self.output_dir / "metrics.jsonl").unlink(missing_ok=True)
         self.policies: PolicySet = build_policies(args, self.agents, resume_from=last)
+        self.pool = EnvPool(args.env_workers) if args.env_workers else None
         self.engine = self._engine(train=True)
         self.step = 0
         if last is not None:
@@ -92,6 +94,7 @@ class ATGRPOTrainer:
             grouping=self.args.grouping,
             commit=self.args.commit,
             seed=self.args.seed,
+            pool=self.pool,
         )
 
     # ----------------------------------------------------------------- the loop
@@ -124,6 +127,8 @@ class ATGRPOTrainer:
             )
         progress.close()
         self._plot()
+        if self.pool is not None:
+            self.pool.close()
         return summary
 
     def train_step(self) -> dict[str, Any]:
@@ -161,6 +166,8 @@ class ATGRPOTrainer:
             "timing/env_s": self.engine.env_seconds,
             "timing/update_s": update_s,
         }
+        if self.pool is not None:
+            metrics.update({"pool/restarts": self.pool.restarts, "pool/retried_jobs": self.pool.retried_jobs})
         self.engine.env_seconds = 0.0
         for agent in self.agents:
             rewards = [s.reward for s in rollout.samples if s.agent == agent]

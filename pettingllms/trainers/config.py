@@ -47,6 +47,10 @@ class ATGRPOConfig(GRPOConfig):
         default="greedy", metadata={"help": "Candidate committed each step: 'greedy' (best) or 'random'."}
     )
     instances_per_step: int = dataclasses.field(default=8, metadata={"help": "Training instances per step."})
+    env_workers: int = dataclasses.field(
+        default=0,
+        metadata={"help": "Worker processes that step the candidates' envs (0: in the trainer's process)."},
+    )
     drop_zero_variance_groups: bool = dataclasses.field(
         default=False, metadata={"help": "Drop groups whose rewards are all equal (DAPO dynamic sampling)."}
     )
@@ -135,6 +139,8 @@ class ATGRPOConfig(GRPOConfig):
         for name in ("instances_per_step", "eval_episodes", "num_generations"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
+        if self.env_workers < 0:
+            raise ConfigError(f"env_workers={self.env_workers} must be >= 0 (0: step envs in-process)")
         if self.eval_every < 0:
             raise ConfigError(f"eval_every={self.eval_every} must be >= 0")
         if self.grouping == "agent_turn" and self.num_generations < 2:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
+from pettingllms.envs.pool import EnvPool
 from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig, StatePolicy
 
 GROUPINGS = ("agent_turn", "trajectory")
@@ -102,6 +103,8 @@ class RolloutEngine:
         grouping: "agent_turn" (AT-GRPO) or "trajectory" (the baseline).
         commit: "greedy" (the best candidate) or "random".
         seed: seeds the engine's own generator (random commits).
+        pool: an `EnvPool` that steps the K candidate copies in worker processes (None: in-process); results
+            are the same either way.
     """
 
     def __init__(
@@ -115,6 +118,7 @@ class RolloutEngine:
         grouping: str = "agent_turn",
         commit: str = "greedy",
         seed: int = 0,
+        pool: EnvPool | None = None,
     ):
         if grouping not in GROUPINGS:
             raise ValueError(f"grouping={grouping!r} is not supported; allowed values: {list(GROUPINGS)}")
@@ -135,6 +139,7 @@ class RolloutEngine:
         self.grouping = grouping
         self.commit = commit
         self.rng = np.random.default_rng(seed)
+        self.pool = pool
         self.env_seconds = 0.0
         """Time spent stepping environments (candidates included) since it was last reset to 0."""
 
@@ -208,8 +213,11 @@ class RolloutEngine:
                     generations = backend.generate_from_state([envs[index] for index in indices], agent, n)
                 else:
                     generations = backend.generate(prompts, n, self.sampling[policy])
-                for index, prompt, candidates in zip(indices, prompts, generations, strict=True):
-                    envs[index], rows, chosen = self._step_candidates(envs[index], agent, candidates)
+                stepped = self._step_all([envs[index] for index in indices], generations)
+                for index, prompt, candidates, copies in zip(
+                    indices, prompts, generations, stepped, strict=True
+                ):
+                    envs[index], rows, chosen = self._choose(agent, candidates, copies)
                     turn = rows[chosen].info["turn"]
                     for position, row in enumerate(rows):
                         samples.append(
@@ -241,18 +249,42 @@ class RolloutEngine:
         ]
         return Rollout(samples, episodes)
 
-    def _step_candidates(
-        self, env: AECEnv, agent: str, candidates: Sequence[Generation]
-    ) -> tuple[AECEnv, list[_Candidate], int]:
-        """Step a copy of `env` per candidate; return the committed copy, every candidate's row, the chosen index."""
-        copies, rows = [], []
+    def _step_all(
+        self, envs: Sequence[AECEnv], generations: Sequence[Sequence[Generation]]
+    ) -> list[list[AECEnv]]:
+        """Step one copy of `envs[i]` per candidate of `generations[i]`, in the pool if there is one.
+
+        In-process, a single candidate (n = 1, plain sampling) steps the env itself; the pool returns stepped
+        copies, which are the same envs, so results do not depend on where the steps ran.
+        """
         start = time.perf_counter()
-        for generation in candidates:
-            copy = env.clone() if len(candidates) > 1 else env
-            copy.step(generation.text)
-            copies.append(copy)
-            rows.append(_Candidate(generation, dict(copy.infos[agent]), float(copy.rewards[agent])))
+        if self.pool is None:
+            stepped = []
+            for env, candidates in zip(envs, generations, strict=True):
+                copies = [env.clone() if len(candidates) > 1 else env for _ in candidates]
+                for copy, generation in zip(copies, candidates, strict=True):
+                    copy.step(generation.text)
+                stepped.append(copies)
+        else:
+            jobs = [
+                (env, generation.text)
+                for env, candidates in zip(envs, generations)
+                for generation in candidates
+            ]
+            flat = iter(self.pool.step_all(jobs))
+            stepped = [[next(flat) for _ in candidates] for candidates in generations]
         self.env_seconds += time.perf_counter() - start
+        return stepped
+
+    def _choose(
+        self, agent: str, candidates: Sequence[Generation], copies: Sequence[AECEnv]
+    ) -> tuple[AECEnv, list[_Candidate], int]:
+        """Every candidate's row, and the committed copy: the best (first maximum) or, with `commit="random"`, a
+        uniformly drawn one."""
+        rows = [
+            _Candidate(generation, dict(copy.infos[agent]), float(copy.rewards[agent]))
+            for generation, copy in zip(candidates, copies, strict=True)
+        ]
         if self.commit == "greedy":
             chosen = int(
                 np.argmax([row.reward for row in rows])
