@@ -62,7 +62,7 @@ class ATGRPOTrainer:
         if last is None:  # a fresh run starts a fresh log, even in a folder that holds an older one
             (self.output_dir / "metrics.jsonl").unlink(missing_ok=True)
         self.policies: PolicySet = build_policies(args, self.agents, resume_from=last)
-        self.pool = EnvPool(args.env_workers) if args.env_workers else None
+        self.pool = make_pool(args)
         self.engine = self._engine(train=True)
         self.step = 0
         if last is not None:
@@ -234,3 +234,13 @@ def config_summary(args: ATGRPOConfig) -> dict[str, Any]:
         for name in fields
         if isinstance(getattr(args, name), (str, int, float, bool, list, dict, type(None)))
     }
+
+
+def make_pool(args: ATGRPOConfig):
+    """The env pool `args` ask for: Ray actors (`distributed="ray"`, `env_workers` of them, default 2), local
+    processes (`env_workers` > 0), or None (envs step in-process)."""
+    if args.distributed == "ray":
+        from pettingllms.envs.ray_pool import RayEnvPool
+
+        return RayEnvPool(args.env_workers or 2, address=args.ray_address)
+    return EnvPool(args.env_workers) if args.env_workers else None

@@ -51,6 +51,17 @@ class ATGRPOConfig(GRPOConfig):
         default=0,
         metadata={"help": "Worker processes that step the candidates' envs (0: in the trainer's process)."},
     )
+    distributed: str = dataclasses.field(
+        default="none",
+        metadata={
+            "help": "'none' (env workers are local processes) or 'ray' (env workers are Ray actors, on a "
+            "cluster joined at ray_address or a local one)."
+        },
+    )
+    ray_address: str | None = dataclasses.field(
+        default=None,
+        metadata={"help": "Ray cluster to join with distributed='ray' (None: start a local one)."},
+    )
     drop_zero_variance_groups: bool = dataclasses.field(
         default=False, metadata={"help": "Drop groups whose rewards are all equal (DAPO dynamic sampling)."}
     )
@@ -134,6 +145,7 @@ class ATGRPOConfig(GRPOConfig):
         self._check_choice("grouping", GROUPINGS)
         self._check_choice("commit", COMMITS)
         self._check_choice("policy_layout", POLICY_LAYOUTS)
+        self._check_choice("distributed", ("none", "ray"))
         self._check_choice("workflow", ("mas", "single", "ensemble"))
         self._check_choice("env_id", tuple(sorted(pettingllms.registry)))
         for name in ("instances_per_step", "eval_episodes", "num_generations"):
