@@ -21,11 +21,11 @@ $EVAL --env plan-path-v0 --policy runs/default --episodes 300 --label "tiny, SFT
   --output "$OUT/tiny_at_grpo.json"
 
 # a real pretrained instruct model, zero-shot, every env (fewer episodes: ~135M parameters on a CPU)
-$EVAL --env plan-path-v0,sokoban-v0,sudoku-v0 --policy smollm2 --episodes 20 \
+$EVAL --env plan-path-v0,sokoban-v0,sudoku-v0 --policy smollm2 --episodes 10 \
   --label "SmolLM2-135M-Instruct, zero-shot" --output "$OUT/smollm2_puzzles.json"
-$EVAL --env math-v0 --policy smollm2 --episodes 20 --max_new_tokens 256 \
+$EVAL --env math-v0 --policy smollm2 --episodes 10 --max_new_tokens 256 \
   --label "SmolLM2-135M-Instruct, zero-shot" --output "$OUT/smollm2_math.json"
-$EVAL --env code-v0 --policy smollm2 --episodes 10 --max_new_tokens 256 \
+$EVAL --env code-v0 --policy smollm2 --episodes 5 --max_new_tokens 256 \
   --label "SmolLM2-135M-Instruct, zero-shot" --output "$OUT/smollm2_code.json"
 
 .venv/bin/pettingllms leaderboard "$OUT" --out leaderboard

@@ -70,9 +70,9 @@ def main() -> int:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 3, 5, 7])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--budget", type=int, default=32, help="instances x agents per step")
-    parser.add_argument("--eval_episodes", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--budget", type=int, default=16, help="instances x agents per step")
+    parser.add_argument("--eval_episodes", type=int, default=100)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "scaling.json")
     args = parser.parse_args()
     common = ["--scale_rewards", "none", "--learning_rate", "1e-4", "--eval_every", "0"]

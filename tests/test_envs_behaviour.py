@@ -159,3 +159,12 @@ def test_arbitrary_strings_never_raise(env_id, text):
         env.step(text)
         assert {"reward_team", "reward_local", "turn", "success"} <= set(env.infos[agent])
         assert env.observation_space(env.agent_selection).contains(env.observe(env.agent_selection))
+
+
+def test_parse_errors_are_told_apart_from_partly_usable_answers():
+    env = pettingllms.make("plan-path-v0")
+    env.reset(seed=0)
+    env.step("no answer at all")
+    assert env.infos["tool"]["parse_error"] is True and "no <answer>" in env.infos["tool"]["error"]
+    env.step("<answer>U U U U U U U U U U</answer>")  # usable moves, some blocked by the edge
+    assert env.infos["plan"]["parse_error"] is False and "could not be applied" in env.infos["plan"]["error"]

@@ -42,6 +42,7 @@ def test_oracle_solves_every_grid_episode_and_random_rarely_does(env_id, tmp_pat
     assert all(sum(record.errors.values()) == 0 for record in oracle)
     random = _play(env_id, RandomPolicy(seed=0), tmp_path / "r")
     assert sum(record.success for record in random) / len(random) <= 0.25
+    assert all(sum(record.errors.values()) == 0 for record in random)  # well-formed, if often illegal, moves
 
 
 def test_random_baseline_is_seeded(tmp_path):
@@ -225,6 +226,7 @@ def test_cli_writes_results_with_settings_and_resumes(tmp_path, capsys):
 
 @pytest.mark.parametrize("env_id", ["plan-path-v0", "sokoban-v0", "sudoku-v0", "code-v0", "math-v0"])
 def test_every_env_has_baseline_answers_for_every_agent(env_id):
+    """Both baselines answer in every agent's format: never a parse error."""
     import numpy as np
 
     env = pettingllms.make(env_id)
@@ -237,6 +239,7 @@ def test_every_env_has_baseline_answers_for_every_agent(env_id):
             continue
         assert env.unwrapped.solution(agent).strip()
         env.step(env.unwrapped.random_answer(agent, rng))
-        assert set(env.infos[agent]) >= {"reward_team", "reward_local", "turn"}
+        assert set(env.infos[agent]) >= {"reward_team", "reward_local", "turn", "parse_error"}
+        assert env.infos[agent]["parse_error"] is False
         if env.unwrapped.turn >= 1:
             break

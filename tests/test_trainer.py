@@ -220,7 +220,8 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
         "reward_team",
         "reward_local",
         "advantage",
-        "error",  # the env's explanation when the completion was malformed, else null
+        "error",  # why the completion could not be used (fully or partly), else null
+        "parse_error",  # nothing in it was usable
     }
 
 

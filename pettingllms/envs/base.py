@@ -13,8 +13,8 @@ Contract shared by all environments (subclasses implement the task; this class i
   `rewards[a] == alpha * infos[a]["reward_team"] + infos[a]["reward_local"]`, where the team reward is shared by
   the team and the local reward goes to the acting agent only (other agents get `reward_local == 0.0`).
   `infos[a]` always holds `reward_team`, `reward_local`, `turn` (the turn in which the step happened),
-  `success` (whether the task is solved so far), and `error` only for the acting agent when its action could
-  not be used.
+  `success` (whether the task is solved so far); the acting agent's also holds `parse_error` (nothing in the
+  action was usable) and, when its action could not be used fully or partly, `error` saying why.
 - Randomness comes only from `self.np_random`, seeded by `reset(seed=...)` (a new seed draws a new generator;
   `reset()` without a seed continues the current one).
 - `clone()` (or `copy.deepcopy`) returns an exact, independent copy; stepping the copy never changes the
@@ -80,6 +80,7 @@ class StepOutcome:
         reward_local: the acting agent's own reward.
         reward_team: the team's reward for this step (given to every agent).
         error: why the action could not be used (fully or partly), or None.
+        parse_error: nothing in the action could be used at all (a malformed answer), not just part of it.
         terminal: the task has ended (solved, or finished for good).
         info: extra entries for the acting agent's `infos` (documented by each env).
     """
@@ -87,6 +88,7 @@ class StepOutcome:
     reward_local: float
     reward_team: float = 0.0
     error: str | None = None
+    parse_error: bool = False
     terminal: bool = False
     info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -236,6 +238,7 @@ class TextAECEnv(AECEnv):
             self.rewards[a] = self.alpha * float(outcome.reward_team) + local
             self.infos[a] = self._info(float(outcome.reward_team), local, turn=acting_turn)
         self.infos[agent].update(outcome.info)
+        self.infos[agent]["parse_error"] = bool(outcome.parse_error)
         if outcome.error is not None:
             self.infos[agent]["error"] = outcome.error
         index = self.agents.index(agent)

@@ -197,6 +197,7 @@ class ToolPlanEnv(TextAECEnv):
             reward_local=local,
             reward_team=SUCCESS_REWARD if self.success else 0.0,
             error=error,
+            parse_error=not actions,
             terminal=self.success,
             info={"actions": len(actions), "invalid_actions": len(problems)},
         )
@@ -229,6 +230,7 @@ class ToolPlanEnv(TextAECEnv):
         return StepOutcome(
             reward_local=local,
             error=error,
+            parse_error=not actions,
             info={"actions": len(actions), "invalid_actions": len(problems), "code_status": status},
         )
 

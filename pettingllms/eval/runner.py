@@ -35,7 +35,7 @@ class EpisodeRecord:
     success: bool
     turns: int  # turns used (a success in the first turn is 1)
     steps: dict[str, int]  # agent -> steps taken
-    errors: dict[str, int]  # agent -> steps whose answer the env could not use
+    errors: dict[str, int]  # agent -> steps whose answer held nothing usable (parse errors)
     tokens: int | None  # completion tokens of all steps; None when a policy reports no tokens
     returns: dict[str, float]
 
@@ -130,7 +130,7 @@ def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[Episod
     for sample in rollout.samples:
         i = sample.instance
         steps[i][sample.agent] = steps[i].get(sample.agent, 0) + 1
-        errors[i][sample.agent] = errors[i].get(sample.agent, 0) + int(sample.error is not None)
+        errors[i][sample.agent] = errors[i].get(sample.agent, 0) + int(sample.parse_error)
         if tokens[i] is not None and sample.generation.completion_ids:
             tokens[i] += len(sample.generation.completion_ids)
         elif not sample.generation.completion_ids and sample.completion:

@@ -53,14 +53,16 @@ class Sample:
     committed: bool = True
     advantage: float = 0.0
     error: str | None = None
-    """The env's explanation when the completion was penalised as malformed (`infos[agent]["error"]`)."""
+    """Why the completion could not be used, fully or partly (`infos[agent]["error"]`), else None."""
+    parse_error: bool = False
+    """Nothing in the completion was usable (`infos[agent]["parse_error"]`)."""
 
     def record(self, step: int) -> dict[str, Any]:
         """The JSON-ready row of a rollout dump."""
         fields = ("group_id", "instance", "turn", "agent", "policy", "prompt", "completion", "reward")
         row = {"step": step, **{name: getattr(self, name) for name in fields}}
         row.update(reward_team=self.reward_team, reward_local=self.reward_local, advantage=self.advantage)
-        row["error"] = self.error
+        row.update(error=self.error, parse_error=self.parse_error)
         return row
 
 
@@ -235,6 +237,7 @@ class RolloutEngine:
                                 generation=row.generation,
                                 committed=position == chosen,
                                 error=row.info.get("error"),
+                                parse_error=bool(row.info.get("parse_error", False)),
                             )
                         )
                     returns[index][agent] += rows[chosen].reward

@@ -128,6 +128,7 @@ class CodeEnv(TextAECEnv):
         if code is None:
             return StepOutcome(
                 reward_local=-PARSE_ERROR_PENALTY,
+                parse_error=True,
                 error="no ```python block found: put the whole solution in one",
             )
         self.code = code
@@ -145,7 +146,7 @@ class CodeEnv(TextAECEnv):
             cases = parse_cases(action, self.problem.kind)
         except ParseError as error:
             self._tester_note = str(error)
-            return StepOutcome(reward_local=-PARSE_ERROR_PENALTY, error=str(error))
+            return StepOutcome(reward_local=-PARSE_ERROR_PENALTY, error=str(error), parse_error=True)
         self.cases = cases
         self._tester_note = None
         n = len(cases)

@@ -147,7 +147,7 @@ class MathEnv(TextAECEnv):
                 None if answer is not None else "no \\boxed{...} answer found: end with \\boxed{your answer}"
             )
         if answer is None:
-            return StepOutcome(reward_local=-PARSE_ERROR_PENALTY, error=error)
+            return StepOutcome(reward_local=-PARSE_ERROR_PENALTY, error=error, parse_error=True)
         self.answers[agent] = answer
         correct = is_equivalent(answer, self.problem.answer)
         team = 0.0
@@ -170,6 +170,7 @@ class MathEnv(TextAECEnv):
         if answer is None:
             return StepOutcome(
                 reward_local=-PARSE_ERROR_PENALTY,
+                parse_error=True,
                 error="no \\boxed{...} answer found: end with \\boxed{your answer}",
             )
         self.answers[agent] = answer

@@ -4,7 +4,8 @@
         agents=["tool", "plan", "plan"], errors=[1, 0, 1])
     # {"parse_error_rate": {"plan": 0.5, "tool": 1.0}, "steps": {"plan": 2, "tool": 1}}
 
-A step counts as an error when the env penalised the answer as malformed (`infos[agent]["error"]` was set).
+A step counts as an error when nothing in the answer was usable (`infos[agent]["parse_error"]`): no answer tag,
+no code block, nothing parseable. Answers that were partly usable (a blocked move) are not parse errors.
 """
 
 from collections import Counter
