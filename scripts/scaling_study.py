@@ -77,16 +77,17 @@ def main() -> int:
     args = parser.parse_args()
     common = ["--scale_rewards", "none", "--learning_rate", "1e-4", "--eval_every", "0"]
     rows = []
-    for size in args.sizes:
-        for seed in args.seeds:
+    for (
+        seed
+    ) in args.seeds:  # seed by seed, so that an interrupted study has every team size for its first seeds
+        for size in args.sizes:
             instances = max(1, round(args.budget / size))
             extra = [*common, "--workflow", "ensemble", "--env_kwargs", json.dumps({"num_agents": size})]
             extra += ["--agent_policies", json.dumps({"tool_*": "proposer", "aggregator_0": "aggregator"})]
             extra += ["--instances_per_step", str(instances)]
             result = train(run_args(f"ensemble_n{size}_s{seed}", seed, args.steps, args.eval_episodes, extra))
             rows += _rows(size, "shaped", seed, result)
-    for reward in ("shaped", "outcome"):
-        for seed in args.seeds:
+        for reward in ("shaped", "outcome"):
             extra = [*common, "--workflow", "mas", "--env_kwargs", json.dumps({"reward": reward})]
             extra += ["--instances_per_step", str(max(1, round(args.budget / 2)))]
             result = train(run_args(f"mas_{reward}_s{seed}", seed, args.steps, args.eval_episodes, extra))

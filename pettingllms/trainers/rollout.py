@@ -105,8 +105,8 @@ class RolloutEngine:
         grouping: "agent_turn" (AT-GRPO) or "trajectory" (the baseline).
         commit: "greedy" (the best candidate) or "random".
         seed: seeds the engine's own generator (random commits).
-        pool: an `EnvPool` that steps the K candidate copies in worker processes (None: in-process); results
-            are the same either way.
+        pool: an `EnvPool` (worker processes) or `RayEnvPool` (Ray actors) that steps the K candidate copies
+            (None: in-process); results are the same either way.
     """
 
     def __init__(
