@@ -181,7 +181,7 @@ figure {{ display: inline-block; margin: 0 1em 1em 0; }}
 <body>
 <h1>PettingLLMs leaderboard</h1>
 <p>Success rate (%) on each environment's fixed evaluation suite, with its 95% Wilson interval and the number of
-episodes; rows sorted by the mean over environments.</p>
+episodes; the mean is over the environments a row covers (rows are sorted by it).</p>
 <table id="leaderboard">
 <thead><tr><th>policy</th>{head}<th>mean</th></tr></thead>
 <tbody>
@@ -209,8 +209,8 @@ def build_leaderboard(results_dir: Path, out_dir: Path) -> Table:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "leaderboard.md").write_text(
-        "# PettingLLMs leaderboard\n\nSuccess rate (%) [95% interval] (episodes), fixed evaluation suites.\n\n"
-        + markdown(table)
+        "# PettingLLMs leaderboard\n\nSuccess rate (%) [95% interval] (episodes), fixed evaluation suites; "
+        "`mean` is over the environments a row covers (rows are sorted by it).\n\n" + markdown(table)
     )
     plots = plot(table, out_dir)
     (out_dir / "index.html").write_text(html_page(table, plots, out_dir))
