@@ -194,3 +194,32 @@ def test_bad_settings_are_named():
         engine(commit="best")
     with pytest.raises(ValueError, match="not in policies"):
         RolloutEngine(lambda: None, {}, {"plan": "missing"}, {}, num_generations=2)
+
+
+def test_outcome_rewards_keep_grouping_and_commit_and_zero_groups_carry_no_signal():
+    def respond(prompt, rng):
+        return "<answer>" + " ".join(rng.choice(list("UDLR"), size=int(rng.integers(1, 8)))) + "</answer>"
+
+    outcome = RolloutEngine(
+        functools.partial(pettingllms.make, "plan-path-v0", reward="outcome"),
+        {"p": ScriptedPolicy(respond, seed=2)},
+        {"tool": "p", "plan": "p"},
+        {"p": SamplingConfig()},
+        num_generations=K,
+        seed=0,
+    )
+    rollout = outcome.collect(range(8))
+    assert all(s.reward_local == 0.0 for s in rollout.samples)
+    assert {s.reward for s in rollout.samples} <= {0.0, 1.0}
+    stds = compute_advantages(rollout.samples)
+    groups = defaultdict(list)
+    for sample in rollout.samples:
+        groups[sample.group_id].append(sample)
+    for group_id, members in groups.items():
+        assert len(members) == K and sum(m.committed for m in members) == 1
+        if all(m.reward == 0.0 for m in members):
+            assert stds[group_id] == 0.0 and all(m.advantage == 0.0 for m in members)
+        else:  # a candidate that solved the grid is committed (greedy) and gets the positive advantage
+            best = max(members, key=lambda m: m.reward)
+            assert best.committed and best.advantage > 0
+    assert any(stds[g] > 0 for g in stds) and any(stds[g] == 0 for g in stds)
