@@ -69,6 +69,7 @@ def test_plan_path_proposers_are_simulated_and_the_aggregator_sees_them_all():
     env.step("<answer>U U U U U U</answer>")
     assert raw.state == start  # proposals only run on copies
     assert env.infos["tool_0"]["reward_local"] == 0.0 and env.rewards["tool_1"] < 0.5  # each its own progress
+    assert list(raw.proposals) == ["tool_0", "tool_1"] and raw.proposal is raw.proposals["tool_1"]
     seen = env.observe("aggregator_0")
     assert "### tool_0" in seen and "### tool_1" in seen and "it would solve the puzzle" in seen
     env.step(raw.solution("aggregator_0"))

@@ -19,7 +19,6 @@ import html
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 FORMAT = "pettingllms-eval/1"
 
@@ -215,13 +214,3 @@ def build_leaderboard(results_dir: Path, out_dir: Path) -> Table:
     plots = plot(table, out_dir)
     (out_dir / "index.html").write_text(html_page(table, plots, out_dir))
     return table
-
-
-def summary_json(table: Table) -> dict[str, Any]:
-    """The table as JSON: {label: {env: success_rate}}."""
-    return {
-        label: {
-            env: table.cells[(label, env)].success_rate for env in table.envs if (label, env) in table.cells
-        }
-        for label in table.labels
-    }
