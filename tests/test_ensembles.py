@@ -1,7 +1,6 @@
 """Ensemble workflows (N - 1 proposers and an aggregator) and outcome-only rewards, in every env that has them."""
 
 import functools
-import warnings
 
 import pytest
 
@@ -12,13 +11,7 @@ from pettingllms.testing import check_env
 ENSEMBLE_IDS = ["math-v0", "plan-path-v0", "sokoban-v0", "sudoku-v0"]
 
 
-@pytest.fixture(autouse=True)
-def _quiet_pettingzoo_advice():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*agents to be named.*")
-        warnings.filterwarnings("ignore", message=".*Observation is not a NumPy array.*")
-        warnings.filterwarnings("ignore", message=".*unknown option.*")
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_pettingzoo_advice")
 
 
 @pytest.mark.parametrize("num_agents", [1, 2, 3, 5, 7])

@@ -2,7 +2,6 @@
 
 import copy
 import functools
-import warnings
 
 import numpy as np
 import pytest
@@ -14,13 +13,7 @@ ENV_IDS = sorted(pettingllms.registry)
 PUZZLE_IDS = ["plan-path-v0", "sokoban-v0", "sudoku-v0"]
 
 
-@pytest.fixture(autouse=True)
-def _quiet_pettingzoo_advice():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*agents to be named.*")
-        warnings.filterwarnings("ignore", message=".*unknown option.*")
-        warnings.filterwarnings("ignore", message=".*Observation is not a NumPy array.*")
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_pettingzoo_advice")
 
 
 @pytest.mark.parametrize("workflow", ["mas", "single"])

@@ -172,6 +172,24 @@ def test_policy_specs_resolve_run_folders_and_checkpoints(tmp_path):
     assert source.path == str(run / "checkpoints" / "step_4" / "policy_plan")
     checkpoint = _model_source(str(run / "checkpoints" / "step_4"), "tool", "plan-path-v0", "mas", {})
     assert checkpoint.path == str(run / "checkpoints" / "step_4" / "policy_tool")
+    lora = tmp_path / "lora"
+    (lora / "checkpoints" / "step_2" / "peft" / "proposer").mkdir(parents=True)
+    (lora / "checkpoints" / "step_2" / "state.json").write_text("{}")
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    settings = {
+        "policy_layout": "lora_per_role",
+        "agent_policies": {"tool*": "proposer", "plan": "planner"},
+        "model_name_or_path": str(base),
+    }
+    (lora / "config.json").write_text(json.dumps(settings))
+    adapter = _model_source(str(lora), "tool", "plan-path-v0", "mas", {})
+    assert adapter.path == str(base) and adapter.adapter == str(
+        lora / "checkpoints" / "step_2" / "peft" / "proposer"
+    )
+    with pytest.raises(ConfigError, match="no adapter for agent 'plan'"):
+        _model_source(str(lora), "plan", "plan-path-v0", "mas", {})
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="neither a run folder"):
         _model_source(str(tmp_path / "empty"), "plan", "plan-path-v0", "mas", {})
@@ -243,3 +261,16 @@ def test_every_env_has_baseline_answers_for_every_agent(env_id):
         assert env.infos[agent]["parse_error"] is False
         if env.unwrapped.turn >= 1:
             break
+
+
+def test_cli_samples_give_pass_at_k_on_humaneval(tmp_path):
+    output = tmp_path / "code.json"
+    argv = ["--env", "code-v0", "--policy", "coder=oracle,tester=random", "--episodes", "2", "--samples", "2"]
+    assert eval_main([*argv, "--output", str(output), "--no_progress"]) == 0
+    result = json.loads(output.read_text())["results"]["code-v0"]
+    assert result["episodes"] == 4 and result["pass@1"] == 1.0 and result["pass@2"] == 1.0
+    keys = [
+        json.loads(line)["key"]
+        for line in output.with_name("code.json.episodes.jsonl").read_text().splitlines()
+    ]
+    assert keys == ["humaneval/0#0", "humaneval/0#1", "humaneval/1#0", "humaneval/1#1"]

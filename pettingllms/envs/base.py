@@ -114,6 +114,8 @@ class TextAECEnv(AECEnv):
         "is_parallelizable": False,
     }
     WORKFLOWS: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    STOP_STRINGS: ClassVar[tuple[str, ...]] = ()
+    """Strings that end an agent's answer: generation may stop there (nothing after them is read)."""
     ENSEMBLE_PROPOSER: ClassVar[str | None] = None
     """The proposers' name in the "ensemble" workflow (None: the env has no ensemble workflow)."""
     DEFAULT_MAX_TURNS: ClassVar[int] = 4

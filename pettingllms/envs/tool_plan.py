@@ -71,6 +71,7 @@ class ToolPlanEnv(TextAECEnv):
     }
     WORKFLOWS = {"mas": ("tool", "plan"), "single": ("plan",)}
     ENSEMBLE_PROPOSER = "tool"
+    STOP_STRINGS = ("</answer>",)
     TASK: ClassVar[str] = ""
     ANSWER_FORMAT: ClassVar[str] = ""
     INSTANCE_OPTION: ClassVar[str] = ""

@@ -27,7 +27,6 @@ FORMAT = "pettingllms-eval/1"
 MAX_NEW_TOKENS = {"code-v0": 512, "math-v0": 512}
 """Default completion budget per env; the puzzles get `DEFAULT_MAX_NEW_TOKENS`."""
 DEFAULT_MAX_NEW_TOKENS = 128
-STOP_STRINGS = {"sokoban-v0": ("</answer>",), "sudoku-v0": ("</answer>",), "plan-path-v0": ("</answer>",)}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,7 +122,7 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
             temperature=args.temperature,
             top_p=args.top_p,
             max_new_tokens=args.max_new_tokens or MAX_NEW_TOKENS.get(env_id, DEFAULT_MAX_NEW_TOKENS),
-            stop=STOP_STRINGS.get(env_id, ()),
+            stop=pettingllms.make(env_id).unwrapped.STOP_STRINGS,
         )
         settings = {
             "suite": suite.to_json(),

@@ -30,7 +30,6 @@ class Cell:
     success_rate: float
     ci95: tuple[float, float]
     episodes: int
-    source: str
 
     def text(self) -> str:
         low, high = self.ci95
@@ -65,9 +64,7 @@ def read_results(results_dir: Path) -> Table:
             skipped.append(f"{path.name}: not a {FORMAT} result")
             continue
         for env_id, result in report["results"].items():
-            cell = Cell(
-                float(result["success_rate"]), tuple(result["ci95"]), int(result["episodes"]), path.name
-            )
+            cell = Cell(float(result["success_rate"]), tuple(result["ci95"]), int(result["episodes"]))
             key = (str(report["label"]), env_id)
             if key not in cells or cell.episodes >= cells[key].episodes:
                 cells[key] = cell

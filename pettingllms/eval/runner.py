@@ -126,15 +126,14 @@ def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[Episod
     """One record per episode of `chunk` from the rollout that played it (instances are chunk positions)."""
     steps: list[dict[str, int]] = [{} for _ in chunk]
     errors: list[dict[str, int]] = [{} for _ in chunk]
-    tokens: list[int | None] = [0 for _ in chunk]
+    tokens = [0 for _ in chunk]
+    counted = [True for _ in chunk]  # False once a step gave text without token ids (no tokenizer behind it)
     for sample in rollout.samples:
         i = sample.instance
         steps[i][sample.agent] = steps[i].get(sample.agent, 0) + 1
         errors[i][sample.agent] = errors[i].get(sample.agent, 0) + int(sample.parse_error)
-        if tokens[i] is not None and sample.generation.completion_ids:
-            tokens[i] += len(sample.generation.completion_ids)
-        elif not sample.generation.completion_ids and sample.completion:
-            tokens[i] = None  # text without token ids: this policy does not count tokens
+        tokens[i] += len(sample.generation.completion_ids)
+        counted[i] = counted[i] and bool(sample.generation.completion_ids or not sample.completion)
     records = []
     for result in rollout.episodes:
         i = result.instance
@@ -146,7 +145,7 @@ def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[Episod
                 turns=int(used),
                 steps=steps[i],
                 errors=errors[i],
-                tokens=tokens[i],
+                tokens=tokens[i] if counted[i] else None,
                 returns={agent: float(value) for agent, value in result.returns.items()},
             )
         )

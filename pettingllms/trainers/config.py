@@ -20,7 +20,6 @@ from pettingllms.errors import ConfigError
 from pettingllms.trainers.rollout import COMMITS, GROUPINGS
 
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
-ENV_STOP_STRINGS = {"sokoban-v0": ["</answer>"], "sudoku-v0": ["</answer>"], "plan-path-v0": ["</answer>"]}
 
 
 @dataclasses.dataclass
@@ -188,4 +187,6 @@ class ATGRPOConfig(GRPOConfig):
 
     @property
     def default_stop_strings(self) -> list[str]:
-        return self.stop_strings if self.stop_strings is not None else ENV_STOP_STRINGS.get(self.env_id, [])
+        if self.stop_strings is not None:
+            return self.stop_strings
+        return list(pettingllms.make(self.env_id).unwrapped.STOP_STRINGS)

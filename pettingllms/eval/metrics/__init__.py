@@ -41,13 +41,12 @@ def summarize(env_id: str, records: Sequence[Any], *, samples_per_problem: int =
     result["ci95"] = [rate["ci95_low"], rate["ci95_high"]]
     result["episodes"] = rate["episodes"]
     result.update(load("turns_to_success").compute(successes=successes, turns=[r.turns for r in records]))
-    agents = [agent for r in records for agent, count in r.steps.items() for _ in range(count)]
-    errors = [
-        int(index < r.errors.get(agent, 0))
-        for r in records
-        for agent, count in r.steps.items()
-        for index in range(count)
-    ]
+    agents, errors = [], []  # one entry per agent step: its agent, and 1 for the first `errors` steps
+    for r in records:
+        for agent, count in r.steps.items():
+            bad = r.errors.get(agent, 0)
+            agents += [agent] * count
+            errors += [1] * bad + [0] * (count - bad)
     result.update(load("parse_error_rate").compute(agents=agents, errors=errors))
     tokens = [r.tokens for r in records]
     counted = [t for t in tokens if t is not None] if all(t is not None for t in tokens) else []
