@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pettingllms.eval.markdown import replace_section
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "plan-path-v0"
 START, END = "<!-- scaling:start -->", "<!-- scaling:end -->"
@@ -196,14 +198,7 @@ def write_section(rows: list[dict], args: argparse.Namespace, results_md: Path) 
             f"| {100 * (after[0] - before[0]):+.1f} |"
         )
     lines += ["", "![scaling study](results/scaling.png)", "", END]
-    section = "\n".join(lines)
-    text = results_md.read_text() if results_md.is_file() else "# Results\n"
-    if START in text and END in text:
-        text = text[: text.index(START)] + section + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    results_md.parent.mkdir(parents=True, exist_ok=True)
-    results_md.write_text(text)
+    replace_section(results_md, START, END, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Test-wide settings: nothing is written to the user's home folder."""
+"""Test-wide settings (nothing is written to the user's home folder) and the letters env's fixtures."""
 
 import warnings
 
@@ -21,3 +21,22 @@ def quiet_pettingzoo_advice():
         warnings.filterwarnings("ignore", message=".*unknown option.*")
         warnings.filterwarnings("ignore", message=".*Observation is not a NumPy array.*")
         yield
+
+
+@pytest.fixture(scope="module")
+def letters_env():
+    """The toy letters env (tests/letters.py) registered for one module; use with `pytest.mark.usefixtures`."""
+    from letters import register_letters
+
+    unregister = register_letters()
+    yield
+    unregister()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """An untrained tiny model for the letters env, saved in a temporary folder (its path)."""
+    pytest.importorskip("torch")
+    from letters import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"))

@@ -187,3 +187,22 @@ def test_a_peft_wrapped_model_generates_like_its_base(parts):
         assert ids(HFPolicy(wrapped, tokenizer, seed=0).generate(PROMPTS, 1, GREEDY)) == expected
     finally:
         wrapped.unload()  # give the shared fixture its plain model back
+
+
+def test_weights_travel_as_bytes_into_another_policy(parts):
+    """What a Ray update worker sends its rollout server: the full state (lm_head included) as safetensors."""
+    from safetensors.torch import load
+
+    from pettingllms.policies.weights import full_state, serialize
+
+    model, tokenizer = parts
+    state = full_state(model)
+    assert "lm_head.weight" in state
+    other_model = build_model(model.config, seed=1)
+    receiver = HFPolicy(other_model, tokenizer)
+    greedy = SamplingConfig(temperature=0.0, max_new_tokens=6)
+    assert ids(receiver.generate(PROMPTS, 1, greedy)) != ids(policy(parts).generate(PROMPTS, 1, greedy))
+    receiver.load_state(load(serialize(state)))
+    assert ids(receiver.generate(PROMPTS, 1, greedy)) == ids(policy(parts).generate(PROMPTS, 1, greedy))
+    with pytest.raises(ValueError, match="missing"):
+        receiver.load_state({name: tensor for name, tensor in state.items() if "layers.0." not in name})

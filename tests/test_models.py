@@ -134,3 +134,22 @@ def test_ensure_tiny_model_builds_then_reuses(monkeypatch, tmp_path):
     policy = HFPolicy.from_pretrained(folder, seed=0)
     generation = policy.generate(["# plan-path-v0"], 2, SamplingConfig(max_new_tokens=4))[0]
     assert len(generation) == 2 and all(len(g.completion_ids) >= 1 for g in generation)
+
+
+def test_one_warm_start_can_cover_several_workflows(monkeypatch, tmp_path):
+    """ "mas+single": episode i demonstrates workflow i mod 2, so the single agent's prompts are in the data too."""
+    from pettingllms.models.demos import collect_demonstrations
+
+    torch.set_num_threads(1)
+    monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
+    folder = ensure_tiny_model(
+        "plan-path-v0", workflow="mas+single", sft_steps=2, demo_episodes=8, eval_episodes=1, batch_size=8
+    )
+    assert folder.name == "tiny-plan-path-v0-mas+single-v1"
+    manifest = read_manifest(folder)
+    rng = np.random.default_rng(0)
+    team = collect_demonstrations("plan-path-v0", range(0, 8, 2), rng, workflow="mas")
+    alone = collect_demonstrations("plan-path-v0", range(1, 8, 2), rng, workflow="single")
+    assert {demo.agent for demo in alone} == {"plan"} and "tool" in {demo.agent for demo in team}
+    assert manifest["demonstrations"]["examples"] == len(team) + len(alone)
+    assert manifest["settings"]["workflow"] == "mas+single"

@@ -119,3 +119,25 @@ def test_pettingllms_eval_takes_an_endpoint_per_role(server, tmp_path):
     result = json.loads(output.read_text())["results"]["plan-path-v0"]
     assert result["success_rate"] == 1.0 and result["policies"]["tool"] == f"openai:tiny@{server}"
     assert eval_main(["--env", "plan-path-v0", "--policy", "openai:tiny", "--output", str(output)]) == 2
+
+
+@pytest.mark.parametrize(
+    "text, choice, expected",
+    [
+        ("<answer>R", {"finish_reason": "stop", "stop_reason": "</answer>"}, "<answer>R</answer>"),  # vLLM
+        ("<answer>R", {"finish_reason": "stop", "matched_stop": "</answer>"}, "<answer>R</answer>"),  # SGLang
+        ("<answer>R", {"finish_reason": "stop", "stop_reason": None}, "<answer>R"),  # ended at eos
+        ("<answer>R", {"finish_reason": "stop"}, "<answer>R"),  # the server does not say which stop matched
+        ("<answer>R", {"finish_reason": "length", "stop_reason": None}, "<answer>R"),
+        ("<answer>R</answer>", {"finish_reason": "stop", "stop_reason": "</answer>"}, "<answer>R</answer>"),
+    ],
+)
+def test_a_stop_string_the_server_cut_off_is_restored_when_the_server_names_it(text, choice, expected):
+    from pettingllms.policies.openai_compat import _with_stop
+
+    assert _with_stop(text, choice, ("</answer>",)) == expected
+
+
+def test_a_base_url_that_is_not_http_is_refused():
+    with pytest.raises(ValueError, match="http"):
+        OpenAIPolicy("tiny", "http://127.0.0.1:1/v1")

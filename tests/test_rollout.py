@@ -223,3 +223,23 @@ def test_outcome_rewards_keep_grouping_and_commit_and_zero_groups_carry_no_signa
             best = max(members, key=lambda m: m.reward)
             assert best.committed and best.advantage > 0
     assert any(stds[g] > 0 for g in stds) and any(stds[g] == 0 for g in stds)
+
+
+@pytest.mark.parametrize(
+    "grouping, key", [("agent", lambda s: (s.instance, s.agent)), ("turn", lambda s: (s.instance, s.turn))]
+)
+def test_grouping_ablations_pool_one_key_over_the_same_samples(grouping, key):
+    reference = engine(seed=5).collect(range(4))
+    ablation = engine(grouping=grouping, seed=5).collect(range(4))
+    assert [(s.completion, s.reward, s.committed) for s in ablation.samples] == [
+        (s.completion, s.reward, s.committed) for s in reference.samples
+    ]
+    groups = defaultdict(set)
+    for sample in ablation.samples:
+        groups[sample.group_id].add(key(sample))
+    assert all(len(keys) == 1 for keys in groups.values())
+    assert (
+        len(groups) == len({key(s) for s in ablation.samples}) < len({s.group_id for s in reference.samples})
+    )
+    pooled = [g for g in groups if len({s.prompt for s in ablation.samples if s.group_id == g}) > 1]
+    assert pooled  # groups now mix different prompts: what agent-and-turn grouping avoids

@@ -4,6 +4,7 @@ The environment here rewards any text by its share of the letter "e", so that ev
 samples carry signal; the group and commit invariants on the real environments are in test_rollout.py.
 """
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -12,88 +13,19 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
+from letters import args_for  # noqa: E402
+
 import pettingllms  # noqa: E402
-from pettingllms.envs.base import StepOutcome, TextAECEnv  # noqa: E402
 from pettingllms.errors import ConfigError  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
 from pettingllms.trainers.cli import parse  # noqa: E402
 
-
-class LettersEnv(TextAECEnv):
-    """Two agents write words; each earns the share of 'e' in its answer; the team earns nothing."""
-
-    metadata = {"name": "letters", "render_modes": ["ansi"], "is_parallelizable": False}
-    WORKFLOWS = {"mas": ("tool", "plan"), "single": ("plan",)}
-    DEFAULT_MAX_TURNS = 1
-
-    def _reset_task(self, options):
-        self.word = "".join(self.np_random.choice(list("abcdefgh"), size=4))
-        self.success = False
-
-    def _act(self, agent, action):
-        share = action.count("e") / max(1, len(action))
-        return StepOutcome(reward_local=share)
-
-    def _observation_text(self, agent):
-        return f"{agent}: write a word like {self.word}"
-
-    def _render_text(self):
-        return self.word
+pytestmark = pytest.mark.usefixtures("letters_env")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def letters_env():
-    pettingllms.register("test-letters-v0", entry_point=LettersEnv)
-    yield
-    pettingllms.registration._REGISTRY.pop("test-letters-v0")
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    from pettingllms.models.tiny import build_model, config_for_tokenizer
-    from pettingllms.models.tokenizer import train_tokenizer
-
+def one_thread():
     torch.set_num_threads(1)
-    folder = tmp_path_factory.mktemp("tiny")
-    tokenizer = train_tokenizer(
-        [f"{a}: write a word like {w} eeee" for a in ("tool", "plan") for w in ("abcd", "efgh")] * 20,
-        vocab_size=300,
-    )
-    build_model(config_for_tokenizer(tokenizer), seed=0).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
-def args_for(tiny_model, output_dir, *extra):
-    return parse(
-        [
-            "--env_id",
-            "test-letters-v0",
-            "--model_name_or_path",
-            tiny_model,
-            "--output_dir",
-            str(output_dir),
-            "--max_steps",
-            "2",
-            "--instances_per_step",
-            "2",
-            "--num_generations",
-            "4",
-            "--per_device_train_batch_size",
-            "8",
-            "--max_completion_length",
-            "8",
-            "--eval_episodes",
-            "2",
-            "--learning_rate",
-            "1e-2",
-            "--save_steps",
-            "1",
-            "--seed",
-            "3",
-            *extra,
-        ]
-    )
 
 
 def parameters(model):
@@ -230,6 +162,7 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
     [
         (["--grouping", "episode"], "grouping"),
         (["--policy_layout", "mixed"], "policy_layout"),
+        (["--generation_backend", "sglang"], "generation_backend"),
         (["--env_id", "chess-v0"], "env_id"),
         (["--num_generations", "1"], "num_generations"),
         (["--env_kwargs", "{size: 4"], "env_kwargs"),
@@ -239,6 +172,13 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
 def test_bad_configs_name_the_field(flags, field, tmp_path):
     with pytest.raises(ConfigError, match=field):
         parse(["--output_dir", str(tmp_path), *flags])
+
+
+def test_the_vllm_backend_without_vllm_names_the_extra(tiny_model, tmp_path):
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here (tests/test_vllm.py covers the backend)")
+    with pytest.raises(ImportError, match=r"pettingllms\[vllm\]"):
+        ATGRPOTrainer(args_for(tiny_model, tmp_path, "--generation_backend", "vllm"), log=lambda _: None)
 
 
 @pytest.mark.parametrize(
@@ -255,7 +195,7 @@ def test_the_command_reports_a_bad_config_in_one_line(capsys):
 
     assert main(["--grouping", "instance"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "pettingllms-train: error: grouping='instance' is not supported; allowed values: ['agent_turn', 'trajectory']"
+        "pettingllms-train: error: grouping='instance' is not supported; allowed values: ['agent_turn', 'agent', 'turn', 'trajectory']"
     )
 
 
@@ -377,3 +317,15 @@ def test_env_workers_step_candidates_in_a_pool_with_the_same_results(tiny_model,
     pooled.pool.close()
     with pytest.raises(ConfigError, match="env_workers=-1 must be >= 0"):
         args_for(tiny_model, tmp_path, "--env_workers", "-1")
+
+
+def test_a_sample_budget_ends_the_run_after_the_step_that_reaches_it(tiny_model, tmp_path):
+    """2 instances x 2 agents x K=4 = 16 completions per step: a budget of 20 ends the run after step 2."""
+    args = args_for(tiny_model, tmp_path, "--max_steps", "10", "--max_completions", "20")
+    ATGRPOTrainer(args, log=lambda _: None).train()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    assert [r["train/completions_total"] for r in rows[1:]] == [16, 32] and "eval/success_rate" in rows[-1]
+    resumed = ATGRPOTrainer(args_for(tiny_model, tmp_path, "--max_steps", "10", "--max_completions", "20",
+                                     "--resume", "true"), log=lambda _: None)  # fmt: skip
+    assert resumed.step == 2 and resumed.completions == 32 and resumed.finished

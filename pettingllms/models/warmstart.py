@@ -100,7 +100,9 @@ def ensure_tiny_model(
     """Return the cached tiny model folder for `env_id`/`workflow`, building it first if needed (module docs).
 
     `options` are the other `WarmStartSettings` fields: `demo_episodes`, `eval_episodes`, `batch_size`,
-    `learning_rate`. For the "ensemble" workflow `num_agents` is ignored: the demonstrations cycle through the
+    `learning_rate`. `workflow` may join several workflows with "+" (e.g. "mas+single"): one model whose
+    demonstrations alternate between them (episode i plays workflow i mod n), evaluated on the first; the
+    comparisons of single agents with teams start from it. For the "ensemble" workflow `num_agents` is ignored: the demonstrations cycle through the
     team sizes of `pettingllms.models.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size; `reward` is
     ignored too (it does not change the solver's demonstrations). With the defaults a build takes ~5 minutes on one CPU thread (SFT ~4, evaluation ~1).
     """
@@ -169,8 +171,11 @@ def build_into(folder: Path, settings: WarmStartSettings) -> dict[str, Any]:
         mark = time.perf_counter()
 
     rng = np.random.default_rng(s.seed)
-    env = {"workflow": s.workflow, "env_kwargs": s.env_kwargs}
-    demos = collect_demonstrations(s.env_id, range(s.episodes), rng, **env)
+    workflows = s.workflow.split("+")
+    demos = []
+    for index, workflow in enumerate(workflows):  # episode i plays workflow i mod len(workflows)
+        seeds = range(index, s.episodes, len(workflows))
+        demos += collect_demonstrations(s.env_id, seeds, rng, workflow=workflow, env_kwargs=s.env_kwargs)
     lap("demonstrations_s")
     tokenizer = train_tokenizer(text for demo in demos for text in (demo.prompt, demo.target))
     model = build_model(config_for_tokenizer(tokenizer), s.seed)
@@ -185,7 +190,7 @@ def build_into(folder: Path, settings: WarmStartSettings) -> dict[str, Any]:
             return None
         policy = HFPolicy(model, tokenizer, seed=s.seed, max_batch_rows=64)
         return evaluation_success(
-            policy, s.env_id, s.eval_episodes, sampling, workflow=s.workflow, env_kwargs=s.env_kwargs
+            policy, s.env_id, s.eval_episodes, sampling, workflow=workflows[0], env_kwargs=s.env_kwargs
         )
 
     success_before = measure()

@@ -82,3 +82,9 @@ class ScriptedPolicy:
 
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
         return [[Generation(self.respond(prompt, self.rng)) for _ in range(n)] for prompt in prompts]
+
+
+def cut_at_stop(text: str, stops: Sequence[str]) -> str | None:
+    """`text` up to and including the earliest-ending stop string, or None if no stop string occurs."""
+    ends = [text.find(stop) + len(stop) for stop in stops if stop and stop in text]
+    return text[: min(ends)] if ends else None

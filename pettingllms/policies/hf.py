@@ -35,7 +35,8 @@ from typing import Any
 
 import torch
 
-from pettingllms.policies.base import Generation, SamplingConfig
+from pettingllms.policies.base import Generation, SamplingConfig, cut_at_stop
+from pettingllms.policies.chat import chat_prompt_ids
 
 
 class HFPolicy:
@@ -75,9 +76,6 @@ class HFPolicy:
         self.pad_token_id = int(pad)
         self.eos_token_ids = _eos_ids(tokenizer, model)
         self._cache_keyword = _cache_keyword(model)
-        self._sanitize = (
-            "sanitize_control_tokens" in inspect.signature(tokenizer.apply_chat_template).parameters
-        )
 
     @classmethod
     def from_pretrained(
@@ -98,17 +96,19 @@ class HFPolicy:
         model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=dtype)
         return cls(model, tokenizer, seed=seed, device=device, **kwargs)
 
+    def load_state(self, weights: dict[str, torch.Tensor]) -> None:
+        """Replace the model's parameters by `weights` (checkpoint names, every parameter; `lm_head.weight` may
+        be absent when it is tied to the embeddings), e.g. an update worker's new weights."""
+        missing, unexpected = self.model.load_state_dict(weights, strict=False)
+        missing = [name for name in missing if name != "lm_head.weight"]
+        if missing or unexpected:
+            raise ValueError(
+                f"weights do not fit the model: missing {missing[:5]}, unexpected {unexpected[:5]}"
+            )
+
     def prompt_ids(self, prompt: str) -> list[int]:
         """The token ids of `prompt` as one user message with the generation prompt (what the model is fed)."""
-        options = {"sanitize_control_tokens": True} if self._sanitize else {}
-        ids = self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": str(prompt)}],
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            **options,
-        )
-        return [int(token) for token in ids]
+        return chat_prompt_ids(self.tokenizer, prompt)
 
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
         """For each prompt, `n` sampled `Generation`s (see the module docstring)."""
@@ -166,7 +166,7 @@ class HFPolicy:
                 if token in self.eos_token_ids:
                     done[i] = True
                 elif sampling.stop:
-                    texts[i] = _cut_at_stop(self._decode(completions[i]), sampling.stop)
+                    texts[i] = cut_at_stop(self._decode(completions[i]), sampling.stop)
                     done[i] = texts[i] is not None
             if all(done) or step == sampling.max_new_tokens - 1:
                 break
@@ -217,12 +217,6 @@ class HFPolicy:
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
-
-
-def _cut_at_stop(text: str, stops: Sequence[str]) -> str | None:
-    """`text` up to and including the earliest-ending stop string, or None if no stop string occurs."""
-    ends = [text.find(stop) + len(stop) for stop in stops if stop and stop in text]
-    return text[: min(ends)] if ends else None
 
 
 def _eos_ids(tokenizer, model) -> frozenset[int]:

@@ -4,7 +4,9 @@ For evaluation and for frozen teammates (a trained coder with an API tester): it
 so it cannot be trained. Each prompt is one chat request (`messages=[{"role": "user", "content": prompt}]`) asking
 for `n` choices with the policy's sampling (`temperature`, `top_p`, `max_tokens`, `stop`; `top_k` is sent as an
 extra field only when set, as vLLM accepts it). Requests for different prompts run concurrently (at most
-`max_concurrency`).
+`max_concurrency`). As with the model backends, a completion that ended at a stop string keeps it at the end of its
+text: OpenAI-style servers drop it, so it is restored when the server names the matched string (vLLM's
+`stop_reason`, SGLang's `matched_stop`); a server that does not say which stop string matched returns the cut text.
 
 Failures: connection errors, timeouts, HTTP 408/409/429 and 5xx are retried up to `max_retries` times with
 exponential backoff (`backoff * 2**attempt` seconds, honouring a `Retry-After` header); other HTTP errors, and
@@ -60,6 +62,8 @@ class OpenAIPolicy:
                 f"timeout={timeout} > 0, max_retries={max_retries} >= 0, backoff={backoff} >= 0 and "
                 f"max_concurrency={max_concurrency} >= 1 are required"
             )
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url={base_url!r} must be an http(s) URL such as http://127.0.0.1:8000/v1")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.api_key = api_key
@@ -93,7 +97,7 @@ class OpenAIPolicy:
         choices = sorted(answer.get("choices") or [], key=lambda choice: choice.get("index", 0))
         if len(choices) != n:
             raise EndpointError(f"{self.url} returned {len(choices)} choices for n={n}: {str(answer)[:300]}")
-        return [Generation(_text(choice)) for choice in choices]
+        return [Generation(_with_stop(_text(choice), choice, sampling.stop)) for choice in choices]
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(body).encode()
@@ -127,6 +131,14 @@ class OpenAIPolicy:
 def _text(choice: dict[str, Any]) -> str:
     message = choice.get("message") or {}
     return str(message.get("content") or choice.get("text") or "")
+
+
+def _with_stop(text: str, choice: dict[str, Any], stops: Sequence[str]) -> str:
+    """`text` with the stop string that ended it appended (servers cut it off), when that string is known."""
+    if choice.get("finish_reason") != "stop" or not stops or any(text.endswith(stop) for stop in stops):
+        return text
+    matched = choice.get("stop_reason", choice.get("matched_stop"))
+    return text + matched if isinstance(matched, str) and matched in stops else text
 
 
 def _retry_after(header: str | None, default: float) -> float:

@@ -65,6 +65,8 @@ class ATGRPOTrainer:
         self.pool = make_pool(args)
         self.engine = self._engine(train=True)
         self.step = 0
+        self.completions = 0
+        """Completions sampled so far (every candidate or trajectory step, all policies)."""
         if last is not None:
             self.step = checkpoint.load_state(last, self)
             self.log(f"resumed from {last} at step {self.step}")
@@ -99,7 +101,7 @@ class ATGRPOTrainer:
 
     # ----------------------------------------------------------------- the loop
     def train(self) -> dict[str, Any]:
-        """Run until `max_steps`; return the final metrics (with the evaluation before and after)."""
+        """Run until `finished` (max_steps, or the sample budget); return the evaluations before and after."""
         from tqdm.auto import tqdm
 
         args = self.args
@@ -111,15 +113,15 @@ class ATGRPOTrainer:
         progress = tqdm(
             total=args.max_steps, initial=self.step, desc=f"AT-GRPO {args.env_id}", dynamic_ncols=True
         )
-        while self.step < args.max_steps:
+        while not self.finished:
             metrics = self.train_step()
-            if args.eval_every and self.step % args.eval_every == 0 and self.step < args.max_steps:
-                metrics.update(self.evaluate())
-            if self.step == args.max_steps:
+            if self.finished:
                 metrics.update(self.evaluate())
                 summary["eval/success_rate_after"] = metrics["eval/success_rate"]
+            elif args.eval_every and self.step % args.eval_every == 0:
+                metrics.update(self.evaluate())
             self._log_metrics(metrics)
-            if self.step % args.save_steps == 0 or self.step == args.max_steps:
+            if self.step % args.save_steps == 0 or self.finished:
                 checkpoint.save(self.output_dir, self)
             progress.update(1)
             progress.set_postfix(
@@ -127,9 +129,21 @@ class ATGRPOTrainer:
             )
         progress.close()
         self._plot()
+        self.close()
+        return summary
+
+    def close(self) -> None:
+        """Stop the env pool and release the policies' Ray actors (if any); the trainer is done afterwards."""
         if self.pool is not None:
             self.pool.close()
-        return summary
+            self.pool = None
+        self.policies.close()
+
+    @property
+    def finished(self) -> bool:
+        """True after `max_steps` steps, or once `max_completions` completions were sampled (if set)."""
+        budget = self.args.max_completions
+        return self.step >= self.args.max_steps or (budget is not None and self.completions >= budget)
 
     def train_step(self) -> dict[str, Any]:
         """One AT-GRPO step: rollout, advantages, routed updates."""
@@ -152,8 +166,11 @@ class ATGRPOTrainer:
         update_metrics = {
             name: updater.update(routed[name]) for name, updater in self.policies.updaters.items()
         }
+        for name in update_metrics:
+            self.policies.sync(name)
         update_s = time.perf_counter() - start
         self.step += 1
+        self.completions += len(rollout.samples)
         if args.dump_rollouts:
             self._dump(rollout)
         metrics = {
@@ -161,6 +178,7 @@ class ATGRPOTrainer:
             "train/reward": float(np.mean([s.reward for s in rollout.samples])) if rollout.samples else 0.0,
             "train/success_rate": rollout.success_rate,
             "train/groups": len(stds),
+            "train/completions_total": self.completions,
             "train/groups_with_signal": sum(std > 0 for std in stds.values()),
             "timing/rollout_s": rollout_s,
             "timing/env_s": self.engine.env_seconds,

@@ -2,8 +2,9 @@
 
 Layout of `output_dir/checkpoints/step_N/`: `policy_<name>/` (a full model and its tokenizer) or `peft/<agent>/`
 (one LoRA adapter per agent), `optimizer_<name>.pt`, `scheduler_<name>.pt`, `generator_<name>.pt` (the
-sampler's torch generator), `state.json` (the step and the rollout engine's numpy generator). A checkpoint is
-written to a temporary folder and renamed into place, so a run killed while saving leaves the previous one.
+sampler's torch generator) or `generator_<name>.json` (a vLLM sampler's numpy generator), `state.json` (the
+step, the completions sampled so far and the rollout engine's numpy generator). With Ray, each policy's update
+worker and rollout server write and read their own files (same layout). A checkpoint is written to a temporary folder and renamed into place, so a run killed while saving leaves the previous one.
 Data positions need no state: a step's instance seeds follow from the step number.
 """
 
@@ -40,16 +41,15 @@ def save(output_dir: Path, trainer: ATGRPOTrainer) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     policies = trainer.policies
-    if trainer.args.policy_layout == "lora_per_role":
-        next(iter(policies.updaters.values())).model.save_pretrained(staging / "peft")
-    for name, updater in policies.updaters.items():
-        if trainer.args.policy_layout != "lora_per_role":
-            updater.model.save_pretrained(staging / f"policy_{name}")
-            updater.processing_class.save_pretrained(staging / f"policy_{name}")
-        torch.save(updater.optimizer.state_dict(), staging / f"optimizer_{name}.pt")
-        torch.save(updater.lr_scheduler.state_dict(), staging / f"scheduler_{name}.pt")
-        torch.save(policies.backends[name].generator.get_state(), staging / f"generator_{name}.pt")
-    state = {"step": trainer.step, "engine_rng": trainer.engine.rng.bit_generator.state}
+    if policies.placement is not None:  # Ray: every worker and server writes its own policy's files
+        policies.placement.save(staging)
+    else:
+        _save_local(staging, trainer)
+    state = {
+        "step": trainer.step,
+        "completions": trainer.completions,
+        "engine_rng": trainer.engine.rng.bit_generator.state,
+    }
     (staging / "state.json").write_text(json.dumps(state))
     shutil.rmtree(final, ignore_errors=True)
     os.replace(staging, final)
@@ -59,14 +59,18 @@ def save(output_dir: Path, trainer: ATGRPOTrainer) -> Path:
 def load_state(folder: Path, trainer: ATGRPOTrainer) -> int:
     """Restore optimizers, schedulers and generators from `folder` (weights are loaded when the policies are
     built); drop metrics logged after the checkpoint; return the checkpoint's step."""
-    for name, updater in trainer.policies.updaters.items():
-        updater.optimizer.load_state_dict(torch.load(folder / f"optimizer_{name}.pt", weights_only=True))
-        updater.lr_scheduler.load_state_dict(torch.load(folder / f"scheduler_{name}.pt", weights_only=True))
-        trainer.policies.backends[name].generator.set_state(
-            torch.load(folder / f"generator_{name}.pt", weights_only=True)
-        )
+    if trainer.policies.placement is not None:
+        trainer.policies.placement.load(folder)
+    else:
+        for name, updater in trainer.policies.updaters.items():
+            updater.optimizer.load_state_dict(torch.load(folder / f"optimizer_{name}.pt", weights_only=True))
+            updater.lr_scheduler.load_state_dict(
+                torch.load(folder / f"scheduler_{name}.pt", weights_only=True)
+            )
+            _load_sampler_rng(trainer.policies.backends[name], folder, name)
     state = json.loads((folder / "state.json").read_text())
     trainer.engine.rng.bit_generator.state = state["engine_rng"]
+    trainer.completions = int(state.get("completions", 0))
     metrics = trainer.output_dir / "metrics.jsonl"
     if metrics.exists():
         rows = [
@@ -74,3 +78,32 @@ def load_state(folder: Path, trainer: ATGRPOTrainer) -> int:
         ]
         metrics.write_text("".join(row + "\n" for row in rows))
     return int(state["step"])
+
+
+def _save_local(staging: Path, trainer: ATGRPOTrainer) -> None:
+    """Weights (or adapters), optimizers, schedulers and sampler generators of in-process policies."""
+    policies = trainer.policies
+    if trainer.args.policy_layout == "lora_per_role":
+        next(iter(policies.updaters.values())).model.save_pretrained(staging / "peft")
+    for name, updater in policies.updaters.items():
+        if trainer.args.policy_layout != "lora_per_role":
+            updater.model.save_pretrained(staging / f"policy_{name}")
+            updater.processing_class.save_pretrained(staging / f"policy_{name}")
+        torch.save(updater.optimizer.state_dict(), staging / f"optimizer_{name}.pt")
+        torch.save(updater.lr_scheduler.state_dict(), staging / f"scheduler_{name}.pt")
+        _save_sampler_rng(policies.backends[name], staging, name)
+
+
+def _save_sampler_rng(backend, folder: Path, name: str) -> None:
+    """A model backend's generator: a torch `generator` (HF sampling) or a numpy `rng` (vLLM request seeds)."""
+    if hasattr(backend, "generator"):
+        torch.save(backend.generator.get_state(), folder / f"generator_{name}.pt")
+    else:
+        (folder / f"generator_{name}.json").write_text(json.dumps(backend.rng.bit_generator.state))
+
+
+def _load_sampler_rng(backend, folder: Path, name: str) -> None:
+    if hasattr(backend, "generator"):
+        backend.generator.set_state(torch.load(folder / f"generator_{name}.pt", weights_only=True))
+    else:
+        backend.rng.bit_generator.state = json.loads((folder / f"generator_{name}.json").read_text())

@@ -17,9 +17,10 @@ from trl import GRPOConfig
 
 import pettingllms
 from pettingllms.errors import ConfigError
-from pettingllms.trainers.rollout import COMMITS, GROUPINGS
+from pettingllms.trainers.rollout import COMMITS, GROUPINGS, TREE_GROUPINGS
 
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
+GENERATION_BACKENDS = ("hf", "vllm")
 
 
 @dataclasses.dataclass
@@ -40,7 +41,11 @@ class ATGRPOConfig(GRPOConfig):
         default=None, metadata={"help": "Turns per episode (env default)."}
     )
     grouping: str = dataclasses.field(
-        default="agent_turn", metadata={"help": "'agent_turn' (AT-GRPO) or 'trajectory' (GRPO baseline)."}
+        default="agent_turn",
+        metadata={
+            "help": "'agent_turn' (AT-GRPO), 'trajectory' (GRPO baseline), or the ablations 'agent' / 'turn' "
+            "(groups keyed by one of the two only)."
+        },
     )
     commit: str = dataclasses.field(
         default="greedy", metadata={"help": "Candidate committed each step: 'greedy' (best) or 'random'."}
@@ -60,6 +65,19 @@ class ATGRPOConfig(GRPOConfig):
     ray_address: str | None = dataclasses.field(
         default=None,
         metadata={"help": "Ray cluster to join with distributed='ray' (None: start a local one)."},
+    )
+    ray_policy_resources: dict[str, float] | str | None = dataclasses.field(
+        default_factory=lambda: {"CPU": 1},
+        metadata={
+            "help": "With distributed='ray': the resources of each of a policy's two placement-group bundles "
+            "(rollout server, update worker), e.g. {GPU: 1} or {CPU: 4}."
+        },
+    )
+    ray_placement_timeout: float = dataclasses.field(
+        default=300.0,
+        metadata={
+            "help": "Seconds to wait for a policy's placement group before failing (cluster too small)."
+        },
     )
     drop_zero_variance_groups: bool = dataclasses.field(
         default=False, metadata={"help": "Drop groups whose rewards are all equal (DAPO dynamic sampling)."}
@@ -85,6 +103,19 @@ class ATGRPOConfig(GRPOConfig):
     agent_models: dict[str, str] | str | None = dataclasses.field(
         default_factory=dict,
         metadata={"help": "Per-policy model overrides for 'per_role' (policy name -> id or path)."},
+    )
+    generation_backend: str = dataclasses.field(
+        default="hf",
+        metadata={
+            "help": "'hf' (in-process transformers sampling) or 'vllm' (one vLLM engine per policy, weights "
+            "synced after every update; needs the 'vllm' extra)."
+        },
+    )
+    vllm_engine_kwargs: dict[str, Any] | str | None = dataclasses.field(
+        default_factory=dict,
+        metadata={
+            "help": "More vllm.LLM arguments, e.g. {gpu_memory_utilization: 0.3, max_model_len: 2048}."
+        },
     )
     lora_r: int = dataclasses.field(default=8, metadata={"help": "LoRA rank for 'lora_per_role'."})
     lora_alpha: int = dataclasses.field(default=16, metadata={"help": "LoRA alpha for 'lora_per_role'."})
@@ -121,6 +152,14 @@ class ATGRPOConfig(GRPOConfig):
         default=20, metadata={"help": "Number of AT-GRPO steps (rollout + update)."}
     )
 
+    max_completions: int | None = dataclasses.field(
+        default=None,
+        metadata={
+            "help": "Sample budget: stop after the step that brings the completions sampled (every candidate or "
+            "trajectory step, all policies) to at least this many; max_steps still caps the run. None: no budget."
+        },
+    )
+
     def __post_init__(self) -> None:
         for name in (
             "env_kwargs",
@@ -128,6 +167,8 @@ class ATGRPOConfig(GRPOConfig):
             "agent_models",
             "policy_sampling",
             "policy_eval_sampling",
+            "vllm_engine_kwargs",
+            "ray_policy_resources",
         ):
             value = getattr(self, name)
             if value is None:
@@ -145,6 +186,7 @@ class ATGRPOConfig(GRPOConfig):
         self._check_choice("commit", COMMITS)
         self._check_choice("policy_layout", POLICY_LAYOUTS)
         self._check_choice("distributed", ("none", "ray"))
+        self._check_choice("generation_backend", GENERATION_BACKENDS)
         self._check_choice("workflow", ("mas", "single", "ensemble"))
         self._check_choice("env_id", tuple(sorted(pettingllms.registry)))
         for name in ("instances_per_step", "eval_episodes", "num_generations"):
@@ -154,9 +196,9 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(f"env_workers={self.env_workers} must be >= 0 (0: step envs in-process)")
         if self.eval_every < 0:
             raise ConfigError(f"eval_every={self.eval_every} must be >= 0")
-        if self.grouping == "agent_turn" and self.num_generations < 2:
+        if self.grouping in TREE_GROUPINGS and self.num_generations < 2:
             raise ConfigError(
-                "num_generations (K) must be >= 2 for grouping='agent_turn': a group needs candidates"
+                f"num_generations (K) must be >= 2 for grouping={self.grouping!r}: a group needs candidates"
             )
         if self.policy_layout == "shared" and self.agent_policies:
             raise ConfigError(
@@ -171,10 +213,19 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(
                 "beta (KL) != 0 is not supported with policy_layout='lora_per_role'; use beta=0.0"
             )
+        if self.distributed == "ray" and self.policy_layout == "lora_per_role":
+            raise ConfigError(
+                "policy_layout='lora_per_role' cannot use distributed='ray': its adapters share one base model "
+                "in one process; use 'per_role' or 'shared'"
+            )
+        if self.distributed == "ray" and not self.ray_policy_resources:
+            raise ConfigError("ray_policy_resources must name at least one resource, e.g. {CPU: 1}")
         if self.num_iterations != 1:
             raise ConfigError(
                 f"num_iterations={self.num_iterations}: AT-GRPO updates on-policy once per step (1)"
             )
+        if self.max_completions is not None and self.max_completions < 1:
+            raise ConfigError(f"max_completions={self.max_completions} must be >= 1 (or None: no budget)")
         if self.max_steps is None or self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps} must be >= 1: the number of AT-GRPO steps")
         super().__post_init__()

@@ -6,28 +6,54 @@
   proposers of an ensemble onto one policy and its aggregator onto another.
 - `lora_per_role`: one frozen base model with one LoRA adapter per agent, named after the agent; generation
   activates the agent's adapter, and each update trains only that adapter (the others are frozen meanwhile).
+
+With `distributed="ray"` (layouts `shared` and `per_role`) every policy's generation backend and update worker run
+as Ray actors in the policy's own placement group (`pettingllms.trainers.ray_policies`).
+
+Generation backends (`generation_backend`): `hf` samples from the update worker's own model object (nothing to
+sync); `vllm` gives every policy its own vLLM engine (the LoRA layout: one engine serving one adapter per
+policy), and `PolicySet.sync(name)` pushes policy `name`'s weights (or adapter) into it after each update.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pettingllms.errors import ConfigError
 from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.updater import PolicyUpdater
 
+if TYPE_CHECKING:
+    from pettingllms.trainers.ray_policies import RayPolicies
+
 
 @dataclasses.dataclass
 class PolicySet:
-    """The policies of a run: name -> update worker and generation backend; agent -> policy name."""
+    """The policies of a run: name -> update worker and generation backend; agent -> policy name; name -> how to
+    push its updated weights to its backend (absent when the backend samples from the updater's model)."""
 
     updaters: dict[str, PolicyUpdater]
     backends: dict[str, PolicyBackend]
     agent_policy: dict[str, str]
+    syncers: dict[str, Callable[[], None]] = dataclasses.field(default_factory=dict)
+    placement: RayPolicies | None = None
+    """With `distributed="ray"`: the placement groups whose actors serve and train the policies."""
+
+    def sync(self, name: str) -> None:
+        """Make policy `name`'s backend generate with its updater's current weights."""
+        if name in self.syncers:
+            self.syncers[name]()
+
+    def close(self) -> None:
+        """Release what the policies hold outside this process (Ray actors and placement groups)."""
+        if self.placement is not None:
+            self.placement.close()
 
 
 def resolve_model(name_or_path: str, args: ATGRPOConfig) -> str:
@@ -65,19 +91,34 @@ def build_policies(
         return _build_lora(args, agents, resume_from)
     agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
     names = list(dict.fromkeys(agent_policy.values()))
-    updaters, backends = {}, {}
-    for index, name in enumerate(names):
-        if resume_from is not None:
-            path = str(resume_from / f"policy_{name}")
-        else:
-            path = resolve_model(args.agent_models.get(name, args.model_name_or_path), args)
+    paths = {
+        name: str(resume_from / f"policy_{name}")
+        if resume_from is not None
+        else resolve_model(args.agent_models.get(name, args.model_name_or_path), args)
+        for name in names
+    }
+    if args.distributed == "ray":
+        from pettingllms.trainers.ray_policies import RayPolicies
+
+        placed = RayPolicies(args, paths)
+        syncers = {name: functools.partial(placed.sync, name) for name in names}
+        return PolicySet(placed.updaters(), placed.backends(), agent_policy, syncers, placed)
+    policies = PolicySet({}, {}, agent_policy)
+    for index, (name, path) in enumerate(paths.items()):
         model, tokenizer = load_model(path)
-        updaters[name] = PolicyUpdater(name, model, tokenizer, args)
-        device = updaters[name].accelerator.device
-        backends[name] = HFPolicy(
-            updaters[name].model, tokenizer, seed=args.seed * 1_000 + index, device=device
-        )
-    return PolicySet(updaters, backends, agent_policy)
+        updater = policies.updaters[name] = PolicyUpdater(name, model, tokenizer, args)
+        seed = args.seed * 1_000 + index
+        if args.generation_backend == "vllm":
+            from pettingllms.policies.vllm_engine import VLLMPolicy
+
+            engine = VLLMPolicy(path, seed=seed, engine_kwargs=args.vllm_engine_kwargs)
+            policies.backends[name] = engine
+            policies.syncers[name] = functools.partial(engine.sync_weights, updater.model)
+        else:
+            policies.backends[name] = HFPolicy(
+                updater.model, tokenizer, seed=seed, device=updater.accelerator.device
+            )
+    return policies
 
 
 def map_agents(
@@ -144,7 +185,8 @@ def _build_lora(args: ATGRPOConfig, agents: Sequence[str], resume_from: Path | N
 
     from pettingllms.policies.hf import HFPolicy
 
-    base, tokenizer = load_model(resolve_model(args.model_name_or_path, args))
+    base_path = resolve_model(args.model_name_or_path, args)
+    base, tokenizer = load_model(base_path)
     agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
     names = list(dict.fromkeys(agent_policy.values()))
     if resume_from is not None:
@@ -161,6 +203,21 @@ def _build_lora(args: ATGRPOConfig, agents: Sequence[str], resume_from: Path | N
         for name in names[1:]:
             peft_model.add_adapter(name, config)
     updaters = {name: AdapterUpdater(name, peft_model, tokenizer, args) for name in names}
+    if args.generation_backend == "vllm":
+        from pettingllms.policies.vllm_engine import VLLMPolicy
+
+        engine = VLLMPolicy(
+            base_path,
+            seed=args.seed * 1_000,
+            enable_lora=True,
+            max_lora_rank=args.lora_r,
+            max_loras=len(names),
+            engine_kwargs=args.vllm_engine_kwargs,
+        )
+        syncers = {name: functools.partial(engine.sync_adapter, peft_model, name) for name in names}
+        for sync in syncers.values():
+            sync()
+        return PolicySet(updaters, {name: engine.for_adapter(name) for name in names}, agent_policy, syncers)
     device = next(iter(updaters.values())).accelerator.device
     sampler = HFPolicy(peft_model, tokenizer, seed=args.seed * 1_000, device=device)
     backends = {name: AdapterPolicy(sampler, peft_model, name) for name in names}

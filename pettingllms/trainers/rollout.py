@@ -14,6 +14,10 @@ Trajectory baseline (`grouping="trajectory"`): K independent episodes per instan
 every sample of an episode carries the episode's return (the sum of the rewards of its steps), and the group is
 the instance.
 
+Grouping ablations (`grouping="agent"` or `"turn"`): the same tree sampling and commits as AT-GRPO, but a group
+pools one key only: `(instance, agent)` (all turns of an agent: prompts differ across turns) or
+`(instance, turn)` (all agents of a turn: prompts and roles differ) — the grouping mistakes AT-GRPO avoids.
+
 The engine is deterministic for a given seed: instances come from their seeds, candidates from the policies'
 own seeded generators, random commits from the engine's generator.
 """
@@ -31,7 +35,9 @@ from pettingzoo import AECEnv
 from pettingllms.envs.pool import EnvPool
 from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig, StatePolicy
 
-GROUPINGS = ("agent_turn", "trajectory")
+GROUPINGS = ("agent_turn", "agent", "turn", "trajectory")
+TREE_GROUPINGS = ("agent_turn", "agent", "turn")
+"""Groupings whose rollouts sample K candidates per agent step and commit one (the others play K episodes)."""
 COMMITS = ("greedy", "random")
 
 
@@ -102,7 +108,7 @@ class RolloutEngine:
         agent_policy: agent name -> policy name (every agent of the workflow must be mapped).
         sampling: policy name -> sampling settings.
         num_generations: K.
-        grouping: "agent_turn" (AT-GRPO) or "trajectory" (the baseline).
+        grouping: "agent_turn" (AT-GRPO), "trajectory" (the baseline), or the ablations "agent" / "turn".
         commit: "greedy" (the best candidate) or "random".
         seed: seeds the engine's own generator (random commits).
         pool: an `EnvPool` (worker processes) or `RayEnvPool` (Ray actors) that steps the K candidate copies
@@ -147,9 +153,14 @@ class RolloutEngine:
 
     def collect(self, seeds: Sequence[int], options: Mapping[str, Any] | None = None) -> Rollout:
         """Play one instance per seed (reset with `seed` and `options`) and return every sample."""
-        if self.grouping == "agent_turn":
-            return self._collect_tree(seeds, options)
-        return self._collect_trajectories(seeds, options)
+        if self.grouping == "trajectory":
+            return self._collect_trajectories(seeds, options)
+        rollout = self._collect_tree(seeds, options)
+        if self.grouping != "agent_turn":  # the ablations pool groups over one key only
+            for sample in rollout.samples:
+                key = sample.agent if self.grouping == "agent" else sample.turn
+                sample.group_id = f"{sample.instance}/{key}"
+        return rollout
 
     def evaluate(
         self, seeds: Sequence[int], options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None

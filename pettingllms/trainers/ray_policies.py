@@ -1,0 +1,225 @@
+"""One Ray placement group per policy, holding its rollout server and its update worker (`distributed="ray"`).
+
+For every policy the trainer reserves a placement group of two bundles, each `ray_policy_resources` (default
+`{"CPU": 1}`; `{"GPU": 1}` on GPU machines), packed on one node when possible: bundle 0 hosts `RolloutServer`
+(the policy's generation backend, HF or vLLM, as `generation_backend` says), bundle 1 hosts `UpdateWorker` (the
+policy's TRL update worker, `PolicyUpdater`). The trainer process only routes: prompts go to each policy's server,
+samples to their policy's worker, and after every update the worker's weights (safetensors bytes of the full
+state, `lm_head` included) are loaded into the server. Checkpoints are written and read by the workers
+themselves, so `output_dir` must be a folder every node can reach (one machine, or a shared file system).
+
+Lifetime: the actors and placement groups belong to the trainer; `close()` removes exactly those, and shuts Ray
+down only if the trainer started it (a cluster joined by address is left running). `lora_per_role` is not
+offered here: its adapters share one base model, which one process must hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pettingllms.policies.base import Generation, SamplingConfig
+from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.rollout import Sample
+
+
+class UpdateWorker:
+    """Ray actor: the update worker of one policy (a `PolicyUpdater` over its own copy of the model)."""
+
+    def __init__(self, name: str, path: str, args: ATGRPOConfig):
+        from pettingllms.trainers.policies import load_model
+        from pettingllms.trainers.updater import PolicyUpdater
+
+        model, tokenizer = load_model(path)
+        self.updater = PolicyUpdater(name, model, tokenizer, args)
+
+    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+        return self.updater.update(samples)
+
+    def weights(self) -> bytes:
+        """The model's full state as safetensors bytes (what `RolloutServer.load_weights` takes)."""
+        from pettingllms.policies.weights import full_state, serialize
+
+        return serialize(full_state(self.updater.model))
+
+    def save(self, folder: str, name: str) -> None:
+        """Write `policy_<name>/` (model and tokenizer), `optimizer_<name>.pt` and `scheduler_<name>.pt`."""
+        import torch
+
+        root = Path(folder)
+        self.updater.model.save_pretrained(root / f"policy_{name}")
+        self.updater.processing_class.save_pretrained(root / f"policy_{name}")
+        torch.save(self.updater.optimizer.state_dict(), root / f"optimizer_{name}.pt")
+        torch.save(self.updater.lr_scheduler.state_dict(), root / f"scheduler_{name}.pt")
+
+    def load(self, folder: str, name: str) -> None:
+        """Restore the optimizer and scheduler written by `save` (the weights were loaded at construction)."""
+        import torch
+
+        root = Path(folder)
+        self.updater.optimizer.load_state_dict(torch.load(root / f"optimizer_{name}.pt", weights_only=True))
+        self.updater.lr_scheduler.load_state_dict(
+            torch.load(root / f"scheduler_{name}.pt", weights_only=True)
+        )
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+
+class RolloutServer:
+    """Ray actor: the generation backend of one policy (HF or vLLM), refreshed from its update worker."""
+
+    def __init__(self, path: str, seed: int, backend: str, engine_kwargs: dict[str, Any]):
+        if backend == "vllm":
+            from pettingllms.policies.vllm_engine import VLLMPolicy
+
+            self.policy = VLLMPolicy(path, seed=seed, engine_kwargs=engine_kwargs)
+        else:
+            from pettingllms.policies.hf import HFPolicy
+
+            self.policy = HFPolicy.from_pretrained(path, seed=seed)
+
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+        return self.policy.generate(prompts, n, sampling)
+
+    def load_weights(self, payload: bytes) -> None:
+        """Load an update worker's weights (safetensors bytes of the full state) into the backend."""
+        from safetensors.torch import load
+
+        self.policy.load_state(load(payload))
+
+    def rng_state(self) -> Any:
+        """The sampler's generator state: a torch generator's bytes (HF) or a numpy state (vLLM)."""
+        if hasattr(self.policy, "generator"):
+            return self.policy.generator.get_state()
+        return self.policy.rng.bit_generator.state
+
+    def set_rng_state(self, state: Any) -> None:
+        if hasattr(self.policy, "generator"):
+            self.policy.generator.set_state(state)
+        else:
+            self.policy.rng.bit_generator.state = state
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+
+@dataclasses.dataclass
+class RemoteBackend:
+    """The trainer's handle on a `RolloutServer`: a policy backend."""
+
+    actor: Any
+
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+        import ray
+
+        return ray.get(self.actor.generate.remote(list(prompts), n, sampling))
+
+
+@dataclasses.dataclass
+class RemoteUpdater:
+    """The trainer's handle on an `UpdateWorker`."""
+
+    name: str
+    actor: Any
+
+    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+        import ray
+
+        return ray.get(self.actor.update.remote(list(samples)))
+
+
+class RayPolicies:
+    """Placement groups, servers and workers of every policy (see the module docstring).
+
+    Args:
+        args: the run's settings (`ray_address`, `ray_policy_resources`, `generation_backend`, ...).
+        paths: policy name -> the model folder it starts from.
+    """
+
+    def __init__(self, args: ATGRPOConfig, paths: dict[str, str]):
+        import ray
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        self._started_ray = False
+        if not ray.is_initialized():
+            if args.ray_address is None:
+                ray.init(include_dashboard=False, log_to_driver=False)
+                self._started_ray = True
+            else:
+                ray.init(address=args.ray_address, log_to_driver=False)
+        resources = dict(args.ray_policy_resources)
+        actor_options = {
+            "num_cpus": resources.get("CPU", 0),
+            "num_gpus": resources.get("GPU", 0),
+            "resources": {k: v for k, v in resources.items() if k not in ("CPU", "GPU")},
+        }
+        self.groups, self.servers, self.workers = {}, {}, {}
+        for index, (name, path) in enumerate(paths.items()):
+            group = placement_group([resources, resources], strategy="PACK", name=f"pettingllms-{name}")
+            ray.get(group.ready(), timeout=args.ray_placement_timeout)
+            self.groups[name] = group
+
+            def placed(bundle: int, group=group) -> dict[str, Any]:
+                strategy = PlacementGroupSchedulingStrategy(
+                    placement_group=group, placement_group_bundle_index=bundle
+                )
+                return {**actor_options, "scheduling_strategy": strategy, "max_restarts": 0}
+
+            seed = args.seed * 1_000 + index
+            self.servers[name] = (
+                ray.remote(RolloutServer)
+                .options(**placed(0))
+                .remote(path, seed, args.generation_backend, dict(args.vllm_engine_kwargs))
+            )
+            self.workers[name] = ray.remote(UpdateWorker).options(**placed(1)).remote(name, path, args)
+        ray.get([actor.pid.remote() for actor in [*self.servers.values(), *self.workers.values()]])
+
+    def backends(self) -> dict[str, RemoteBackend]:
+        return {name: RemoteBackend(actor) for name, actor in self.servers.items()}
+
+    def updaters(self) -> dict[str, RemoteUpdater]:
+        return {name: RemoteUpdater(name, actor) for name, actor in self.workers.items()}
+
+    def sync(self, name: str) -> None:
+        """Load policy `name`'s updated weights into its rollout server (object store, no file)."""
+        import ray
+
+        ray.get(self.servers[name].load_weights.remote(self.workers[name].weights.remote()))
+
+    def save(self, folder: Path) -> None:
+        import ray
+        import torch
+
+        ray.get([worker.save.remote(str(folder), name) for name, worker in self.workers.items()])
+        for name, server in self.servers.items():
+            torch.save(ray.get(server.rng_state.remote()), folder / f"generator_{name}.pt")
+
+    def load(self, folder: Path) -> None:
+        import ray
+        import torch
+
+        ray.get([worker.load.remote(str(folder), name) for name, worker in self.workers.items()])
+        for name, server in self.servers.items():
+            state = torch.load(folder / f"generator_{name}.pt", weights_only=False)
+            ray.get(server.set_rng_state.remote(state))
+
+    def close(self) -> None:
+        """Kill this trainer's actors, remove its placement groups; shut Ray down only if it was started here."""
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        for actor in [*self.servers.values(), *self.workers.values()]:
+            ray.kill(actor)
+        for group in self.groups.values():
+            remove_placement_group(group)
+        self.servers, self.workers, self.groups = {}, {}, {}
+        if self._started_ray:
+            ray.shutdown()

@@ -1,0 +1,97 @@
+"""A toy environment and a tiny model for trainer tests (shared by test_trainer.py and test_vllm.py).
+
+The environment rewards any text by its share of the letter "e", so that even an untrained model's samples carry
+signal.
+"""
+
+import pettingllms
+from pettingllms.envs.base import StepOutcome, TextAECEnv
+from pettingllms.trainers.cli import parse
+
+LETTERS_ENV = "test-letters-v0"
+
+
+class LettersEnv(TextAECEnv):
+    """Two agents write words; each earns the share of 'e' in its answer; the team earns nothing."""
+
+    metadata = {"name": "letters", "render_modes": ["ansi"], "is_parallelizable": False}
+    WORKFLOWS = {"mas": ("tool", "plan"), "single": ("plan",)}
+    DEFAULT_MAX_TURNS = 1
+
+    def _reset_task(self, options):
+        self.word = "".join(self.np_random.choice(list("abcdefgh"), size=4))
+        self.success = False
+
+    def _act(self, agent, action):
+        share = action.count("e") / max(1, len(action))
+        return StepOutcome(reward_local=share)
+
+    def _observation_text(self, agent):
+        return f"{agent}: write a word like {self.word}"
+
+    def _render_text(self):
+        return self.word
+
+
+def register_letters():
+    """Register `LETTERS_ENV`; returns a function that unregisters it."""
+    pettingllms.register(LETTERS_ENV, entry_point=LettersEnv)
+    return lambda: pettingllms.registration._REGISTRY.pop(LETTERS_ENV)
+
+
+def build_tiny_model(folder) -> str:
+    """Save an untrained tiny Qwen3 and a 300-token tokenizer for the letters env into `folder`."""
+    from pettingllms.models.tiny import build_model, config_for_tokenizer
+    from pettingllms.models.tokenizer import train_tokenizer
+
+    tokenizer = train_tokenizer(
+        [f"{a}: write a word like {w} eeee" for a in ("tool", "plan") for w in ("abcd", "efgh")] * 20,
+        vocab_size=300,
+    )
+    build_model(config_for_tokenizer(tokenizer), seed=0).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def args_for(tiny_model, output_dir, *extra):
+    """Trainer settings for a 2-step letters run of `tiny_model` in `output_dir` (more flags in `extra`)."""
+    return parse(
+        [
+            "--env_id",
+            LETTERS_ENV,
+            "--model_name_or_path",
+            tiny_model,
+            "--output_dir",
+            str(output_dir),
+            "--max_steps",
+            "2",
+            "--instances_per_step",
+            "2",
+            "--num_generations",
+            "4",
+            "--per_device_train_batch_size",
+            "8",
+            "--max_completion_length",
+            "8",
+            "--eval_episodes",
+            "2",
+            "--learning_rate",
+            "1e-2",
+            "--save_steps",
+            "1",
+            "--seed",
+            "3",
+            *extra,
+        ]
+    )
+
+
+def run_interrupted(tiny_model, output_dir, *extra):
+    """Train 1 step in `output_dir`, then resume to the end in a new trainer; return the resumed trainer."""
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer
+
+    ATGRPOTrainer(args_for(tiny_model, output_dir, *extra, "--max_steps", "1"), log=lambda _: None).train()
+    resumed = ATGRPOTrainer(args_for(tiny_model, output_dir, *extra, "--resume", "true"), log=lambda _: None)
+    assert resumed.step == 1
+    resumed.train()
+    return resumed

