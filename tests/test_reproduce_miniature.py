@@ -1,0 +1,87 @@
+"""The miniature-reproduction script's bookkeeping: equal budgets, rows in the documented schema, the report."""
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_miniature.py"
+
+
+@pytest.fixture(scope="module")
+def study():
+    spec = importlib.util.spec_from_file_location("reproduce_miniature", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_trained_rows_are_the_papers_methods(study):
+    def flag(flags, name):
+        return flags[flags.index(name) + 1]
+
+    single_workflow, single = study.method_flags("single+grpo")
+    assert single_workflow == "single" and flag(single, "--grouping") == "trajectory"
+    assert (
+        int(flag(single, "--instances_per_step")) == 2 * study.TEAM_INSTANCES
+    )  # one agent: twice the instances
+    for method, grouping, layout in (
+        ("mas+trajectory-grpo", "trajectory", "per_role"),
+        ("mas+at-grpo-shared", "agent_turn", "shared"),
+        ("mas+at-grpo-per-role", "agent_turn", "per_role"),
+    ):
+        workflow, flags = study.method_flags(method)
+        assert workflow == "mas" and flag(flags, "--grouping") == grouping
+        assert flag(flags, "--policy_layout") == layout
+    assert all(
+        int(flag(flags, "--num_generations")) * int(flag(flags, "--instances_per_step")) == 32
+        for name, flags in study.ABLATIONS.items()
+        if name.startswith("K=") and flags
+    )  # the K ablation keeps candidates per step equal
+
+
+def test_a_run_counts_as_finished_only_after_its_final_evaluation(study, tmp_path):
+    log = tmp_path / "metrics.jsonl"
+    assert not study._finished(log, 40, 100)
+    rows = [{"step": 0, "eval/success_rate": 0.2}, {"step": 1, "train/completions_total": 60}]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert not study._finished(log, 40, 100)
+    rows.append({"step": 2, "train/completions_total": 120, "eval/success_rate": 0.3})
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert study._finished(log, 40, 100) and not study._finished(log, 40, 200)
+
+
+def test_report_tables_curves_and_idempotent_section(study, tmp_path):
+    rows = []
+    for seed in (0, 1):
+        for method, success in (("single", 0.3), ("mas", 0.2), ("mas+at-grpo-per-role", 0.4 + 0.1 * seed)):
+            row = {
+                "part": "main",
+                "env": "plan-path-v0",
+                "method": method,
+                "seed": seed,
+                "success_rate": success,
+            }
+            if method.startswith("mas+"):
+                row.update(steps=10, sampled_completions=1600, train_wall_s=60.0,
+                           curve=[[0, 0, 0.2], [5, 800, 0.3], [10, 1600, success]])  # fmt: skip
+            rows.append(row)
+    rows.append({"part": "ablations", "env": "plan-path-v0", "method": "K=2", "seed": 0, "success_rate": 0.25,
+                 "steps": 12, "sampled_completions": 1650})  # fmt: skip
+    args = argparse.Namespace(
+        budget=1600, eval_episodes=300, curve_episodes=50, scale_budget=4800, out=tmp_path / "miniature.json"
+    )
+    results_md = tmp_path / "results.md"
+    results_md.write_text("# Results\n\nkept text\n")
+    study.write_report(rows, args, results_md)
+    study.write_report(rows, args, results_md)
+    text = results_md.read_text()
+    assert text.count(study.START) == 1 and "kept text" in text
+    assert "| mas+at-grpo-per-role | 45.0 ± 5.0 (n=2) | 1600 | 10.0 | 97 |" in text
+    assert "| single | 30.0 ± 0.0 (n=2) | 0 (no RL) | 0 | 5 |" in text
+    assert "| K | 2 | 25.0 ± 0.0 (n=1) | 1650 |" in text
+    assert (tmp_path / "miniature_curves.png").stat().st_size > 5_000
