@@ -259,29 +259,30 @@ def steps(rows: list[dict], **match) -> str:
 
 
 def plot_curves(rows: list[dict], path: Path, args: argparse.Namespace) -> None:
+    """Learning curves (success against sampled completions) of the main table's and the 'scale' part's runs."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    main = [r for r in rows if r["part"] == "main" and "curve" in r]
-    methods = [m for m in MAIN_ROWS if any(r["method"] == m for r in main)]
-    figure, axis = plt.subplots(figsize=(7, 4.5))
-    for method in methods:
-        curves = [
-            {step: (done, success) for step, done, success in r["curve"]}
-            for r in main
-            if r["method"] == method
-        ]
-        shared = sorted(set.intersection(*(set(c) for c in curves)))  # steps every seed evaluated
-        done = np.array([[c[s][0] for s in shared] for c in curves]).mean(0)
-        values = np.array([[c[s][1] for s in shared] for c in curves]) * 100
-        axis.plot(done, values.mean(0), marker="o", label=method)
-        axis.fill_between(done, values.min(0), values.max(0), alpha=0.15)
-    axis.set_xlabel("sampled completions")
-    axis.set_ylabel(f"greedy success (%), {args.curve_episodes} eval-split episodes")
-    axis.set_title("plan-path-v0: learning curves (mean, min-max over seeds)")
-    axis.legend(fontsize=8)
+    parts = [(p, t) for p, t in (("main", f"budget {args.budget}"), ("scale", f"budget {args.scale_budget}"))
+             if any(r["part"] == p and "curve" in r for r in rows)]  # fmt: skip
+    figure, axes = plt.subplots(1, len(parts), figsize=(7 * len(parts), 4.5), squeeze=False)
+    for axis, (part, title) in zip(axes[0], parts):
+        trained = [r for r in rows if r["part"] == part and "curve" in r]
+        for method in [m for m in MAIN_ROWS if any(r["method"] == m for r in trained)]:
+            curves = [
+                {step: (done, ok) for step, done, ok in r["curve"]} for r in trained if r["method"] == method
+            ]
+            shared = sorted(set.intersection(*(set(c) for c in curves)))  # steps every seed evaluated
+            done = np.array([[c[s][0] for s in shared] for c in curves]).mean(0)
+            values = np.array([[c[s][1] for s in shared] for c in curves]) * 100
+            axis.plot(done, values.mean(0), marker="o", label=f"{method} (n={len(curves)})")
+            axis.fill_between(done, values.min(0), values.max(0), alpha=0.15)
+        axis.set_xlabel("sampled completions")
+        axis.set_ylabel(f"greedy success (%), {args.curve_episodes} eval-split episodes")
+        axis.set_title(f"plan-path-v0, {title} (mean, min-max over seeds)")
+        axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
@@ -306,8 +307,10 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         "`pettingllms-eval`, the same suite for every row), mean ± std over seeds. Rows without RL are one "
         "deterministic model on one suite, so their seeds agree.",
         "",
-        "Regenerate: `.venv/bin/python scripts/reproduce_miniature.py` (resumable; rows in "
-        "`docs/results/miniature.json`, runs in `runs/miniature/`).",
+        "Regenerate: `.venv/bin/python scripts/reproduce_miniature.py` (all parts with these defaults; resumable; "
+        "rows in `docs/results/miniature.json`, runs in `runs/miniature/`; `--report` rebuilds this section). The "
+        "learning curves use the trainer's own evaluation (50 episodes per point, another slice of the "
+        "evaluation split), so they are noisier than the tables.",
         "",
         "### Main table (`plan-path-v0`, 5x5)",
         "",
@@ -361,7 +364,7 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=1600, help="sampled completions per training run")
     parser.add_argument("--max_steps", type=int, default=40, help="cap on optimizer steps per run")
     parser.add_argument("--scale_budget", type=int, default=4800, help="the larger budget of part 'scale'")
-    parser.add_argument("--scale_seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--scale_seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--curve_every", type=int, default=5, help="evaluate every N steps for the curves")
     parser.add_argument("--curve_episodes", type=int, default=50, help="episodes per learning-curve point")
     parser.add_argument("--eval_episodes", type=int, default=300, help="pettingllms-eval suite size")
