@@ -322,6 +322,14 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
     for method in MAIN_ROWS:
         lines.append(f"| {method} | {cell(main, method=method)} | {budget(main, method=method)} "
                      f"| {steps(main, method=method)} | {paper[method]} |")  # fmt: skip
+    scaled = [r for r in rows if r["part"] == "scale"]
+    if scaled:
+        lines += ["", f"### Three times the budget (`plan-path-v0`, {args.scale_budget} sampled completions)", "",
+                  "| method | success % | sampled completions per run | optimizer steps |", "|---|---|---|---|"]  # fmt: skip
+        for method in MAIN_ROWS:
+            rows_for = main if method in ("single", "mas") else scaled
+            lines.append(f"| {method} | {cell(rows_for, method=method)} | {budget(rows_for, method=method)} "
+                         f"| {steps(rows_for, method=method)} |")  # fmt: skip
     if curves.is_file():
         lines += ["", "![learning curves](results/miniature_curves.png)"]
     lines += ["", "### Ablations (`plan-path-v0`, `mas+at-grpo-per-role`, one knob at a time)", "",
