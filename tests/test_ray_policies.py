@@ -98,3 +98,16 @@ def test_placement_needs_a_layout_whose_policies_are_separate_models(tmp_path):
 
     with pytest.raises(ConfigError, match="lora_per_role"):
         parse(["--output_dir", str(tmp_path), "--distributed", "ray", "--policy_layout", "lora_per_role"])
+
+
+def test_a_cluster_too_small_for_the_placement_groups_fails_clearly(tiny_model, tmp_path):
+    from ray.util import placement_group_table
+
+    from pettingllms.trainers.ray_policies import PlacementError
+
+    before = len(placement_group_table())
+    flags = ("--distributed", "ray", "--ray_policy_resources", '{"CPU": 100}', "--ray_placement_timeout", "3")
+    with pytest.raises(PlacementError, match="could not place policy"):
+        ATGRPOTrainer(args_for(tiny_model, tmp_path, *flags), log=lambda _: None)
+    after = [g for g in placement_group_table().values() if g["state"] != "REMOVED"]
+    assert len(after) <= before and ray.is_initialized()  # its groups removed, the cluster left running

@@ -20,9 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pettingllms.errors import PettingLLMsError
 from pettingllms.policies.base import Generation, SamplingConfig
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.rollout import Sample
+
+
+class PlacementError(PettingLLMsError):
+    """A policy's placement group could not be reserved on the cluster."""
 
 
 class UpdateWorker:
@@ -164,8 +169,17 @@ class RayPolicies:
         self.groups, self.servers, self.workers = {}, {}, {}
         for index, (name, path) in enumerate(paths.items()):
             group = placement_group([resources, resources], strategy="PACK", name=f"pettingllms-{name}")
-            ray.get(group.ready(), timeout=args.ray_placement_timeout)
             self.groups[name] = group
+            try:
+                ray.get(group.ready(), timeout=args.ray_placement_timeout)
+            except ray.exceptions.GetTimeoutError as error:
+                self.close()
+                raise PlacementError(
+                    f"the Ray cluster could not place policy {name!r}: 2 bundles of {resources} were not free "
+                    f"within ray_placement_timeout={args.ray_placement_timeout} s (free: "
+                    f"{ray.available_resources() if ray.is_initialized() else 'cluster stopped'}); lower "
+                    "ray_policy_resources or add nodes"
+                ) from error
 
             def placed(bundle: int, group=group) -> dict[str, Any]:
                 strategy = PlacementGroupSchedulingStrategy(
