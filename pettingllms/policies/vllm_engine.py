@@ -108,10 +108,9 @@ class VLLMPolicy:
         self.rng = np.random.default_rng(seed)
         self.max_model_len = self.llm.llm_engine.model_config.max_model_len
         self._shapes = self._engine_shapes()
-        self._adapters: dict[str, Any] = {}  # adapter name -> its current LoRARequest
-        self._adapter_dirs: dict[
-            str, Path
-        ] = {}  # adapter name -> the folder its current version was saved in
+        # adapter name -> its current LoRARequest, and the folder that version was saved in
+        self._adapters: dict[str, Any] = {}
+        self._adapter_dirs: dict[str, Path] = {}
         self._lora_dir = tempfile.TemporaryDirectory(prefix="pettingllms-lora-") if enable_lora else None
         self._lora_version = 0
 
