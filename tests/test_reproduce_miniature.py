@@ -1,23 +1,17 @@
 """The miniature-reproduction script's bookkeeping: equal budgets, rows in the documented schema, the report."""
 
 import argparse
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from scripts_loader import load_script
 
 pytest.importorskip("matplotlib")
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_miniature.py"
 
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("reproduce_miniature", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("reproduce_miniature")
 
 
 def test_trained_rows_are_the_papers_methods(study):

@@ -1,23 +1,17 @@
 """The scaling-study script's bookkeeping: rows in the documented schema, the plot, and the results section."""
 
 import argparse
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from scripts_loader import load_script
 
 pytest.importorskip("matplotlib")
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "scaling_study.py"
 
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("scaling_study", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scaling_study")
 
 
 def test_rows_plot_and_section(study, tmp_path):

@@ -29,6 +29,20 @@ def _ray():
     return ray
 
 
+def connect(address: str | None) -> bool:
+    """Make sure Ray is initialised in this process: join the cluster at `address`, or start a local one (when
+    `address` is None), unless Ray is already initialised. Returns whether a local cluster was started here (its
+    starter alone may shut it down)."""
+    ray = _ray()
+    if ray.is_initialized():
+        return False
+    if address is not None:
+        ray.init(address=address, log_to_driver=False)
+        return False
+    ray.init(include_dashboard=False, log_to_driver=False)
+    return True
+
+
 class _EnvWorker:
     """The Ray actor: steps pickled (env, action) jobs."""
 
@@ -59,13 +73,7 @@ class RayEnvPool:
         if workers < 1 or max_attempts < 1:
             raise ValueError(f"workers={workers} and max_attempts={max_attempts} must be >= 1")
         ray = _ray()
-        self._started_ray = False
-        if not ray.is_initialized():
-            if address is None:
-                ray.init(include_dashboard=False, log_to_driver=False)
-                self._started_ray = True
-            else:
-                ray.init(address=address, log_to_driver=False)
+        self._started_ray = connect(address)
         self._actor_class = ray.remote(num_cpus=num_cpus, max_restarts=0)(_EnvWorker)
         self.max_attempts = max_attempts
         self.restarts = 0

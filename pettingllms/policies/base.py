@@ -88,3 +88,16 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> str | None:
     """`text` up to and including the earliest-ending stop string, or None if no stop string occurs."""
     ends = [text.find(stop) + len(stop) for stop in stops if stop and stop in text]
     return text[: min(ends)] if ends else None
+
+
+def sampler_state(backend: Any) -> Any:
+    """The state of a model backend's own random generator: a torch `generator`'s (HF sampling) or a numpy
+    `rng`'s bit-generator state (vLLM request seeds); `set_sampler_state` restores it."""
+    return backend.generator.get_state() if hasattr(backend, "generator") else backend.rng.bit_generator.state
+
+
+def set_sampler_state(backend: Any, state: Any) -> None:
+    if hasattr(backend, "generator"):
+        backend.generator.set_state(state)
+    else:
+        backend.rng.bit_generator.state = state

@@ -167,7 +167,8 @@ class ATGRPOTrainer:
             name: updater.update(routed[name]) for name, updater in self.policies.updaters.items()
         }
         for name in update_metrics:
-            self.policies.sync(name)
+            if routed[name]:  # a policy without samples was not updated: nothing to sync
+                self.policies.sync(name)
         update_s = time.perf_counter() - start
         self.step += 1
         self.completions += len(rollout.samples)

@@ -2,7 +2,7 @@
 
 Layout of `output_dir/checkpoints/step_N/`: `policy_<name>/` (a full model and its tokenizer) or `peft/<agent>/`
 (one LoRA adapter per agent), `optimizer_<name>.pt`, `scheduler_<name>.pt`, `generator_<name>.pt` (the
-sampler's torch generator) or `generator_<name>.json` (a vLLM sampler's numpy generator), `state.json` (the
+sampler's generator state, `pettingllms.policies.base.sampler_state`), `state.json` (the
 step, the completions sampled so far and the rollout engine's numpy generator). With Ray, each policy's update
 worker and rollout server write and read their own files (same layout). A checkpoint is written to a temporary folder and renamed into place, so a run killed while saving leaves the previous one.
 Data positions need no state: a step's instance seeds follow from the step number.
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+
+from pettingllms.policies.base import sampler_state, set_sampler_state
 
 if TYPE_CHECKING:
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
@@ -67,7 +69,8 @@ def load_state(folder: Path, trainer: ATGRPOTrainer) -> int:
             updater.lr_scheduler.load_state_dict(
                 torch.load(folder / f"scheduler_{name}.pt", weights_only=True)
             )
-            _load_sampler_rng(trainer.policies.backends[name], folder, name)
+            state = torch.load(folder / f"generator_{name}.pt", weights_only=True)
+            set_sampler_state(trainer.policies.backends[name], state)
     state = json.loads((folder / "state.json").read_text())
     trainer.engine.rng.bit_generator.state = state["engine_rng"]
     trainer.completions = int(state.get("completions", 0))
@@ -91,19 +94,4 @@ def _save_local(staging: Path, trainer: ATGRPOTrainer) -> None:
             updater.processing_class.save_pretrained(staging / f"policy_{name}")
         torch.save(updater.optimizer.state_dict(), staging / f"optimizer_{name}.pt")
         torch.save(updater.lr_scheduler.state_dict(), staging / f"scheduler_{name}.pt")
-        _save_sampler_rng(policies.backends[name], staging, name)
-
-
-def _save_sampler_rng(backend, folder: Path, name: str) -> None:
-    """A model backend's generator: a torch `generator` (HF sampling) or a numpy `rng` (vLLM request seeds)."""
-    if hasattr(backend, "generator"):
-        torch.save(backend.generator.get_state(), folder / f"generator_{name}.pt")
-    else:
-        (folder / f"generator_{name}.json").write_text(json.dumps(backend.rng.bit_generator.state))
-
-
-def _load_sampler_rng(backend, folder: Path, name: str) -> None:
-    if hasattr(backend, "generator"):
-        backend.generator.set_state(torch.load(folder / f"generator_{name}.pt", weights_only=True))
-    else:
-        backend.rng.bit_generator.state = json.loads((folder / f"generator_{name}.json").read_text())
+        torch.save(sampler_state(policies.backends[name]), staging / f"generator_{name}.pt")

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pettingllms.envs.ray_pool import connect
 from pettingllms.errors import PettingLLMsError
-from pettingllms.policies.base import Generation, SamplingConfig
+from pettingllms.policies.base import Generation, SamplingConfig, sampler_state, set_sampler_state
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.rollout import Sample
 
@@ -98,16 +99,10 @@ class RolloutServer:
         self.policy.load_state(load(payload))
 
     def rng_state(self) -> Any:
-        """The sampler's generator state: a torch generator's bytes (HF) or a numpy state (vLLM)."""
-        if hasattr(self.policy, "generator"):
-            return self.policy.generator.get_state()
-        return self.policy.rng.bit_generator.state
+        return sampler_state(self.policy)
 
     def set_rng_state(self, state: Any) -> None:
-        if hasattr(self.policy, "generator"):
-            self.policy.generator.set_state(state)
-        else:
-            self.policy.rng.bit_generator.state = state
+        set_sampler_state(self.policy, state)
 
     def pid(self) -> int:
         import os
@@ -153,13 +148,7 @@ class RayPolicies:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        self._started_ray = False
-        if not ray.is_initialized():
-            if args.ray_address is None:
-                ray.init(include_dashboard=False, log_to_driver=False)
-                self._started_ray = True
-            else:
-                ray.init(address=args.ray_address, log_to_driver=False)
+        self._started_ray = connect(args.ray_address)
         resources = dict(args.ray_policy_resources)
         actor_options = {
             "num_cpus": resources.get("CPU", 0),
@@ -222,7 +211,7 @@ class RayPolicies:
 
         ray.get([worker.load.remote(str(folder), name) for name, worker in self.workers.items()])
         for name, server in self.servers.items():
-            state = torch.load(folder / f"generator_{name}.pt", weights_only=False)
+            state = torch.load(folder / f"generator_{name}.pt", weights_only=True)
             ray.get(server.set_rng_state.remote(state))
 
     def close(self) -> None:
