@@ -134,3 +134,39 @@ def test_rollouts_are_identical_with_no_pool_one_worker_or_two(env_id):
         assert collect(one) == reference
     with EnvPool(workers=2) as two:
         assert collect(two) == reference
+
+
+def _mixed_jobs(delays):
+    """One job per delay (seed = position): `delays[i]` seconds for job i."""
+    jobs = []
+    for seed, delay in enumerate(delays):
+        env = SlowEnv(delay=delay)
+        env.reset(seed=seed)
+        jobs.append((env, "x" * seed))
+    return jobs
+
+
+def test_a_failed_batch_never_mixes_into_the_next():
+    """A batch fails while the other worker is still busy with it: the next batch gets exactly its own envs."""
+    with EnvPool(workers=2) as pool:
+        broken = SlowEnv(delay=0.0)
+        broken.reset(seed=0)
+        with pytest.raises(PoolError, match="a broken env"):
+            pool.step_all([(broken, "raise"), *_mixed_jobs([0.8])])  # job 1 still runs when job 0 fails
+        jobs = _mixed_jobs([0.0, 0.0, 0.0, 0.0])
+        stepped = pool.step_all(jobs)
+        assert [env.value for env in stepped] == _expected(jobs)  # no None, no env of the failed batch
+        time.sleep(1.0)  # the failed batch's slow job would have answered by now
+        assert [env.value for env in pool.step_all(jobs)] == _expected(jobs)
+
+
+def test_the_timeout_error_names_the_slow_job_even_after_a_failed_batch():
+    with EnvPool(workers=2, job_timeout=0.6, max_attempts=1) as pool:
+        broken = SlowEnv(delay=0.0)
+        broken.reset(seed=0)
+        with pytest.raises(PoolError, match="a broken env"):
+            pool.step_all([*_mixed_jobs([1.5]), (broken, "raise")])  # job 0 still runs when job 1 fails
+        with pytest.raises(PoolError, match=r"^job 2 failed in 1 attempts \(it ran past job_timeout=0.6s"):
+            pool.step_all(_mixed_jobs([0.0, 0.0, 5.0, 0.0]))
+        jobs = _mixed_jobs([0.0, 0.0, 0.0])
+        assert [env.value for env in pool.step_all(jobs)] == _expected(jobs)  # still usable

@@ -3,7 +3,9 @@
 Same contract as `pettingllms.envs.pool.EnvPool`: `step_all([(env, action), ...])` returns stepped copies in job
 order, the same envs as in-process; a free actor takes the next job; an actor that dies is replaced and its job
 re-run from the same pickled state (after `max_attempts` a job raises `PoolError`); `restarts` and `retried_jobs`
-count what happened.
+count what happened. A failed batch never mixes into the next: each step is its own Ray call whose result comes
+back through its own object ref, so a reply can only reach the job that asked for it (steps of a failed batch
+still queued on an actor are dropped when they finish).
 
 Cluster: with `address` (e.g. "auto" or "ray://head:10001") it joins an existing cluster; otherwise it starts a
 local one, unless Ray is already initialised in this process, which it then uses. `close()` kills only the actors
