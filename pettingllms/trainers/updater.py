@@ -2,8 +2,9 @@
 
 TRL's trainer normally samples its own completions; here `_prepare_inputs` receives batches the AT-GRPO rollout
 already built (prompt and completion token ids, advantages), so everything else is TRL's own: the loss family
-(`loss_type`, clip epsilons, `beta`), the optimizer and scheduler, accelerate, PEFT, and the loss scaling for
-gradient accumulation. One `update(samples)` is one optimizer step over all of this policy's samples.
+(`loss_type`, clip epsilons, `beta`), the optimizer and scheduler, accelerate and PEFT. The scaling across
+micro-batches is ours (`accumulate_gradients`): every sample weighs what it would in one batch. One
+`update(samples)` is one optimizer step over all of this policy's samples.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ import torch
 from datasets import Dataset
 from trl import GRPOTrainer
 
+from pettingllms.errors import ConfigError
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.rollout import Sample
+
+SEQUENCE_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
+"""TRL loss types that average over sequences; the others (bnpo, dapo, cispo, vespo) average over tokens."""
 
 _PLACEHOLDER = Dataset.from_dict({"prompt": ["(prompts come from the environments)"]})
 
@@ -37,28 +42,27 @@ class PolicyUpdater(GRPOTrainer):
             processing_class=tokenizer,
         )
         self.name = name
+        self._chunk_weight = 1.0
+        if self._entropy_bonus_enabled and self.loss_type in SEQUENCE_MEAN_LOSSES:
+            raise ConfigError(
+                f"entropy_coef with loss_type={self.loss_type!r}: TRL's entropy bonus is a mean over tokens, which "
+                "micro-batches weighted by their share of the sequences cannot keep exact; use a loss_type that "
+                "averages over tokens (bnpo, dapo, cispo, vespo) or entropy_coef=0"
+            )
         self.create_optimizer_and_scheduler(num_training_steps=args.max_steps)
 
     def _prepare_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {key: value.to(self.accelerator.device) for key, value in batch.items()}
 
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """TRL's loss of one micro-batch, times that micro-batch's share of the whole update (`_chunk_weight`)."""
+        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch) * self._chunk_weight
+
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         """One optimizer step on `samples` (this policy's only); return its metrics."""
         if not samples:
             return {"samples": 0.0}
-        size = self.args.per_device_train_batch_size
-        chunks = [samples[start : start + size] for start in range(0, len(samples), size)]
-        tokens = sum(len(sample.generation.completion_ids) for sample in samples)
-        self.current_gradient_accumulation_steps = len(chunks)
-        # TRL's token-normalised losses divide by num_items_in_batch * GA / steps_per_generation: make that `tokens`
-        num_items = tokens * self.args.steps_per_generation / len(chunks)
-        self.model.train()
-        loss = 0.0
-        for chunk in chunks:
-            inputs = collate(chunk, self.processing_class, num_items)
-            if self.beta != 0.0:
-                inputs["ref_per_token_logps"] = self._reference_logps(inputs)
-            loss += float(self.training_step(self.model, inputs, None))
+        loss = self.accumulate_gradients(samples)
         grad_norm = self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm)
         self.optimizer.step()
         self.lr_scheduler.step()
@@ -68,13 +72,45 @@ class PolicyUpdater(GRPOTrainer):
             "grad_norm": float(grad_norm),
             "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
             "samples": float(len(samples)),
-            "completion_tokens": float(tokens),
+            "completion_tokens": float(sum(len(s.generation.completion_ids) for s in samples)),
         }
         for key, values in self._metrics["train"].items():
             if values:
                 metrics[key] = float(sum(values) / len(values))
         self._metrics["train"].clear()
         return metrics
+
+    def accumulate_gradients(self, samples: Sequence[Sample]) -> float:
+        """Add the gradient of the loss of all `samples`, as one batch, to `.grad`; return that loss.
+
+        The samples are cut into micro-batches of `per_device_train_batch_size` and each micro-batch's loss is
+        weighted by its share of the batch, so that every sample weighs what it would in one batch however the
+        cut falls: TRL divides each micro-batch's mean by the number of micro-batches, which gives a sample of
+        a short last micro-batch up to `per_device_train_batch_size` times the weight of the others. The share
+        is the micro-batch's fraction of the samples for the losses that average over sequences (grpo, sapo,
+        dr_grpo, luspo) and its fraction of the completion tokens for those that average over tokens (bnpo,
+        dapo, cispo, vespo).
+        """
+        size = self.args.per_device_train_batch_size
+        chunks = [samples[start : start + size] for start in range(0, len(samples), size)]
+        total_tokens = sum(len(sample.generation.completion_ids) for sample in samples)
+        self.current_gradient_accumulation_steps = (
+            1  # the weights below do TRL's accumulation scaling exactly
+        )
+        self.model.train()
+        loss = 0.0
+        for chunk in chunks:
+            tokens = sum(len(sample.generation.completion_ids) for sample in chunk)
+            if self.loss_type in SEQUENCE_MEAN_LOSSES:
+                self._chunk_weight = len(chunk) / len(samples)
+            else:
+                self._chunk_weight = tokens / max(total_tokens, 1)
+            # the token-sum losses divide by num_items_in_batch / steps_per_generation: make that this chunk's tokens
+            inputs = collate(chunk, self.processing_class, tokens * self.args.steps_per_generation)
+            if self.beta != 0.0:
+                inputs["ref_per_token_logps"] = self._reference_logps(inputs)
+            loss += float(self.training_step(self.model, inputs, None))
+        return loss
 
     @torch.no_grad()
     def _reference_logps(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:

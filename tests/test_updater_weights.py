@@ -1,0 +1,133 @@
+"""The update weighs every sample as one batch would, whatever the micro-batch cut, for every TRL loss type.
+
+Checked against two independent computations: TRL's own `GRPOTrainer._compute_loss` on the whole batch at once,
+and, for one sequence-mean and one token-mean loss, the policy gradient written out by hand.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from letters import args_for  # noqa: E402
+from trl import GRPOTrainer  # noqa: E402
+
+from pettingllms.errors import ConfigError  # noqa: E402
+from pettingllms.policies.base import Generation  # noqa: E402
+from pettingllms.trainers.policies import load_model  # noqa: E402
+from pettingllms.trainers.rollout import Sample  # noqa: E402
+from pettingllms.trainers.updater import PolicyUpdater, collate  # noqa: E402
+
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+# five samples of unequal prompt and completion lengths, with unequal advantages
+_LENGTHS = [(3, 6), (5, 1), (2, 4), (4, 2), (6, 5)]
+_ADVANTAGES = [1.0, -0.5, 0.25, -1.5, 2.0]
+
+
+pytestmark = pytest.mark.usefixtures("letters_env")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    torch.set_num_threads(1)
+
+
+def samples() -> list[Sample]:
+    rng = torch.Generator().manual_seed(0)
+    out = []
+    for index, ((prompt_len, completion_len), advantage) in enumerate(zip(_LENGTHS, _ADVANTAGES)):
+        ids = torch.randint(5, 250, (prompt_len + completion_len,), generator=rng).tolist()
+        generation = Generation("", tuple(ids[:prompt_len]), tuple(ids[prompt_len:]))
+        sample = Sample(f"g{index}", 0, 0, "plan", "plan", "", "", 0.0, 0.0, 0.0, generation)
+        sample.advantage = advantage
+        out.append(sample)
+    return out
+
+
+def updater_for(tiny_model, tmp_path, loss_type: str, batch_size: int) -> PolicyUpdater:
+    level = "sequence" if loss_type == "luspo" else "token"
+    args = args_for(
+        tiny_model,
+        tmp_path,
+        "--loss_type",
+        loss_type,
+        "--importance_sampling_level",
+        level,
+        "--per_device_train_batch_size",
+        str(batch_size),
+    )
+    model, tokenizer = load_model(tiny_model)
+    return PolicyUpdater("plan", model, tokenizer, args)
+
+
+def gradients(model) -> dict[str, torch.Tensor]:
+    return {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def assert_same(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> None:
+    """Equal up to float rounding (padding differs between cuts): 1e-5 of each tensor's largest entry."""
+    assert got.keys() == want.keys() and got
+    for name in want:
+        error = (got[name] - want[name]).abs().max() / want[name].abs().max()
+        assert error < 1e-5, f"{name}: relative error {error:.2e}"
+
+
+def chunked_gradients(updater: PolicyUpdater, batch_size: int) -> dict[str, torch.Tensor]:
+    updater.args.per_device_train_batch_size = batch_size
+    updater.model.zero_grad()
+    updater.accumulate_gradients(samples())
+    return gradients(updater.model)
+
+
+def trl_gradients(updater: PolicyUpdater) -> dict[str, torch.Tensor]:
+    """TRL's own loss on all five samples as one batch, no accumulation, backpropagated by hand."""
+    batch = samples()
+    tokens = sum(len(s.generation.completion_ids) for s in batch)
+    inputs = collate(batch, updater.processing_class, tokens * updater.args.steps_per_generation)
+    updater.model.zero_grad()
+    updater.model.train()
+    updater.current_gradient_accumulation_steps = 1
+    GRPOTrainer._compute_loss(updater, updater.model, inputs).backward()
+    return gradients(updater.model)
+
+
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_ragged_micro_batches_give_the_gradient_of_one_batch(tiny_model, tmp_path, loss_type):
+    updater = updater_for(tiny_model, tmp_path, loss_type, batch_size=4)
+    reference = trl_gradients(updater)
+    for batch_size in (5, 4, 2, 1):  # one chunk; 4 + 1; 2 + 2 + 1; five chunks of one
+        assert_same(chunked_gradients(updater, batch_size), reference)
+
+
+def hand_gradients(updater: PolicyUpdater, per_token: bool) -> dict[str, torch.Tensor]:
+    """-sum_i A_i * sum_t log p_it, divided by (N * T_i) for the sequence mean or by the total token count.
+
+    With one iteration per batch the importance ratio is exp(logp - logp.detach()) = 1 with gradient
+    grad(logp), so the clipped surrogate's gradient is exactly the plain policy gradient.
+    """
+    batch = samples()
+    updater.model.zero_grad()
+    total_tokens = sum(len(s.generation.completion_ids) for s in batch)
+    loss = 0.0
+    for sample in batch:
+        prompt, completion = sample.generation.prompt_ids, sample.generation.completion_ids
+        ids = torch.tensor([list(prompt) + list(completion)])
+        logits = updater.model(input_ids=ids).logits[0, len(prompt) - 1 : -1]
+        logps = torch.log_softmax(logits.float(), dim=-1).gather(1, torch.tensor(completion)[:, None]).sum()
+        scale = total_tokens if per_token else len(batch) * len(completion)
+        loss = loss - sample.advantage * logps / scale
+    loss.backward()
+    return gradients(updater.model)
+
+
+@pytest.mark.parametrize(("loss_type", "per_token"), [("grpo", False), ("dapo", True)])
+def test_the_update_is_the_hand_written_policy_gradient(tiny_model, tmp_path, loss_type, per_token):
+    updater = updater_for(tiny_model, tmp_path, loss_type, batch_size=4)
+    assert_same(chunked_gradients(updater, 2), hand_gradients(updater, per_token))
+
+
+def test_an_entropy_bonus_with_a_sequence_mean_loss_is_refused(tiny_model, tmp_path):
+    args = args_for(tiny_model, tmp_path, "--loss_type", "grpo", "--entropy_coef", "0.01")
+    model, tokenizer = load_model(tiny_model)
+    with pytest.raises(ConfigError, match="entropy_coef"):
+        PolicyUpdater("plan", model, tokenizer, args)
