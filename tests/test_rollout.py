@@ -19,8 +19,16 @@ def random_moves(prompt: str, rng: np.random.Generator) -> str:
     return "<answer>" + " ".join(rng.choice(list("UDLR"), size=int(rng.integers(1, 7)))) + "</answer>"
 
 
-def engine(grouping="agent_turn", commit="greedy", seed=0, env_id="plan-path-v0", workflow="mas", **kwargs):
-    env_fn = functools.partial(pettingllms.make, env_id, workflow=workflow)
+def engine(
+    grouping="agent_turn",
+    commit="greedy",
+    seed=0,
+    env_id="plan-path-v0",
+    workflow="mas",
+    env_kwargs=(),
+    **kwargs,
+):
+    env_fn = functools.partial(pettingllms.make, env_id, workflow=workflow, **dict(env_kwargs))
     agents = env_fn().possible_agents
     return RolloutEngine(
         env_fn,
@@ -174,6 +182,40 @@ def test_trajectory_grouping_has_k_episodes_per_instance_and_the_return_on_every
     compute_advantages(rollout.samples)
     # all samples of one episode share one reward (its return), so their advantages are equal
     assert all(s.reward_team is not None for s in rollout.samples)
+
+
+def test_trajectory_advantages_are_computed_over_the_k_episodes_not_their_steps():
+    # 2x2 grids: random moves solve some episodes early and fail others after every turn
+    rollout = engine(grouping="trajectory", env_kwargs={"size": 2}).collect(range(6))
+    compute_advantages(rollout.samples, scale_rewards=True)
+    returns = np.array([sum(episode.returns.values()) for episode in rollout.episodes])
+    lengths = Counter(sample.episode for sample in rollout.samples)
+    assert len(set(lengths.values())) > 1, "the check needs episodes of different lengths"
+    for sample in rollout.samples:
+        assert rollout.episodes[sample.episode].instance == sample.instance
+        peers = returns[[i for i, e in enumerate(rollout.episodes) if e.instance == sample.instance]]
+        std = peers.std(ddof=1)
+        expected = 0.0 if std == 0 else (returns[sample.episode] - peers.mean()) / (std + 1e-4)
+        assert sample.reward == pytest.approx(returns[sample.episode])
+        assert sample.advantage == pytest.approx(expected)
+
+
+def test_a_long_failed_episode_does_not_pull_the_baseline_down():
+    from pettingllms.policies.base import Generation
+    from pettingllms.trainers.rollout import Sample
+
+    # four episodes of one instance: returns 0, 1, 1, 0 over 4, 1, 2 and 3 steps
+    samples = [
+        Sample("0", 0, turn, "plan", "p", "", "", ret, 0.0, ret, Generation(""), episode=episode)
+        for episode, (ret, steps) in enumerate([(0.0, 4), (1.0, 1), (1.0, 2), (0.0, 3)])
+        for turn in range(steps)
+    ]
+    compute_advantages(samples, scale_rewards=False)
+    # the baseline is the mean of the four returns, 0.5 (a mean over the ten steps would be 0.3)
+    assert [s.advantage for s in samples] == [-0.5] * 4 + [0.5] * 3 + [-0.5] * 3
+    samples[0].reward = 1.0
+    with pytest.raises(ValueError, match="different rewards"):
+        compute_advantages(samples)
 
 
 def test_random_commit_is_seeded():

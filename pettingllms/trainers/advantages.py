@@ -17,8 +17,11 @@ def compute_advantages(samples: Sequence[Sample], *, scale_rewards: bool = True)
     """Set `sample.advantage = (r - mean) / (std + eps)` within each group (`/ (std + eps)` only when
     `scale_rewards`); return each group's reward standard deviation.
 
-    The standard deviation is the unbiased one (TRL's `torch.std`); a group of one sample, or one whose rewards
-    are all equal, gets advantage 0 for every member (it carries no signal).
+    A group's members are its candidates, or, for samples that carry an `episode` (the trajectory baseline), its
+    episodes: the statistics count each episode's return once, however many steps it took, and every step gets
+    its episode's advantage (averaging over samples would weigh a long failed episode more than a short success
+    and pull the baseline toward failures). The standard deviation is the unbiased one (TRL's `torch.std`); a
+    group of one member, or one whose rewards are all equal, gets advantage 0 for every sample (no signal).
 
     >>> from pettingllms.policies.base import Generation
     >>> group = [Sample("g", 0, 0, "a", "p", "", "", r, 0.0, r, Generation("")) for r in (1.0, 0.0)]
@@ -26,21 +29,34 @@ def compute_advantages(samples: Sequence[Sample], *, scale_rewards: bool = True)
     >>> [round(s.advantage, 3) for s in group]
     [0.707, -0.707]
     """
-    groups: dict[str, list[Sample]] = defaultdict(list)
-    for sample in samples:
-        groups[sample.group_id].append(sample)
+    groups: dict[str, dict[object, list[Sample]]] = defaultdict(lambda: defaultdict(list))
+    for position, sample in enumerate(samples):
+        member = ("episode", sample.episode) if sample.episode is not None else ("sample", position)
+        groups[sample.group_id][member].append(sample)
     stds = {}
     for group_id, members in groups.items():
-        rewards = np.array([member.reward for member in members], dtype=np.float64)
+        rewards = np.array([_member_reward(group_id, steps) for steps in members.values()], dtype=np.float64)
         std = float(rewards.std(ddof=1)) if len(rewards) > 1 else 0.0
         centred = rewards - rewards.mean()
         advantages = centred / (std + EPSILON) if scale_rewards else centred
         if std == 0.0:
             advantages = np.zeros_like(rewards)
-        for member, advantage in zip(members, advantages, strict=True):
-            member.advantage = float(advantage)
+        for steps, advantage in zip(members.values(), advantages, strict=True):
+            for sample in steps:
+                sample.advantage = float(advantage)
         stds[group_id] = std
     return stds
+
+
+def _member_reward(group_id: str, steps: Sequence[Sample]) -> float:
+    """The one reward of a group member (every step of an episode carries the episode's return)."""
+    rewards = {sample.reward for sample in steps}
+    if len(rewards) != 1:
+        raise ValueError(
+            f"group {group_id}: the steps of episode {steps[0].episode} carry different rewards {sorted(rewards)}; "
+            "a trajectory sample's reward must be its episode's return"
+        )
+    return steps[0].reward
 
 
 def informative(samples: Sequence[Sample], stds: dict[str, float]) -> list[Sample]:

@@ -62,10 +62,23 @@ class Sample:
     """Why the completion could not be used, fully or partly (`infos[agent]["error"]`), else None."""
     parse_error: bool = False
     """Nothing in the completion was usable (`infos[agent]["parse_error"]`)."""
+    episode: int | None = None
+    """Set by the trajectory baseline, whose group members are whole episodes: the index of the sample's episode
+    in its rollout. `compute_advantages` then counts each episode once. None for candidates of a tree group."""
 
     def record(self, step: int) -> dict[str, Any]:
         """The JSON-ready row of a rollout dump."""
-        fields = ("group_id", "instance", "turn", "agent", "policy", "prompt", "completion", "reward")
+        fields = (
+            "group_id",
+            "instance",
+            "episode",
+            "turn",
+            "agent",
+            "policy",
+            "prompt",
+            "completion",
+            "reward",
+        )
         row = {"step": step, **{name: getattr(self, name) for name in fields}}
         row.update(reward_team=self.reward_team, reward_local=self.reward_local, advantage=self.advantage)
         row.update(error=self.error, parse_error=self.parse_error)
@@ -188,13 +201,11 @@ class RolloutEngine:
         played = self._play(envs, instances, n=1, trajectory=True)
         returns: dict[int, float] = {}
         for sample in played.samples:
-            returns[sample.instance] = returns.get(sample.instance, 0.0) + sample.reward
-        for sample in played.samples:  # `instance` holds the episode index while playing trajectories
-            sample.reward = returns[sample.instance]
-            sample.instance = instances[sample.instance]
+            returns[sample.episode] = returns.get(sample.episode, 0.0) + sample.reward
+        for sample in played.samples:
+            sample.reward = returns[sample.episode]
             sample.group_id = f"{sample.instance}"
-        episodes = [dataclasses.replace(e, instance=instances[e.instance]) for e in played.episodes]
-        return Rollout(played.samples, episodes)
+        return played
 
     # ----------------------------------------------------------------- the loop
     def _new_env(self, seed: int, options: Mapping[str, Any] | None) -> AECEnv:
@@ -236,7 +247,8 @@ class RolloutEngine:
                         samples.append(
                             Sample(
                                 group_id=f"{instances[index]}/{turn}/{agent}",
-                                instance=index if trajectory else instances[index],
+                                instance=instances[index],
+                                episode=index if trajectory else None,
                                 turn=turn,
                                 agent=agent,
                                 policy=policy,
@@ -254,7 +266,7 @@ class RolloutEngine:
                     returns[index][agent] += rows[chosen].reward
         episodes = [
             EpisodeResult(
-                index if trajectory else instances[index],
+                instances[index],
                 bool(env.unwrapped.success),
                 env.unwrapped.turn,
                 returns[index],
