@@ -8,6 +8,7 @@ import pytest
 
 import pettingllms
 from pettingllms.policies import SamplingConfig, ScriptedPolicy
+from pettingllms.policies.base import Generation
 from pettingllms.testing import _snapshot
 from pettingllms.trainers.advantages import compute_advantages, informative
 from pettingllms.trainers.rollout import RolloutEngine
@@ -49,13 +50,22 @@ class RecordingEngine(RolloutEngine):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.steps = []
+        self._probing = False
 
     def _step_all(self, envs, generations):
-        self._before = [env.clone() for env in envs]  # the states the candidates start from, in order
+        if not self._probing:  # the greedy turn completions step probe copies, not candidates
+            self._before = [env.clone() for env in envs]  # the states the candidates start from, in order
         return super()._step_all(envs, generations)
 
-    def _choose(self, agent, candidates, copies):
-        committed, rows, chosen = super()._choose(agent, candidates, copies)
+    def _turn_team(self, agent, stepped):
+        self._probing = True
+        try:
+            return super()._turn_team(agent, stepped)
+        finally:
+            self._probing = False
+
+    def _choose(self, agent, candidates, copies, team=None):
+        committed, rows, chosen = super()._choose(agent, candidates, copies, team)
         self.steps.append((self._before.pop(0), agent, candidates, rows, chosen, committed.clone()))
         return committed, rows, chosen
 
@@ -89,7 +99,12 @@ def test_candidates_start_from_the_identical_state_and_the_commit_is_the_chosen_
         for candidate, row in zip(candidates, rows):
             replay = before.clone()
             replay.step(candidate.text)  # each candidate from the same starting state
-            assert replay.rewards[agent] == row.reward and replay.infos[agent] == row.info
+            assert replay.infos[agent] == row.info
+            # alpha * (the turn's team reward) + its own local reward; the plan agent ends the turn, so its turn's
+            # team reward is its own step's
+            assert row.reward == replay.unwrapped.alpha * row.reward_team + row.info["reward_local"]
+            if agent == "plan":
+                assert replay.rewards[agent] == row.reward
             replays.append(replay)
         assert _snapshot(committed) == _snapshot(replays[chosen])
         assert chosen == int(np.argmax([row.reward for row in rows]))  # greedy, first maximum
@@ -110,6 +125,69 @@ def test_the_next_agent_acts_on_exactly_the_committed_state():
             assert _snapshot(before) == committed_tool[key]
             checked += 1
     assert checked > 0
+
+
+class ToolCandidates:
+    """A tool agent whose K candidates are: a useless answer, the solution, then useless answers again."""
+
+    def generate_from_state(self, envs, agent, n):
+        return [
+            [
+                Generation("<answer>nothing</answer>" if k != 1 else env.unwrapped.solution(agent))
+                for k in range(n)
+            ]
+            for env in envs
+        ]
+
+
+class CopyTheTool:
+    """A plan agent that answers exactly the moves the tool agent proposed this turn."""
+
+    def generate_from_state(self, envs, agent, n):
+        def answer(env):
+            proposal = env.unwrapped.proposal
+            moves = " ".join(proposal.actions) if proposal is not None and proposal.actions else "U"
+            return Generation(f"<answer>{moves}</answer>")
+
+        return [[answer(env) for _ in range(n)] for env in envs]
+
+
+def credit_engine(team_credit):
+    env_fn = functools.partial(pettingllms.make, "plan-path-v0", reward="outcome", alpha=2.0)
+    return RolloutEngine(
+        env_fn,
+        {"tool": ToolCandidates(), "plan": CopyTheTool()},
+        {"tool": "tool", "plan": "plan"},
+        {"tool": SamplingConfig(), "plan": SamplingConfig()},
+        num_generations=K,
+        team_credit=team_credit,
+    )
+
+
+def test_a_tool_candidate_that_leads_to_success_outranks_one_that_does_not():
+    turn_credit = credit_engine("turn")
+    rollout = turn_credit.collect(range(5))
+    assert turn_credit.probe_completions == 5 * K  # one greedy plan answer per tool candidate
+    compute_advantages(rollout.samples)
+    tool = [s for s in rollout.samples if s.agent == "tool"]
+    assert len(tool) == 5 * K  # every episode is solved in its first turn
+    for instance in range(5):
+        group = [s for s in tool if s.instance == instance]
+        # with reward="outcome" the tool's own step pays nothing: its credit is the success its proposal leads to
+        assert [s.reward_team for s in group] == [0.0, 1.0, 0.0, 0.0]
+        assert [s.reward for s in group] == [0.0, 2.0, 0.0, 0.0]  # alpha * team
+        assert [s.committed for s in group] == [False, True, False, False]
+        assert group[1].advantage > 0 > group[0].advantage
+    assert rollout.success_rate == 1.0
+
+
+def test_step_credit_is_the_ablation_that_leaves_the_tool_without_signal():
+    rollout = credit_engine("step").collect(range(5))
+    stds = compute_advantages(rollout.samples)
+    tool_groups = {s.group_id for s in rollout.samples if s.agent == "tool"}
+    assert tool_groups and all(stds[group] == 0.0 for group in tool_groups)
+    with pytest.raises(ValueError, match="team_credit"):
+        credit_engine("episode")
 
 
 def _engine_kwargs():
@@ -201,7 +279,6 @@ def test_trajectory_advantages_are_computed_over_the_k_episodes_not_their_steps(
 
 
 def test_a_long_failed_episode_does_not_pull_the_baseline_down():
-    from pettingllms.policies.base import Generation
     from pettingllms.trainers.rollout import Sample
 
     # four episodes of one instance: returns 0, 1, 1, 0 over 4, 1, 2 and 3 steps

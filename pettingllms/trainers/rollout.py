@@ -3,8 +3,15 @@
 AT-GRPO (`grouping="agent_turn"`), for every instance, turn and agent in workflow order:
 1. the prompt is the agent's observation of the one shared current state;
 2. K completions come from the agent's policy in one request (`n=K`), all instances batched together;
-3. each candidate is stepped on its own copy (`env.clone()`) of that state; its reward is the env's
-   `rewards[agent]` after the step (`alpha * team + local`, immediate);
+3. each candidate is stepped on its own copy (`env.clone()`) of that state; its reward is
+   `alpha * team + local`, where `local` is its own step's local reward and `team` is the team reward of the
+   turn it starts: its own step's plus that of the later agents of the same turn answering greedily (n = 1,
+   temperature 0, their own policies) on a further copy (`team_credit="turn"`, the default). An agent whose
+   step pays no team reward by itself (the tool agent proposes; the plan agent's moves are what succeed) is
+   thereby credited with the outcome its answer leads to, which the paper's `alpha * r_team + r_local` for
+   every agent asks for; the last agent of a turn is scored by its own step alone, as before. The greedy
+   completion is a probe only: it is never committed and never trained on. `team_credit="step"` (an
+   ablation) scores every candidate by its own step's reward `rewards[agent]` alone;
 4. the K samples form one group keyed `(instance, turn, agent)`, with identical prompts;
 5. the best candidate (highest reward, lowest index on ties) is committed: its copy *becomes* the real state,
    so the next agent acts on exactly the state that candidate produced. With `commit="random"` a uniformly
@@ -39,6 +46,8 @@ GROUPINGS = ("agent_turn", "agent", "turn", "trajectory")
 TREE_GROUPINGS = ("agent_turn", "agent", "turn")
 """Groupings whose rollouts sample K candidates per agent step and commit one (the others play K episodes)."""
 COMMITS = ("greedy", "random")
+TEAM_CREDITS = ("turn", "step")
+"""How a candidate's team reward is measured: over the rest of its turn, or its own step alone (module docstring)."""
 
 
 @dataclasses.dataclass
@@ -90,6 +99,7 @@ class _Candidate:
     generation: Generation
     info: dict[str, Any]
     reward: float
+    reward_team: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +133,7 @@ class RolloutEngine:
         num_generations: K.
         grouping: "agent_turn" (AT-GRPO), "trajectory" (the baseline), or the ablations "agent" / "turn".
         commit: "greedy" (the best candidate) or "random".
+        team_credit: "turn" (a candidate's team reward includes its turn's greedy completion) or "step".
         seed: seeds the engine's own generator (random commits).
         pool: an `EnvPool` (worker processes) or `RayEnvPool` (Ray actors) that steps the K candidate copies
             (None: in-process); results are the same either way.
@@ -138,6 +149,7 @@ class RolloutEngine:
         num_generations: int,
         grouping: str = "agent_turn",
         commit: str = "greedy",
+        team_credit: str = "turn",
         seed: int = 0,
         pool: EnvPool | None = None,
     ):
@@ -145,6 +157,10 @@ class RolloutEngine:
             raise ValueError(f"grouping={grouping!r} is not supported; allowed values: {list(GROUPINGS)}")
         if commit not in COMMITS:
             raise ValueError(f"commit={commit!r} is not supported; allowed values: {list(COMMITS)}")
+        if team_credit not in TEAM_CREDITS:
+            raise ValueError(
+                f"team_credit={team_credit!r} is not supported; allowed values: {list(TEAM_CREDITS)}"
+            )
         if num_generations < 1:
             raise ValueError(f"num_generations={num_generations} must be >= 1")
         unknown = sorted(set(agent_policy.values()) - set(policies))
@@ -159,10 +175,13 @@ class RolloutEngine:
         self.num_generations = num_generations
         self.grouping = grouping
         self.commit = commit
+        self.team_credit = team_credit
         self.rng = np.random.default_rng(seed)
         self.pool = pool
         self.env_seconds = 0.0
         """Time spent stepping environments (candidates included) since it was last reset to 0."""
+        self.probe_completions = 0
+        """Greedy completions generated for turn credit (never trained on) since it was last reset to 0."""
 
     def collect(self, seeds: Sequence[int], options: Mapping[str, Any] | None = None) -> Rollout:
         """Play one instance per seed (reset with `seed` and `options`) and return every sample."""
@@ -186,19 +205,25 @@ class RolloutEngine:
         if len(per_episode) != len(seeds):
             raise ValueError(f"{len(per_episode)} option mappings for {len(seeds)} seeds")
         envs = [self._new_env(seed, opts) for seed, opts in zip(seeds, per_episode, strict=True)]
-        return self._play(envs, list(range(len(seeds))), n=1, trajectory=False)
+        return self._play(envs, list(range(len(seeds))), n=1, trajectory=False, credit_turn=False)
 
     # ----------------------------------------------------------------- AT-GRPO
     def _collect_tree(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
         envs = [self._new_env(seed, options) for seed in seeds]
-        return self._play(envs, list(range(len(seeds))), n=self.num_generations, trajectory=False)
+        return self._play(
+            envs,
+            list(range(len(seeds))),
+            n=self.num_generations,
+            trajectory=False,
+            credit_turn=self.team_credit == "turn",
+        )
 
     # ----------------------------------------------------------------- trajectory baseline
     def _collect_trajectories(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
         k = self.num_generations
         envs = [self._new_env(seed, options) for seed in seeds for _ in range(k)]
         instances = [index for index in range(len(seeds)) for _ in range(k)]
-        played = self._play(envs, instances, n=1, trajectory=True)
+        played = self._play(envs, instances, n=1, trajectory=True, credit_turn=False)
         returns: dict[int, float] = {}
         for sample in played.samples:
             returns[sample.episode] = returns.get(sample.episode, 0.0) + sample.reward
@@ -213,8 +238,13 @@ class RolloutEngine:
         env.reset(seed=int(seed), options=dict(options or {}))
         return env
 
-    def _play(self, envs: list[AECEnv], instances: list[int], *, n: int, trajectory: bool) -> Rollout:
-        """Step every env to the end in lockstep; `n` candidates per step (n = 1: plain sampling)."""
+    def _play(
+        self, envs: list[AECEnv], instances: list[int], *, n: int, trajectory: bool, credit_turn: bool
+    ) -> Rollout:
+        """Step every env to the end in lockstep; `n` candidates per step (n = 1: plain sampling).
+
+        `credit_turn`: score each candidate with the team reward of its turn completed greedily (`_turn_team`).
+        """
         samples: list[Sample] = []
         returns = [dict.fromkeys(env.possible_agents, 0.0) for env in envs]
         active = list(range(len(envs)))
@@ -232,16 +262,14 @@ class RolloutEngine:
             for agent, indices in waiting.items():
                 policy = self.agent_policy[agent]
                 prompts = [str(envs[index].observe(agent)) for index in indices]
-                backend = self.policies[policy]
-                if isinstance(backend, StatePolicy):
-                    generations = backend.generate_from_state([envs[index] for index in indices], agent, n)
-                else:
-                    generations = backend.generate(prompts, n, self.sampling[policy])
+                generations = self._generate([envs[index] for index in indices], agent, prompts, n)
                 stepped = self._step_all([envs[index] for index in indices], generations)
-                for index, prompt, candidates, copies in zip(
-                    indices, prompts, generations, stepped, strict=True
+                teams = self._turn_team(agent, stepped) if credit_turn else None
+                for position, (index, prompt, candidates, copies) in enumerate(
+                    zip(indices, prompts, generations, stepped, strict=True)
                 ):
-                    envs[index], rows, chosen = self._choose(agent, candidates, copies)
+                    team = None if teams is None else teams[position]
+                    envs[index], rows, chosen = self._choose(agent, candidates, copies, team)
                     turn = rows[chosen].info["turn"]
                     for position, row in enumerate(rows):
                         samples.append(
@@ -255,7 +283,7 @@ class RolloutEngine:
                                 prompt=prompt,
                                 completion=row.generation.text,
                                 reward=row.reward,
-                                reward_team=row.info["reward_team"],
+                                reward_team=row.reward_team,
                                 reward_local=row.info["reward_local"],
                                 generation=row.generation,
                                 committed=position == chosen,
@@ -302,15 +330,68 @@ class RolloutEngine:
         self.env_seconds += time.perf_counter() - start
         return stepped
 
+    def _generate(self, envs: Sequence[AECEnv], agent: str, prompts: Sequence[str], n: int, *, greedy=False):
+        """`n` completions per env for `agent` from its policy (`greedy`: temperature 0)."""
+        policy = self.agent_policy[agent]
+        backend = self.policies[policy]
+        if isinstance(backend, StatePolicy):
+            return backend.generate_from_state(envs, agent, n)
+        sampling = self.sampling[policy]
+        return backend.generate(
+            prompts, n, dataclasses.replace(sampling, temperature=0.0) if greedy else sampling
+        )
+
+    def _turn_team(self, agent: str, stepped: Sequence[Sequence[AECEnv]]) -> list[list[float]]:
+        """For every candidate copy of `stepped`, the team reward of its turn: its own step's plus what the later
+        agents of the turn earn answering greedily, in lockstep, on a probe copy (the copies stay untouched)."""
+        teams = [[float(copy.infos[agent]["reward_team"]) for copy in copies] for copies in stepped]
+        probes = [
+            (row, column, copy.clone(), copy.infos[agent]["turn"])
+            for row, copies in enumerate(stepped)
+            for column, copy in enumerate(copies)
+        ]
+        while probes:
+            waiting: dict[str, list[tuple[int, int, AECEnv, int]]] = {}
+            for probe in probes:
+                env, turn = probe[2], probe[3]
+                while env.agents and (
+                    env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
+                ):
+                    env.step(None)
+                if env.agents and env.unwrapped.turn == turn:  # a later agent of the same turn acts next
+                    waiting.setdefault(env.agent_selection, []).append(probe)
+            probes = []
+            for next_agent, group in waiting.items():
+                envs = [env for _, _, env, _ in group]
+                prompts = [str(env.observe(next_agent)) for env in envs]
+                generations = self._generate(envs, next_agent, prompts, 1, greedy=True)
+                self.probe_completions += len(envs)
+                for (row, column, _, turn), (after,) in zip(
+                    group, self._step_all(envs, generations), strict=True
+                ):
+                    teams[row][column] += float(after.infos[next_agent]["reward_team"])
+                    probes.append((row, column, after, turn))
+        return teams
+
     def _choose(
-        self, agent: str, candidates: Sequence[Generation], copies: Sequence[AECEnv]
+        self,
+        agent: str,
+        candidates: Sequence[Generation],
+        copies: Sequence[AECEnv],
+        team: Sequence[float] | None = None,
     ) -> tuple[AECEnv, list[_Candidate], int]:
         """Every candidate's row, and the committed copy: the best (first maximum) or, with `commit="random"`, a
-        uniformly drawn one."""
-        rows = [
-            _Candidate(generation, dict(copy.infos[agent]), float(copy.rewards[agent]))
-            for generation, copy in zip(candidates, copies, strict=True)
-        ]
+        uniformly drawn one. `team`: each candidate's team reward of its turn (None: its own step's)."""
+        rows = []
+        for position, (generation, copy) in enumerate(zip(candidates, copies, strict=True)):
+            info = dict(copy.infos[agent])
+            if team is None:
+                rows.append(
+                    _Candidate(generation, info, float(copy.rewards[agent]), float(info["reward_team"]))
+                )
+            else:
+                reward = copy.unwrapped.alpha * team[position] + float(info["reward_local"])
+                rows.append(_Candidate(generation, info, reward, team[position]))
         if self.commit == "greedy":
             chosen = int(
                 np.argmax([row.reward for row in rows])
