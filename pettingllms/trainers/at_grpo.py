@@ -11,7 +11,11 @@ each adapter is trained only by its agent's samples).
 
 Outputs in `output_dir`: `metrics.jsonl` (one JSON object per step), `checkpoints/step_N/` (weights or adapters,
 optimizer, scheduler, every random generator, the step), `learning_curve.png`, and with `dump_rollouts`
-`rollouts/step_N.jsonl`. `resume=True` continues from the last checkpoint exactly.
+`rollouts/step_N.jsonl`. `resume=True` continues from the newest intact checkpoint exactly.
+
+The folder belongs to this run while the trainer lives (`run.lock`, released by `close()`, at the end of `train()`
+or when the trainer is collected); a folder holding an earlier run needs `resume` or `overwrite_output_dir`, and a
+resumed run must keep the saved settings that change results (`pettingllms.trainers.run_folder`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import dataclasses
 import functools
 import json
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +35,7 @@ import numpy as np
 import pettingllms
 from pettingllms.envs.pool import EnvPool
 from pettingllms.policies.base import SamplingConfig
-from pettingllms.trainers import checkpoint
+from pettingllms.trainers import checkpoint, metrics_log, run_folder
 from pettingllms.trainers.advantages import compute_advantages, informative
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.policies import PolicySet, build_policies
@@ -48,6 +53,18 @@ class ATGRPOTrainer:
         self.log = log
         self.output_dir = Path(args.output_dir)
         self.output_dir.mkdir(parents=True, exist_ok=True)
+        lock = run_folder.RunLock.acquire(self.output_dir, log)
+        self._release_folder = weakref.finalize(self, lock.release)
+        try:
+            self._start()
+        except BaseException:
+            self._release_folder()
+            raise
+
+    def _start(self) -> None:
+        """Everything after taking the folder's lock: the folder's old run, the policies, the resumed state."""
+        args, log = self.args, self.log
+        run_folder.prepare(self.output_dir, resume=args.resume, overwrite=args.overwrite_output_dir, log=log)
         self.env_fn = functools.partial(
             pettingllms.make,
             args.env_id,
@@ -57,9 +74,9 @@ class ATGRPOTrainer:
             **args.env_kwargs,
         )
         self.agents = list(self.env_fn().possible_agents)
+        last = self._checkpoint_to_resume() if args.resume else None
         (self.output_dir / "config.json").write_text(json.dumps(config_summary(args), indent=2, default=str))
-        last = checkpoint.latest(self.output_dir) if args.resume else None
-        if last is None:  # a fresh run starts a fresh log, even in a folder that holds an older one
+        if last is None:  # step 0 starts a fresh log (a resumed folder without checkpoints may hold one)
             (self.output_dir / "metrics.jsonl").unlink(missing_ok=True)
         self.policies: PolicySet = build_policies(args, self.agents, resume_from=last)
         self.pool = make_pool(args)
@@ -69,7 +86,46 @@ class ATGRPOTrainer:
         """Completions sampled so far (every candidate or trajectory step, all policies)."""
         if last is not None:
             self.step = checkpoint.load_state(last, self)
-            self.log(f"resumed from {last} at step {self.step}")
+            log(f"resumed from {last} at step {self.step}")
+
+    def _checkpoint_to_resume(self) -> Path | None:
+        """The newest intact checkpoint (None when the folder has no checkpoint: the run starts at step 0); raise
+        `RunFolderError` when every checkpoint is corrupt or the saved settings differ in ones that change the
+        run (unless `resume_with_changes`)."""
+        skipped: list[str] = []
+
+        def note(message: str) -> None:
+            skipped.append(message)
+            self.log(message)
+
+        last = checkpoint.latest(self.output_dir, note)
+        if last is None and skipped:
+            raise run_folder.RunFolderError(
+                f"--resume true: no intact checkpoint in {self.output_dir / 'checkpoints'} ({'; '.join(skipped)}); "
+                "delete the corrupt folders, or start over with --overwrite_output_dir true"
+            )
+        if last is None:
+            self.log(f"--resume true: {self.output_dir} has no checkpoint yet; the run starts at step 0")
+            return None
+        saved_path = self.output_dir / "config.json"
+        if not saved_path.is_file():
+            saved: dict[str, Any] = {}
+            changes = {"config.json": ("missing", "present")}
+        else:
+            saved = json.loads(saved_path.read_text())
+            changes = run_folder.changed_settings(saved, config_summary(self.args))
+        if changes and not self.args.resume_with_changes:
+            listed = ", ".join(f"{name}: {old!r} -> {new!r}" for name, (old, new) in changes.items())
+            raise run_folder.RunFolderError(
+                f"--resume true: this run's settings differ from the saved run's ({saved_path}) in ways that change "
+                f"results: {listed}; resume with the saved settings, pass --resume_with_changes true to continue "
+                "anyway, or start over with --overwrite_output_dir true"
+            )
+        if changes:
+            self.log(
+                f"resuming {self.output_dir} with changed settings (--resume_with_changes): {sorted(changes)}"
+            )
+        return last
 
     # ----------------------------------------------------------------- setup
     def _sampling(self, policy: str, train: bool) -> SamplingConfig:
@@ -133,11 +189,13 @@ class ATGRPOTrainer:
         return summary
 
     def close(self) -> None:
-        """Stop the env pool and release the policies' Ray actors (if any); the trainer is done afterwards."""
+        """Stop the env pool, release the policies' Ray actors (if any) and the run folder's lock; the trainer is
+        done afterwards."""
         if self.pool is not None:
             self.pool.close()
             self.pool = None
         self.policies.close()
+        self._release_folder()
 
     @property
     def finished(self) -> bool:
@@ -209,8 +267,7 @@ class ATGRPOTrainer:
 
     # ----------------------------------------------------------------- outputs
     def _log_metrics(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        with (self.output_dir / "metrics.jsonl").open("a") as handle:
-            handle.write(json.dumps(metrics) + "\n")
+        metrics_log.append(self.output_dir / "metrics.jsonl", metrics)
         return metrics
 
     def _dump(self, rollout: Rollout) -> None:
@@ -226,7 +283,7 @@ class ATGRPOTrainer:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        rows = [json.loads(line) for line in (self.output_dir / "metrics.jsonl").read_text().splitlines()]
+        rows = metrics_log.read(self.output_dir / "metrics.jsonl", self.log)
         figure, axis = plt.subplots(figsize=(6, 4))
         for key, label in (
             ("train/success_rate", "train (committed episodes)"),

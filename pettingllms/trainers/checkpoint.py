@@ -4,8 +4,16 @@ Layout of `output_dir/checkpoints/step_N/`: `policy_<name>/` (a full model and i
 (one LoRA adapter per agent), `optimizer_<name>.pt`, `scheduler_<name>.pt`, `generator_<name>.pt` (the
 sampler's generator state, `pettingllms.policies.base.sampler_state`), `state.json` (the
 step, the completions sampled so far and the rollout engine's numpy generator). With Ray, each policy's update
-worker and rollout server write and read their own files (same layout). A checkpoint is written to a temporary folder and renamed into place, so a run killed while saving leaves the previous one.
-Data positions need no state: a step's instance seeds follow from the step number.
+worker and rollout server write and read their own files (same layout). Data positions need no state: a step's
+instance seeds follow from the step number.
+
+Integrity: a checkpoint is written to `step_N.tmp`, which gets a `manifest.json` (sha256 and size of every file,
+`pettingllms.trainers.manifest`) last, is flushed to disk and is then renamed to `step_N`; a run killed while
+saving leaves the previous checkpoints and a `step_N.tmp` that the next start removes with a message
+(`run_folder.prepare`). `latest` verifies checkpoints newest first against their manifests and returns the newest
+intact one, naming every folder it skips and its bad file (truncated, changed or missing files, a missing
+manifest, an empty folder). Training (`--resume true`) and evaluation (`pettingllms-eval --policy RUN`) both load
+through it.
 """
 
 from __future__ import annotations
@@ -14,12 +22,15 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
+from pettingllms.errors import PettingLLMsError
 from pettingllms.policies.base import sampler_state, set_sampler_state
+from pettingllms.trainers import manifest, metrics_log
 
 if TYPE_CHECKING:
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
@@ -27,13 +38,38 @@ if TYPE_CHECKING:
 _STEP = re.compile(r"^step_(\d+)$")
 
 
-def latest(output_dir: Path) -> Path | None:
-    """The newest complete checkpoint folder, or None."""
+class CheckpointError(PettingLLMsError):
+    """A checkpoint that was asked for is missing or fails its manifest (the message names the file)."""
+
+
+def step_folders(output_dir: Path) -> list[Path]:
+    """The `checkpoints/step_N` folders of a run, newest first (intact or not)."""
     folder = output_dir / "checkpoints"
     steps = (
         [(int(m[1]), p) for p in folder.iterdir() if (m := _STEP.match(p.name))] if folder.is_dir() else []
     )
-    return max(steps)[1] if steps else None
+    return [path for _, path in sorted(steps, reverse=True)]
+
+
+def latest(output_dir: Path, log: Callable[[str], None] = print) -> Path | None:
+    """The newest intact checkpoint folder of the run in `output_dir`, or None when it has none; each newer
+    folder that fails its manifest is skipped with a message to `log` naming the folder and the bad file."""
+    for folder in step_folders(output_dir):
+        found = manifest.problem(folder)
+        if found is None:
+            return folder
+        log(f"skipping checkpoint {folder}: {found}")
+    return None
+
+
+def verify(folder: Path) -> None:
+    """Raise `CheckpointError` naming the bad file unless the checkpoint `folder` is intact."""
+    found = manifest.problem(folder)
+    if found is not None:
+        raise CheckpointError(
+            f"checkpoint {folder} is not intact: {found}; use another checkpoint (or the run folder, which "
+            "picks the newest intact one)"
+        )
 
 
 def save(output_dir: Path, trainer: ATGRPOTrainer) -> Path:
@@ -53,14 +89,27 @@ def save(output_dir: Path, trainer: ATGRPOTrainer) -> Path:
         "engine_rng": trainer.engine.rng.bit_generator.state,
     }
     (staging / "state.json").write_text(json.dumps(state))
-    shutil.rmtree(final, ignore_errors=True)
+    manifest.write(staging)
+    if final.exists():  # a corrupt checkpoint of this step, skipped when the run resumed from an older one
+        shutil.rmtree(final)
     os.replace(staging, final)
+    _fsync_folder(final.parent)
     return final
 
 
+def _fsync_folder(folder: Path) -> None:
+    """Flush a folder's entries (the rename) to disk."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 def load_state(folder: Path, trainer: ATGRPOTrainer) -> int:
-    """Restore optimizers, schedulers and generators from `folder` (weights are loaded when the policies are
-    built); drop metrics logged after the checkpoint; return the checkpoint's step."""
+    """Restore optimizers, schedulers and generators from the verified checkpoint `folder` (weights are loaded
+    when the policies are built); drop metrics logged after the checkpoint (and a half-written last line); return
+    the checkpoint's step."""
     if trainer.policies.placement is not None:
         trainer.policies.placement.load(folder)
     else:
@@ -74,12 +123,7 @@ def load_state(folder: Path, trainer: ATGRPOTrainer) -> int:
     state = json.loads((folder / "state.json").read_text())
     trainer.engine.rng.bit_generator.state = state["engine_rng"]
     trainer.completions = int(state.get("completions", 0))
-    metrics = trainer.output_dir / "metrics.jsonl"
-    if metrics.exists():
-        rows = [
-            line for line in metrics.read_text().splitlines() if json.loads(line)["step"] <= state["step"]
-        ]
-        metrics.write_text("".join(row + "\n" for row in rows))
+    metrics_log.truncate_after(trainer.output_dir / "metrics.jsonl", int(state["step"]), trainer.log)
     return int(state["step"])
 
 

@@ -146,7 +146,28 @@ class ATGRPOConfig(GRPOConfig):
         default=False, metadata={"help": "Write every sample to rollouts/step_N.jsonl."}
     )
     resume: bool = dataclasses.field(
-        default=False, metadata={"help": "Resume from the last checkpoint in output_dir."}
+        default=False,
+        metadata={
+            "help": "Resume from the newest intact checkpoint in output_dir (a folder without checkpoints starts at "
+            "step 0). Refused when settings that change the run differ from the saved ones (see "
+            "resume_with_changes)."
+        },
+    )
+    resume_with_changes: bool = dataclasses.field(
+        default=False,
+        metadata={
+            "help": "With resume: continue even though settings that change the run (anything but run length, "
+            "saving, env workers and logging) differ from the saved config.json; the changes are listed and the "
+            "new settings saved."
+        },
+    )
+    overwrite_output_dir: bool = dataclasses.field(
+        default=False,
+        metadata={
+            "help": "Start a fresh run in an output_dir that holds an earlier run, deleting that run's files "
+            "(checkpoints/, metrics.jsonl, rollouts/, learning_curve.png, config.json; nothing else). Without it "
+            "(or resume) such a folder is refused. (transformers 5's TrainingArguments no longer has this field.)"
+        },
     )
     max_steps: int = dataclasses.field(
         default=20, metadata={"help": "Number of AT-GRPO steps (rollout + update)."}
@@ -226,6 +247,11 @@ class ATGRPOConfig(GRPOConfig):
             )
         if self.max_completions is not None and self.max_completions < 1:
             raise ConfigError(f"max_completions={self.max_completions} must be >= 1 (or None: no budget)")
+        if self.resume and self.overwrite_output_dir:
+            raise ConfigError(
+                "resume=True and overwrite_output_dir=True contradict each other: resume continues the run in "
+                "output_dir, overwrite_output_dir deletes it; choose one"
+            )
         if self.max_steps is None or self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps} must be >= 1: the number of AT-GRPO steps")
         super().__post_init__()
