@@ -1,15 +1,16 @@
 """Build the bubblewrap command line that starts one fork server (see ``_server.py``).
 
-Contract of the sandbox it describes: new network, pid, ipc, uts and cgroup namespaces; empty
-environment plus a few fixed variables; read-only binds of the system dirs the interpreter needs
-(``/usr``, the ``/bin``, ``/lib*`` links or dirs, ``/etc/ld.so.cache``, ``/etc/alternatives``) and of
-``sys.base_prefix`` / ``sys.prefix`` only (no home, no project dir, no rest of ``/etc``); fresh
-``/proc``, minimal ``/dev``, and a private size-capped tmpfs ``/tmp`` (mode 0755, mounted before the
-prefix binds so a venv that lives under ``/tmp`` stays visible).
+Contract of the sandbox it describes: new network, pid, ipc, uts and cgroup namespaces; empty environment
+plus a few fixed variables; read-only binds of the system dirs the interpreter needs (``/usr``, the ``/bin``,
+``/lib*`` links or dirs, ``/etc/ld.so.cache``, ``/etc/alternatives``) and of what ``_visible`` selects (the
+interpreter, the stdlib, the preloaded packages and their dependencies; no home, no project dir, no rest of
+``/etc``, no other package of the venv); fresh ``/proc``, minimal ``/dev``, a small read-only-for-runs
+tmpfs ``/tmp`` mounted before the binds (so binds under ``/tmp`` stay visible).
 
-As root, bwrap creates no user namespace; the server keeps only the capabilities it needs to
-manage runs (``_ROOT_CAPS``) and drops every run to an unprivileged uid.  As a normal user, bwrap
-uses an unprivileged user namespace with further user namespaces disabled, and runs stay the user.
+As root, bwrap creates no user namespace; the server keeps only the capabilities it needs to build each run
+(``_ROOT_CAPS``: namespaces and mounts, switching uid) and every run drops to an unprivileged uid with none.
+As a normal user, bwrap uses an unprivileged user namespace (further user namespaces disabled) in which the
+server holds capabilities, and every run drops all of them.
 """
 
 from __future__ import annotations
@@ -20,10 +21,14 @@ import shutil
 import sys
 from pathlib import Path
 
-TMP_BYTES = 256 << 20
-"""Size cap of the sandbox's /tmp (all work dirs of one server together)."""
+from pettingllms.sandbox import _seccomp, _visible
 
-_ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_KILL", "CAP_DAC_OVERRIDE")
+SCRATCH_BYTES = 128 << 20
+"""Size cap of each run's private tmpfs work dir (its cwd, HOME and TMPDIR)."""
+SHM_BYTES = 16 << 20
+"""Size cap of each run's private ``/dev/shm``."""
+
+_ROOT_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID")
 _SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/alternatives")
 _ENV = {
@@ -40,18 +45,27 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def _prefix_binds() -> list[str]:
-    """Interpreter prefixes to bind, outermost first, skipping ones already inside another bind."""
-    chosen: list[str] = []
-    for prefix in sorted({os.path.normpath(sys.base_prefix), os.path.normpath(sys.prefix)}, key=len):
-        if not any(Path(prefix).is_relative_to(done) for done in ["/usr", *chosen]):
-            chosen.append(prefix)
-    return chosen
+def _scratch(dests: list[str]) -> str:
+    """Mount point of each run's tmpfs: ``/tmp`` unless a bind lives under it (it would be hidden)."""
+    return "/tmp/.run" if any(Path(d).is_relative_to("/tmp") for d in dests) else "/tmp"
 
 
-def tmp_keep(binds: list[str]) -> list[str]:
-    """Top-level names under /tmp that lead to binds (the server must not wipe them)."""
-    return sorted({Path(b).relative_to("/tmp").parts[0] for b in binds if Path(b).is_relative_to("/tmp")})
+def _mount_args(pairs: list[tuple[str, str]], masks: list[str]) -> list[str]:
+    """Binds and masks in path order, with every missing parent created 0755 (bwrap would make it 0700)."""
+    entries = sorted([(dest, src) for src, dest in pairs] + [(mask, None) for mask in masks])
+    bound = {dest: src is not None for dest, src in entries}
+    made = {"/", "/tmp", "/usr"}
+    argv: list[str] = []
+    for dest, src in entries:
+        for parent in map(str, reversed(Path(dest).parents)):
+            covering = max((d for d in bound if Path(parent).is_relative_to(d)), key=len, default=None)
+            if parent in made or (covering is not None and bound[covering]):
+                continue
+            made.add(parent)
+            argv += ["--perms", "0755", "--dir", parent]
+        made.add(dest)
+        argv += ["--ro-bind", src, dest] if src is not None else ["--perms", "0755", "--tmpfs", dest]
+    return argv
 
 
 def server_argv(bwrap: str, uid: int, preload: tuple[str, ...]) -> list[str]:
@@ -72,7 +86,7 @@ def server_argv(bwrap: str, uid: int, preload: tuple[str, ...]) -> list[str]:
         for cap in _ROOT_CAPS:
             argv += ["--cap-add", cap]
     else:
-        argv += ["--unshare-user", "--disable-userns"]
+        argv += ["--unshare-user", "--disable-userns", "--cap-add", "ALL"]
     argv += ["--ro-bind", "/usr", "/usr"]
     for name in _SYSTEM_DIRS:
         path = "/" + name
@@ -83,33 +97,23 @@ def server_argv(bwrap: str, uid: int, preload: tuple[str, ...]) -> list[str]:
     for path in _SYSTEM_FILES:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
-    argv += [
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--perms",
-        "0755",
-        "--size",
-        str(TMP_BYTES),
-        "--tmpfs",
-        "/tmp",
-    ]
-    binds = _prefix_binds()
-    made = {"/", "/tmp"}
-    for prefix in binds:
-        for parent in reversed(Path(prefix).parents):  # bwrap would create missing parents as 0700
-            if str(parent) not in made:
-                made.add(str(parent))
-                argv += ["--perms", "0755", "--dir", str(parent)]
-        argv += ["--ro-bind", prefix, prefix]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--size", str(1 << 20), "--tmpfs", "/tmp"]
+    pairs = _visible.binds(tuple(preload))
+    scratch = _scratch([dest for _, dest in pairs])
+    if scratch != "/tmp":
+        argv += ["--perms", "0755", "--dir", scratch]
+    argv += _mount_args(pairs, _visible.masks())
     for key, value in _ENV.items():
         argv += ["--setenv", key, value]
     source = (Path(__file__).parent / "_server.py").read_text(encoding="utf-8")
+    seccomp = _seccomp.program()
     config = {
         "uid": uid,
         "preload": list(preload),
-        "keep": tmp_keep(binds),
+        "scratch": scratch,
+        "scratch_bytes": SCRATCH_BYTES,
+        "shm_bytes": SHM_BYTES,
+        "seccomp": seccomp.hex() if seccomp is not None else None,
         "host_pid_namespace": os.readlink("/proc/self/ns/pid"),
     }
-    return argv + ["--chdir", "/tmp", sys.executable, "-I", "-c", source, json.dumps(config)]
+    return argv + ["--chdir", "/", sys.executable, "-I", "-c", source, json.dumps(config)]

@@ -1,24 +1,38 @@
 """Fork server that runs *inside* one bwrap sandbox; this is the only place model text is executed.
 
 The host passes this file's source with ``python -I -c SOURCE CONFIG_JSON`` (stdlib only, never imported on
-the host).  CONFIG: ``host_pid_namespace`` (the host's ``/proc/self/ns/pid`` link: the server refuses to start in it),
-``uid`` every run is switched to (``-1``: stay the current user, host not root),
-``preload`` module names, ``keep`` names under /tmp that hold binds and must survive the wipe.  Protocol on the inherited fds 0 (requests) and 1 (replies): frames
-of a 4-byte big-endian length followed by UTF-8 JSON.  The first reply is ``{"ready": true}`` once the
-preload modules are imported; then every request ``{code, stdin, timeout, memory_mb, max_output,
-max_processes}`` gets exactly one reply ``{status, stdout, stderr, returncode, duration_s}``.
+the host).  CONFIG: ``host_pid_namespace`` (the host's ``/proc/self/ns/pid`` link: the server refuses to start
+in it), ``uid`` every run is switched to (``-1``: stay the current user and drop all capabilities),
+``preload`` module names, ``scratch`` (mount point of each run's tmpfs), ``scratch_bytes``/``shm_bytes`` (its
+size and that of the run's ``/dev/shm``), ``seccomp`` (hex of the BPF filter every program runs under, or
+null).  Protocol on the inherited fds 0 (requests) and 1 (replies): frames of a 4-byte big-endian length
+followed by UTF-8 JSON.  The first reply is ``{"ready": true}`` once the preload modules are imported; then
+every request ``{id, code, stdin, timeout, memory_mb, max_output, max_processes}`` gets exactly one reply
+``{id, status, stdout, stderr, returncode, duration_s}``.
 
-Per run: fresh work dir ``/tmp/runN`` (0700, owned by the run uid), a forked child that calls setsid,
-applies rlimits, drops to the run uid, redirects fds 0-2 and closes every other fd (so it cannot
-reach the protocol pipes), then execs the code.  Afterwards the server sends SIGKILL to every
-process of the pid namespace except bwrap's init and itself (``kill(-1)``), reaps them all (it is
-a child subreaper, so orphans come back to it), and deletes the work dir.  Any internal error
-ends the server; the host reports that run as ``"crashed"`` and starts a new server.
+Processes, so that no run can see the server or an earlier run:
+  * the *zygote* (this process) imports ``preload`` and forks the manager before any request exists.  It never
+    reads a request: per run it receives one byte and six fds over a socketpair (SCM_RIGHTS), forks the run's
+    init into a new pid namespace, hands the manager a pidfd of it, closes the fds and reaps the init.  So every
+    run starts as a copy of a process that has never held a byte of any run.
+  * the *manager* reads requests from the host, writes each program (with its limits) and its stdin to two
+    memfds, passes them and the output pipes to the zygote, collects the output until the run ends, kills the
+    run on timeout or output overflow (``pidfd_send_signal``), and replies.  It never forks.
+  * the run's *init* (pid 1 of the run's own pid namespace) enters new mount and IPC namespaces, mounts a
+    fresh ``/proc`` (showing the run's processes only), a size-capped tmpfs work dir and ``/dev/shm``, forks the
+    program, reaps orphans, and when the program exits reports its wait status on a pipe and exits - the
+    kernel then kills every other process of the namespace.  The namespaces, tmpfs and SysV objects vanish
+    with it: nothing is left to clean up.
+  * the *program* process: new session, rlimits, unprivileged uid (root) or no capabilities (normal user),
+    no_new_privs, the seccomp filter, fds 0-3 only (stdin memfd, stdout, stderr, memory tag), then ``code``
+    runs as ``__main__``.
+The zygote and the manager are non-dumpable, and outside every run's pid namespace and ``/proc``: a run can
+neither name nor signal nor trace them.  Any internal error ends the server; the host then reports that run as
+``"crashed"`` and starts a new server.
 """
 
 import atexit
 import builtins
-import contextlib
 import ctypes
 import gc
 import json
@@ -26,21 +40,54 @@ import math
 import os
 import resource
 import select
-import shutil
 import signal
+import socket
 import struct
 import sys
 import threading
 import time
+import traceback
 import types
 
-_MEMORY_TAG = b"M"  # written to fd 3 by the child when the program died of MemoryError
-_SETUP_FAILED = 125
+_MEMORY_TAG = b"M"  # written to fd 3 by the program when it died of MemoryError
+_SETUP_FAILED = b"sandbox: run setup failed: "
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_RDONLY = 2, 4, 8, 1
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 4, 38, 22, 2
+_RUN_FDS = 6  # program memfd, stdin memfd, stdout, stderr, memory tag, wait-status pipe
 
 
-def _recv(fd):
-    head = _read_exact(fd, 4)
-    return None if head is None else json.loads(_read_exact(fd, struct.unpack(">I", head)[0]))
+class _Caps(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    _check(
+        _LIBC.mount(
+            source and source.encode(), target.encode(), fstype and fstype.encode(), ctypes.c_ulong(flags),
+            data and data.encode(),
+        ),
+        f"mount {target}",
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- framing (manager <-> host)
 
 
 def _read_exact(fd, n):
@@ -53,11 +100,19 @@ def _read_exact(fd, n):
     return bytes(buf)
 
 
+def _recv(fd):
+    head = _read_exact(fd, 4)
+    return None if head is None else json.loads(_read_exact(fd, struct.unpack(">I", head)[0]))
+
+
 def _send(fd, obj):
     data = json.dumps(obj).encode()
     view = memoryview(struct.pack(">I", len(data)) + data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+# ---------------------------------------------------------------- the program process
 
 
 def _exit_code(exc):
@@ -100,20 +155,37 @@ def _execute(code):
     return status
 
 
-def _child(req, workdir, uid, fds):
-    """Forked child: isolate, limit, drop privileges, run the program; never returns."""
+def _read_all(fd):
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _drop_privileges(uid):
+    if uid >= 0:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)  # from root to another uid: every capability is cleared
+    else:
+        header, caps = _CapHeader(0x20080522, 0), (_Caps * 2)()  # _LINUX_CAPABILITY_VERSION_3, all zero
+        _check(_LIBC.capset(ctypes.byref(header), caps), "capset")
+
+
+def _program(program_fd, fds, config, fprog):
+    """The forked program process: isolate, limit, drop privileges, run the program; never returns."""
     try:
+        req = json.loads(_read_all(program_fd))
         os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(len(fds), os.sysconf("SC_OPEN_MAX"))
         mem = req["memory_mb"] << 20
-        cpu = math.ceil(req["timeout"]) + 1
         limits = {
             resource.RLIMIT_AS: mem,
             resource.RLIMIT_DATA: mem,
             resource.RLIMIT_CORE: 0,
-            resource.RLIMIT_CPU: cpu,
+            resource.RLIMIT_CPU: math.ceil(req["timeout"]) + 1,
             resource.RLIMIT_FSIZE: 64 << 20,
             resource.RLIMIT_NOFILE: 256,
             resource.RLIMIT_NPROC: req["max_processes"],
@@ -121,10 +193,11 @@ def _child(req, workdir, uid, fds):
         }
         for kind, value in limits.items():
             resource.setrlimit(kind, (value, value))
-        if uid >= 0:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
+        _drop_privileges(config["uid"])
+        _check(_LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        if fprog is not None:
+            _check(_LIBC.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+        workdir = config["scratch"]
         os.chdir(workdir)
         os.environ.clear()
         os.environ.update(
@@ -135,32 +208,88 @@ def _child(req, workdir, uid, fds):
             OPENBLAS_NUM_THREADS="1",
             OMP_NUM_THREADS="1",
         )
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", closefd=False)
         sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
         sys.stderr = sys.__stderr__ = open(
             2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1
         )
-    except BaseException as exc:  # noqa: BLE001  (the forked child must never return into the server)
-        os.write(2, f"sandbox: child setup failed: {exc!r}\n".encode())
-        os._exit(_SETUP_FAILED)
+    except BaseException as exc:  # noqa: BLE001  (the forked process must never return into the server)
+        os.write(2, _SETUP_FAILED + repr(exc).encode() + b"\n")
+        os._exit(125)
     os._exit(_execute(req["code"]))
 
 
-def _kill_all():
-    """SIGKILL every process of this pid namespace except init and us, then reap all children."""
-    reaped = {}
-    while True:
-        with contextlib.suppress(ProcessLookupError):  # ESRCH: nothing left to signal
-            os.kill(-1, signal.SIGKILL)
-        try:
+# ---------------------------------------------------------------- the run's init
+
+
+def _run_init(fds, config, fprog):
+    """Pid 1 of a fresh pid namespace: build the run's mounts, fork the program, report its wait status."""
+    program_fd, stdin_fd, out_w, err_w, tag_w, status_w = fds
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores signals it has no handler for
+        _check(_LIBC.unshare(_CLONE_NEWNS | _CLONE_NEWIPC), "unshare")
+        _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        scratch, uid = config["scratch"], config["uid"]
+        if scratch != "/tmp":
+            _mount(None, "/tmp", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+        owner = f",uid={uid},gid={uid}" if uid >= 0 else ""
+        _mount("tmpfs", scratch, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['scratch_bytes']},mode=0700{owner}")
+        _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['shm_bytes']},mode=1777")
+        child = os.fork()
+        if child == 0:
+            os.close(status_w)
+            _program(program_fd, (stdin_fd, out_w, err_w, tag_w), config, fprog)
+        for fd in (program_fd, stdin_fd, out_w, err_w, tag_w):
+            os.close(fd)
+        while True:
             pid, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            return reaped
-        reaped[pid] = status
+            if pid == child:
+                break
+        os.write(status_w, struct.pack(">i", status))
+    except BaseException as exc:  # noqa: BLE001  (never return into the zygote's loop)
+        os.write(err_w, _SETUP_FAILED + repr(exc).encode() + b"\n")
+        os._exit(1)
+    os._exit(0)
+
+
+def _zygote(ctl, config, fprog):
+    """Fork one run per message from the manager; return when the manager is gone."""
+    own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    while True:
+        msg, fds, _, _ = socket.recv_fds(ctl, 1, _RUN_FDS)
+        if not msg or len(fds) != _RUN_FDS:
+            return
+        _check(_LIBC.unshare(_CLONE_NEWPID), "unshare")
+        pid = os.fork()
+        if pid == 0:
+            ctl.close()
+            os.close(own_pid_ns)
+            _run_init(fds, config, fprog)
+        _check(_LIBC.setns(own_pid_ns, _CLONE_NEWPID), "setns")
+        for fd in fds:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        socket.send_fds(ctl, [b"P"], [pidfd])
+        os.close(pidfd)
+        os.waitpid(pid, 0)
+
+
+# ---------------------------------------------------------------- the manager
+
+
+def _memfd(name, data):
+    fd = os.memfd_create(name)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _collect(pipes, pidfd, deadline, cap):
-    """Read output until the child exits, ``deadline`` passes or ``cap`` bytes are exceeded."""
+    """Read output until the run's init exits, ``deadline`` passes or ``cap`` bytes are exceeded."""
     bufs = {fd: bytearray() for fd in pipes}
     open_fds = set(pipes)
     while True:
@@ -182,74 +311,57 @@ def _collect(pipes, pidfd, deadline, cap):
 
 
 def _drain(bufs):
-    """After every process is dead, read what is left in the pipes (at most one pipe buffer each)."""
+    """After every process of the run is dead, read what is left in the pipes."""
     for fd, buf in bufs.items():
         while data := os.read(fd, 1 << 16):
             buf += data
 
 
-def _wipe(fix_perms, keep):
-    """Delete everything under the writable scratch dirs so nothing survives into the next run."""
-    for top in ("/tmp", "/dev/shm"):
-        for entry in os.scandir(top):
-            if top == "/tmp" and entry.name in keep:
-                continue
-            if not entry.is_dir(follow_symlinks=False):
-                os.unlink(entry.path)
-                continue
-            if fix_perms:  # not root: the program may have chmod'ed its own dirs to 000
-                os.chmod(entry.path, 0o700)
-                for root, dirs, _ in os.walk(entry.path):
-                    for name in dirs:
-                        os.chmod(os.path.join(root, name), 0o700)
-            shutil.rmtree(entry.path)
-
-
 def _status(verdict, wait_status, memory_tag, stderr):
     if verdict:
         return verdict, None
+    if wait_status is None or stderr.startswith(_SETUP_FAILED):
+        return "crashed", None
     if os.WIFSIGNALED(wait_status):
         sig = os.WTERMSIG(wait_status)
         return ("timeout" if sig == signal.SIGXCPU else "memory" if memory_tag else "killed"), -sig
     code = os.WEXITSTATUS(wait_status)
     if memory_tag:
         return "memory", code
-    if code == _SETUP_FAILED and stderr.startswith(b"sandbox: child setup failed"):
-        return "crashed", code
     return ("ok" if code == 0 else "error"), code
 
 
-def _serve(req, uid, keep, seq):
-    workdir = f"/tmp/run{seq}"
-    os.mkdir(workdir, 0o700)
-    if uid >= 0:
-        os.chown(workdir, uid, uid)
-    stdin_fd = os.memfd_create("stdin")
-    os.write(stdin_fd, req["stdin"].encode("utf-8", "replace"))  # lone surrogates become "?"
-    os.lseek(stdin_fd, 0, os.SEEK_SET)
-    (out_r, out_w), (err_r, err_w), (tag_r, tag_w) = os.pipe(), os.pipe(), os.pipe()
+def _serve(ctl, req):
+    program = {key: req[key] for key in ("code", "timeout", "memory_mb", "max_processes")}
+    run_fds = [_memfd("program", json.dumps(program).encode()), _memfd("stdin", req["stdin"].encode("utf-8", "replace"))]
+    (out_r, out_w), (err_r, err_w), (tag_r, tag_w), (status_r, status_w) = (os.pipe() for _ in range(4))
+    run_fds += [out_w, err_w, tag_w, status_w]
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _child(req, workdir, uid, (stdin_fd, out_w, err_w, tag_w))
-    for fd in (stdin_fd, out_w, err_w, tag_w):
+    socket.send_fds(ctl, [b"F"], run_fds)
+    for fd in run_fds:
         os.close(fd)
-    pidfd = os.pidfd_open(pid)
+    _, pidfds, _, _ = socket.recv_fds(ctl, 1, 1)
+    if len(pidfds) != 1:
+        raise RuntimeError("the zygote is gone")
+    pidfd = pidfds[0]
     cap = req["max_output"]
     bufs, verdict = _collect((out_r, err_r), pidfd, start + req["timeout"], cap)
     duration = time.monotonic() - start
-    reaped = _kill_all()
+    if verdict:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)  # the kernel then kills the run's whole namespace
+    select.select([pidfd], [], [])
     _drain(bufs)
-    memory_tag = os.read(tag_r, 1) == _MEMORY_TAG  # every writer is dead, so this cannot block
-    for fd in (out_r, err_r, tag_r, pidfd):
+    memory_tag = os.read(tag_r, 1) == _MEMORY_TAG  # every writer is dead, so these cannot block
+    raw_status = _read_exact(status_r, 4)
+    for fd in (out_r, err_r, tag_r, status_r, pidfd):
         os.close(fd)
-    _wipe(uid < 0, keep)
     out, err = bytes(bufs[out_r]), bytes(bufs[err_r])
     if len(out) + len(err) > cap:
         verdict = verdict or "output_limit"
         out = out[:cap]
         err = err[: cap - len(out)]
-    status, code = _status(verdict, reaped[pid], memory_tag, err)
+    wait_status = None if raw_status is None else struct.unpack(">i", raw_status)[0]
+    status, code = _status(verdict, wait_status, memory_tag, err)
     return {
         "status": status,
         "returncode": code,
@@ -259,25 +371,43 @@ def _serve(req, uid, keep, seq):
     }
 
 
+def _manager(ctl, req_fd, rep_fd):
+    _send(rep_fd, {"ready": True})
+    while (req := _recv(req_fd)) is not None:
+        _send(rep_fd, {"id": req["id"], **_serve(ctl, req)})
+
+
 def main():
     config = json.loads(sys.argv[1])
-    # kill(-1) below would kill every process of the host if this ran outside a private pid namespace.
     if os.readlink("/proc/self/ns/pid") == config["host_pid_namespace"] or os.getpid() == 1:
         sys.exit("sandbox server: refusing to run outside a private pid namespace")
-    uid, keep = config["uid"], set(config["keep"])
+    _check(_LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "dumpable")  # no /proc/<pid>/fd|mem, no ptrace
     req_fd, rep_fd = os.dup(0), os.dup(1)
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)  # stray prints from preloaded modules cannot corrupt the protocol
+    os.close(null)
     for name in config["preload"]:
         __import__(name)
-    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans are reparented to us
+    fprog = None
+    if config["seccomp"] is not None:
+        code = bytes.fromhex(config["seccomp"])
+        filter_buffer = ctypes.create_string_buffer(code, len(code))  # a local of main(): alive in every fork
+        fprog = _SockFprog(len(code) // 8, ctypes.cast(filter_buffer, ctypes.c_void_p))
     gc.freeze()
-    _send(rep_fd, {"ready": True})
-    seq = 0
-    while (req := _recv(req_fd)) is not None:
-        _send(rep_fd, _serve(req, uid, keep, seq))
-        seq += 1
+    zygote_end, manager_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if os.fork() == 0:
+        zygote_end.close()
+        try:
+            _manager(manager_end, req_fd, rep_fd)
+        except BaseException:  # noqa: BLE001  (log it for the host, which reports the run as crashed)
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    for fd in (req_fd, rep_fd):
+        os.close(fd)
+    manager_end.close()
+    _zygote(zygote_end, config, fprog)
 
 
 main()

@@ -1,41 +1,46 @@
 """Host side of the sandbox: a thread-safe pool of pre-started bwrap fork servers.
 
-Each worker slot owns one server process (``_bwrap.server_argv``) and, when the host runs as root, a
-distinct unprivileged uid (``61000 + k``, unique within this host process) so that RLIMIT_NPROC
-bounds each worker separately.  A run is one length-prefixed JSON request/reply on the server's
-stdin/stdout.  A server that closes its pipe (died) or does not reply within ``timeout +
-HOST_MARGIN_S`` is killed; that run is reported as ``"crashed"`` and a fresh server is started.
+Each worker slot owns one server process (``_bwrap.server_argv``) and, when the host runs as root, a run uid
+leased host-wide (``_uids``: unique across every process on this host) so that RLIMIT_NPROC bounds each
+worker separately.  A run is one length-prefixed JSON request/reply on the server's stdin/stdout; every
+request carries a fresh random id that its reply must echo.  A server that closes its pipe (died), does not
+reply within ``timeout + HOST_MARGIN_S``, or answers with another id is killed, that run is reported as
+``"crashed"`` and a fresh server is started; any other exception while a request is in flight (e.g.
+KeyboardInterrupt) also kills and replaces the server before it propagates, so a reply can never be read as
+the answer to a later request.  Limits are validated on the host before anything is sent.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
+import secrets
 import select
 import struct
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from pettingllms.sandbox import _bwrap
+from pettingllms.sandbox import _bwrap, _uids
 
 HOST_MARGIN_S = 5.0
 """Extra seconds the host waits for a reply beyond the run's own timeout."""
 START_TIMEOUT_S = 60.0
 """Seconds a new server may take to import its preload modules and report ready."""
 STATUSES = ("ok", "error", "timeout", "memory", "output_limit", "killed", "crashed")
+MAX_TIMEOUT_S = 3600.0
+"""Largest ``timeout`` a run may ask for (seconds)."""
+MIN_MEMORY_MB, MAX_MEMORY_MB = 16, 1 << 20
+"""Smallest and largest ``memory_mb`` a run may ask for."""
 
 # bwrap --die-with-parent ties a server to the *thread* that spawned it, so every server is spawned
 # from this one long-lived thread rather than from short-lived pool threads.
 _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-launcher")
-_UID_BASE = 61000
-_uids_in_use: set[int] = set()
-_uid_lock = threading.Lock()
 
 
 class SandboxUnavailable(RuntimeError):
@@ -68,11 +73,22 @@ class Program:
     memory_mb: int | None = None
 
 
-def _take_uid() -> int:
-    with _uid_lock:
-        uid = next(u for u in range(_UID_BASE, _UID_BASE + 4096) if u not in _uids_in_use)
-        _uids_in_use.add(uid)
-        return uid
+def check_limits(timeout: object, memory_mb: object) -> tuple[float, int]:
+    """``(timeout, memory_mb)`` when both are valid, else ValueError: a finite ``0 < timeout <=
+    MAX_TIMEOUT_S`` (int or float, not bool) and an integral ``MIN_MEMORY_MB <= memory_mb <= MAX_MEMORY_MB``."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ValueError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+        raise ValueError(f"timeout must be finite, > 0 and <= {MAX_TIMEOUT_S:g} s, got {timeout!r}")
+    if isinstance(memory_mb, bool) or not isinstance(memory_mb, int):
+        raise ValueError(f"memory_mb must be an int, got {memory_mb!r}")
+    if not MIN_MEMORY_MB <= memory_mb <= MAX_MEMORY_MB:
+        raise ValueError(f"memory_mb must be in [{MIN_MEMORY_MB}, {MAX_MEMORY_MB}], got {memory_mb!r}")
+    return float(timeout), memory_mb
+
+
+class _StaleReply(Exception):
+    """The server answered with another request's id."""
 
 
 def _read_exact(fd: int, n: int, deadline: float) -> bytes:
@@ -116,12 +132,20 @@ class _Server:
             ) from exc
         self.ready = True
 
-    def request(self, req: dict, deadline: float) -> dict:
+    def send(self, req: dict) -> None:
+        """Write one request frame (starting the server's wait for readiness first if needed)."""
         if not self.ready:
             self.wait_ready()
         data = json.dumps(req).encode()
         self.proc.stdin.write(struct.pack(">I", len(data)) + data)
-        return self._read_frame(deadline)
+
+    def request(self, req: dict, deadline: float) -> dict:
+        """Send ``req`` and return its reply without the id; _StaleReply when the reply has another id."""
+        self.send(req)
+        reply = self._read_frame(deadline)
+        if reply.pop("id", None) != req["id"]:
+            raise _StaleReply
+        return reply
 
     def log_tail(self, limit: int = 2000) -> str:
         self._log.seek(0)
@@ -144,6 +168,7 @@ class _Slot:
 
     def __init__(self, bwrap: str, uid: int, preload: tuple[str, ...]):
         self.uid = uid
+        self.log = ""
         self.argv = _bwrap.server_argv(bwrap, uid, preload)
         self.server: _Server | None = _Server(self.argv)
 
@@ -153,17 +178,24 @@ class _Slot:
             self.server = _Server(self.argv)
         start = time.monotonic()
         try:
-            reply = self.server.request(req, start + req["timeout"] + HOST_MARGIN_S)
+            reply = self.server.request({"id": secrets.token_hex(8), **req}, start + req["timeout"] + HOST_MARGIN_S)
         except SandboxUnavailable:
             self.server = None  # the replacement could not start; try again on the next request
             raise
-        except (EOFError, TimeoutError, OSError) as exc:
-            why = "did not answer in time" if isinstance(exc, TimeoutError) else "died"
-            note = f"sandbox server {why} ({type(exc).__name__}); restarted\n{self.server.log_tail()}"
-            self.server.kill()
-            self.server = _Server(self.argv)
-            return SandboxResult("crashed", "", note, None, time.monotonic() - start)
+        except (EOFError, TimeoutError, OSError, _StaleReply) as exc:
+            why = {TimeoutError: "did not answer in time", _StaleReply: "answered another request"}
+            note = f"sandbox server {why.get(type(exc), 'died')} ({type(exc).__name__}); restarted\n"
+            self._restart()
+            return SandboxResult("crashed", "", note + self.log, None, time.monotonic() - start)
+        except BaseException:
+            self._restart()  # a reply may still be on its way: it must never answer a later request
+            raise
         return SandboxResult(**reply)
+
+    def _restart(self) -> None:
+        self.log = self.server.log_tail()
+        self.server.kill()
+        self.server = _Server(self.argv)
 
 
 class Sandbox:
@@ -173,7 +205,9 @@ class Sandbox:
     a private empty work dir, ``timeout`` seconds of wall time, ``memory_mb`` MiB of address space
     per process (RLIMIT_AS, which includes the ~100 MiB of the preloaded interpreter), at most
     ``max_processes`` processes per worker, and ``max_output_bytes`` of stdout+stderr together.
-    Raises SandboxUnavailable when bwrap is missing or a server cannot start.
+    Only ``preload`` and its dependencies are importable besides the stdlib (see ``_visible``).
+    Raises SandboxUnavailable when bwrap is missing or a server cannot start, ValueError on invalid
+    limits (see ``check_limits``).
     """
 
     def __init__(
@@ -186,8 +220,9 @@ class Sandbox:
         max_output_bytes: int = 1_000_000,
         max_processes: int = 16,
     ):
-        if workers < 1 or default_timeout <= 0 or default_memory_mb <= 0 or max_output_bytes < 0:
-            raise ValueError("workers, default_timeout and default_memory_mb must be positive")
+        if workers < 1 or max_output_bytes < 0 or max_processes < 1:
+            raise ValueError("workers and max_processes must be positive, max_output_bytes not negative")
+        check_limits(default_timeout, default_memory_mb)
         bwrap = _bwrap.find_bwrap()
         if bwrap is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
@@ -198,10 +233,14 @@ class Sandbox:
         self.max_processes = max_processes
         self._idle: queue.SimpleQueue[_Slot | None] = queue.SimpleQueue()
         self._slots: list[_Slot] = []
-        self._uids = [_take_uid() if os.geteuid() == 0 else -1 for _ in range(workers)]
+        self._leases: list[_uids.UidLease] = []
         self._closed = False
         try:
-            for uid in self._uids:
+            for _ in range(workers):
+                uid = -1
+                if os.geteuid() == 0:
+                    self._leases.append(_uids.lease())
+                    uid = self._leases[-1].uid
                 self._slots.append(_Slot(bwrap, uid, tuple(preload)))
             for slot in self._slots:
                 slot.server.wait_ready()
@@ -217,15 +256,15 @@ class Sandbox:
         """Run ``code`` as ``__main__`` with ``stdin`` on a free worker (blocks until one is free)."""
         if not isinstance(code, str) or not isinstance(stdin, str):
             raise TypeError("code and stdin must be str")
-        timeout = self.default_timeout if timeout is None else timeout
-        memory_mb = self.default_memory_mb if memory_mb is None else memory_mb
-        if timeout <= 0 or memory_mb <= 0:
-            raise ValueError("timeout and memory_mb must be positive")
+        timeout, memory_mb = check_limits(
+            self.default_timeout if timeout is None else timeout,
+            self.default_memory_mb if memory_mb is None else memory_mb,
+        )
         req = {
             "code": code,
             "stdin": stdin,
             "timeout": timeout,
-            "memory_mb": int(memory_mb),
+            "memory_mb": memory_mb,
             "max_output": self.max_output_bytes,
             "max_processes": self.max_processes,
         }
@@ -243,6 +282,13 @@ class Sandbox:
     ) -> list[SandboxResult]:
         """Run ``programs`` in parallel across the workers; results come back in input order."""
         items = [p if isinstance(p, Program) else Program(p) for p in programs]
+        for p in items:  # every limit is checked before any program runs
+            check_limits(
+                self.default_timeout if (p.timeout if p.timeout is not None else timeout) is None
+                else (p.timeout if p.timeout is not None else timeout),
+                self.default_memory_mb if (p.memory_mb if p.memory_mb is not None else memory_mb) is None
+                else (p.memory_mb if p.memory_mb is not None else memory_mb),
+            )
 
         def one(p: Program) -> SandboxResult:
             return self.run(
@@ -258,7 +304,7 @@ class Sandbox:
             return list(pool.map(one, items))
 
     def close(self) -> None:
-        """Wait for runs in progress, stop every server and free the uids; idempotent."""
+        """Wait for runs in progress, stop every server and give back the uids; idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -271,9 +317,9 @@ class Sandbox:
         for slot in self._slots:
             if slot.server is not None:
                 slot.server.kill(grace=1.0)
-        with _uid_lock:
-            _uids_in_use.difference_update(self._uids)
-        self._slots, self._uids = [], []
+        for lease in self._leases:
+            lease.release()
+        self._slots, self._leases = [], []
 
     def __enter__(self) -> Sandbox:
         return self
