@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import pytest
 
@@ -12,7 +13,7 @@ from pettingllms.errors import ConfigError  # noqa: E402
 from pettingllms.eval import metrics  # noqa: E402
 from pettingllms.eval.cli import main as eval_main  # noqa: E402
 from pettingllms.eval.policies import load_policies, parse_policy_arg  # noqa: E402
-from pettingllms.eval.runner import EpisodeCache, EpisodeRecord, run_suite  # noqa: E402
+from pettingllms.eval.runner import EpisodeCache, EpisodeCacheError, EpisodeRecord, run_suite  # noqa: E402
 from pettingllms.eval.suites import build_suite  # noqa: E402
 from pettingllms.policies.base import SamplingConfig  # noqa: E402
 from pettingllms.policies.baselines import OraclePolicy, RandomPolicy  # noqa: E402
@@ -88,6 +89,64 @@ def test_cache_rows_of_other_settings_are_ignored(tmp_path):
     EpisodeCache(path, "one").add([record])
     assert EpisodeCache(path, "one").records == {"seed/1": record}
     assert EpisodeCache(path, "two").records == {}
+
+
+def _rows(path):
+    return path.read_text().splitlines()
+
+
+def test_a_truncated_last_cache_row_is_dropped_with_a_message_and_played_again(tmp_path):
+    _play("plan-path-v0", OraclePolicy(), tmp_path, episodes=4, chunk_size=2)
+    path = tmp_path / "plan-path-v0.jsonl"
+    rows = _rows(path)
+    path.write_text("\n".join(rows[:3]) + "\n" + rows[3][: len(rows[3]) // 2])  # killed while writing row 4
+    said = []
+    cache = EpisodeCache(path, "fp", log=said.append)
+    assert sorted(cache.records) == ["seed/3", "seed/4", "seed/5"] and _rows(path) == rows[:3]
+    assert said == [f"{path}: dropped a truncated last row (line 4, {len(rows[3]) // 2} characters; the run that "
+                    "wrote it was killed): its episode is played again"]  # fmt: skip
+    assert [r.key for r in _play("plan-path-v0", OraclePolicy(), tmp_path, episodes=4, chunk_size=2)] == [
+        "seed/3", "seed/4", "seed/5", "seed/6"
+    ]  # fmt: skip
+    assert _rows(path)[:3] == rows[:3] and len(_rows(path)) == 4
+
+
+@pytest.mark.parametrize(
+    "damage, line, reason",
+    [
+        ("tamper", 2, "its checksum does not match"),
+        ("duplicate", 5, "episode 'seed/4' of the same run key is already at line 2: a duplicated row"),
+        ("remove", 1, "its checksum does not match"),  # the first row is gone: the new first breaks the chain
+        ("garbage", 3, "not valid JSON"),
+        ("old format", 1, "not an episode row"),
+    ],
+)
+def test_a_damaged_cache_row_is_named_by_file_and_line(tmp_path, capsys, damage, line, reason):
+    output = tmp_path / "oracle.json"
+    argv = ["--env", "plan-path-v0", "--policy", "oracle", "--episodes", "4", "--seed", "3"]
+    argv += ["--output", str(output), "--no_progress"]
+    assert eval_main(argv) == 0
+    path = tmp_path / "oracle.json.episodes.jsonl"
+    rows = _rows(path)
+    if damage == "tamper":  # a failure turned into a success, nothing else changed
+        row = json.loads(rows[1])
+        rows[1] = json.dumps({**row, "success": not row["success"]})
+    elif damage == "duplicate":
+        rows.append(rows[1])
+    elif damage == "remove":
+        del rows[0]
+    elif damage == "garbage":
+        rows[2] = rows[2][:-5]
+    else:
+        row = json.loads(rows[0])
+        rows[0] = json.dumps(
+            {"fingerprint": "abc", **{k: v for k, v in row.items() if k not in ("run", "chain")}}
+        )
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(EpisodeCacheError, match=rf"^{re.escape(str(path))}, line {line}: {reason}.*delete "):
+        EpisodeCache(path, "fp")
+    assert eval_main(argv) == 2
+    assert f"{path}, line {line}: " in capsys.readouterr().err
 
 
 def test_success_rate_metric_matches_the_wilson_interval_by_hand():
@@ -167,6 +226,9 @@ def test_policy_specs_resolve_run_folders_and_checkpoints(tmp_path):
     (run / "checkpoints" / "step_4" / "state.json").write_text("{}")
     (run / "config.json").write_text(json.dumps({"policy_layout": "per_role"}))
     from pettingllms.eval.policies import _model_source
+    from pettingllms.trainers import manifest
+
+    manifest.write(run / "checkpoints" / "step_4")
 
     source = _model_source(str(run), "plan", "plan-path-v0", "mas", {})
     assert source.path == str(run / "checkpoints" / "step_4" / "policy_plan")
@@ -175,6 +237,7 @@ def test_policy_specs_resolve_run_folders_and_checkpoints(tmp_path):
     lora = tmp_path / "lora"
     (lora / "checkpoints" / "step_2" / "peft" / "proposer").mkdir(parents=True)
     (lora / "checkpoints" / "step_2" / "state.json").write_text("{}")
+    manifest.write(lora / "checkpoints" / "step_2")
     base = tmp_path / "base"
     base.mkdir()
     (base / "config.json").write_text("{}")
@@ -274,3 +337,28 @@ def test_cli_samples_give_pass_at_k_on_humaneval(tmp_path):
         for line in output.with_name("code.json.episodes.jsonl").read_text().splitlines()
     ]
     assert keys == ["humaneval/0#0", "humaneval/0#1", "humaneval/1#0", "humaneval/1#1"]
+
+
+@pytest.mark.usefixtures("letters_env")
+def test_new_weights_at_the_same_path_play_the_episodes_again(tiny_model, tmp_path):
+    import shutil
+
+    import torch
+    from letters import LETTERS_ENV
+    from transformers import AutoModelForCausalLM
+
+    model = shutil.copytree(tiny_model, tmp_path / "model")
+    output = tmp_path / "tiny.json"
+    argv = ["--env", LETTERS_ENV, "--policy", str(model), "--episodes", "2", "--max_new_tokens", "3"]
+    argv += ["--output", str(output), "--no_progress"]
+    cache = tmp_path / "tiny.json.episodes.jsonl"
+    assert eval_main(argv) == 0 and len(_rows(cache)) == 2
+    first = json.loads(output.read_text())["results"][LETTERS_ENV].get("weights_sha256")
+    assert eval_main(argv) == 0 and len(_rows(cache)) == 2  # same weights: every episode from the cache
+    retrained = AutoModelForCausalLM.from_pretrained(model)
+    with torch.no_grad():
+        next(retrained.parameters()).add_(0.5)
+    retrained.save_pretrained(model)  # new weights, same path
+    assert eval_main(argv) == 0 and len(_rows(cache)) == 4  # played again
+    second = json.loads(output.read_text())["results"][LETTERS_ENV]["weights_sha256"]
+    assert first.keys() == second.keys() == {"tool", "plan"} and all(first[a] != second[a] for a in first)

@@ -16,6 +16,7 @@ pytest.importorskip("trl")
 from letters import LETTERS_ENV, args_for  # noqa: E402
 
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
+from pettingllms.trainers.checkpoint import CheckpointError  # noqa: E402
 from pettingllms.trainers.metrics_log import MetricsLogError  # noqa: E402
 from pettingllms.trainers.run_folder import RunFolderError  # noqa: E402
 
@@ -163,3 +164,10 @@ def test_evaluation_picks_the_newest_intact_checkpoint(run):
         str(run / "checkpoints" / "step_1" / "policy_tool"),
         str(run / "checkpoints" / "step_1" / "policy_plan"),
     }
+    step_2 = str(run / "checkpoints" / "step_2")
+    with pytest.raises(
+        CheckpointError, match=r"step_2 is not intact: .*policy_tool/model\.safetensors has \d+ bytes"
+    ):
+        load_policies(
+            {"tool": step_2, "plan": step_2}, LETTERS_ENV
+        )  # a checkpoint named directly is verified too

@@ -6,7 +6,9 @@
 
 Suites: `pettingllms.eval.suites`; policies: `pettingllms.eval.policies`; metrics: `pettingllms.eval.metrics`.
 Decoding is greedy unless `--temperature` > 0; the settings, seeds, suites and library versions are written
-with the results. Finished episodes are cached in `OUTPUT.episodes.jsonl`: rerunning the same command resumes.
+with the results. Finished episodes are cached in `OUTPUT.episodes.jsonl`, keyed by the policies' weights and
+every setting that shapes an episode (`pettingllms.eval.cache_key`): rerunning the same command resumes, while new
+weights at the same path or other settings play the episodes again. A damaged cache is named (file and line).
 """
 
 from __future__ import annotations
@@ -77,8 +79,9 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
 
     from pettingllms.envs.pool import EnvPool
     from pettingllms.eval import metrics
+    from pettingllms.eval.cache_key import run_key
     from pettingllms.eval.policies import load_policies, parse_policy_arg
-    from pettingllms.eval.runner import EpisodeCache, fingerprint, run_suite
+    from pettingllms.eval.runner import EpisodeCache, run_suite
     from pettingllms.eval.suites import Episode, Suite, build_suite
     from pettingllms.policies.base import SamplingConfig
 
@@ -131,8 +134,9 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
             "seed": args.seed,
             "workflow": args.workflow,
             "chunk_size": args.chunk_size,
+            "weights_sha256": {agent: loaded.weights[name] for agent, name in loaded.agent_policy.items()},
         }
-        cache = EpisodeCache(cache_path, fingerprint({"env_id": env_id, **settings}))
+        cache = EpisodeCache(cache_path, run_key(settings, suite, settings["weights_sha256"]), log=_note)
         with tqdm(
             total=len(suite.episodes), desc=f"eval {env_id}", disable=args.no_progress, dynamic_ncols=True
         ) as bar:
@@ -156,6 +160,10 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _note(message: str) -> None:
+    print(f"pettingllms-eval: {message}", file=sys.stderr)
 
 
 def sampling_json(sampling) -> dict[str, Any]:

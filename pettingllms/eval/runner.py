@@ -4,8 +4,16 @@
 episodes), plays each chunk in lockstep with `RolloutEngine.evaluate` (one completion per step, the policies'
 evaluation sampling), and appends one JSON row per finished episode to the cache file. Before a chunk is
 played, every backend is reseeded from `(seed, chunk index)`, so a chunk's episodes are the same whether the run
-was interrupted or not. Chunks whose episodes are all in the cache are skipped. A cache row is used only when
-its `fingerprint` (env, env kwargs, policies, sampling, seed) matches the run's.
+was interrupted or not. Chunks whose episodes are all in the cache are skipped.
+
+The cache (`EpisodeCache`) is keyed by content: a row is used only when its `run` key matches the run's, which
+`pettingllms.eval.cache_key.run_key` computes from the policies' weights and every setting that shapes an episode.
+Every row carries `chain`, the sha256 of the previous row's chain and its own content, so a changed, removed,
+reordered, inserted or duplicated row is detected when the file is read. Reading is strict: a truncated last row
+(a run killed while writing it: not valid JSON, no trailing newline) is dropped with a message and its episode
+played again; any other row that is not valid JSON, not an episode row, breaks the chain or repeats an episode
+raises `EpisodeCacheError` naming the file and the line (delete the file to play everything again). The chain
+catches accidents and naive edits, not someone who recomputes it.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +31,7 @@ import numpy as np
 
 import pettingllms
 from pettingllms.envs.pool import EnvPool
+from pettingllms.errors import PettingLLMsError
 from pettingllms.eval.suites import Episode, Suite
 from pettingllms.policies.base import SamplingConfig
 from pettingllms.trainers.rollout import Rollout, RolloutEngine
@@ -43,33 +53,122 @@ class EpisodeRecord:
         return dataclasses.asdict(self)
 
 
-def fingerprint(settings: Mapping[str, Any]) -> str:
-    """A short stable hash of JSON-ready `settings`."""
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+class EpisodeCacheError(PettingLLMsError):
+    """A row of an episode cache is malformed, changed or duplicated (the message names the file and the line)."""
+
+
+_RECORD_FIELDS = tuple(field.name for field in dataclasses.fields(EpisodeRecord))
+_ROW_FIELDS = frozenset({"run", "chain", *_RECORD_FIELDS})
+_TYPES: dict[str, tuple[type, ...]] = {
+    "run": (str,),
+    "chain": (str,),
+    "key": (str,),
+    "success": (bool,),
+    "turns": (int,),
+    "steps": (dict,),
+    "errors": (dict,),
+    "tokens": (int, type(None)),
+    "returns": (dict,),
+}
+
+
+def _link(previous: str, body: Mapping[str, Any]) -> str:
+    """The chain value of a row with content `body` after a row whose chain is `previous` ("" for the first)."""
+    return hashlib.sha256((previous + json.dumps(body, sort_keys=True)).encode()).hexdigest()
 
 
 class EpisodeCache:
-    """Finished episodes of runs, one JSON row each in `path` (append-only; see the module docstring)."""
+    """Finished episodes of runs, one JSON row each in `path` (append-only, validated on load; see the module
+    docstring); `records` holds the episodes of the run whose key is `run_key`."""
 
-    def __init__(self, path: Path, run_fingerprint: str):
+    def __init__(self, path: Path, run_key: str, log: Callable[[str], None] = print):
         self.path = Path(path)
-        self.run_fingerprint = run_fingerprint
+        self.run_key = run_key
         self.records: dict[str, EpisodeRecord] = {}
+        self._chain = ""
         if self.path.is_file():
-            for line in self.path.read_text().splitlines():
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                if row.pop("fingerprint", None) == run_fingerprint:
-                    record = EpisodeRecord(**row)
-                    self.records[record.key] = record
+            self._load(log)
 
     def add(self, records: list[EpisodeRecord]) -> None:
+        """Append `records` (one row each, chained) and flush them to disk."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as handle:
             for record in records:
-                handle.write(json.dumps({"fingerprint": self.run_fingerprint, **record.to_json()}) + "\n")
+                body = {"run": self.run_key, **record.to_json()}
+                self._chain = _link(self._chain, body)
+                handle.write(json.dumps({**body, "chain": self._chain}) + "\n")
                 self.records[record.key] = record
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _load(self, log: Callable[[str], None]) -> None:
+        lines = self.path.read_text().split("\n")
+        complete, tail = (
+            lines[:-1],
+            lines[-1],
+        )  # tail: text after the last newline ("" when the file ends cleanly)
+        seen: dict[tuple[str, str], int] = {}
+        for number, line in enumerate(complete, start=1):
+            self._accept(number, self._parse(number, line), seen)
+        if not tail:
+            return
+        try:
+            row = json.loads(tail)
+        except json.JSONDecodeError:
+            log(
+                f"{self.path}: dropped a truncated last row (line {len(complete) + 1}, {len(tail)} characters; the "
+                "run that wrote it was killed): its episode is played again"
+            )
+            self.path.write_text("".join(line + "\n" for line in complete))
+            return
+        self._accept(len(complete) + 1, row, seen)
+        with self.path.open("a") as handle:  # a whole row whose newline was not written
+            handle.write("\n")
+
+    def _parse(self, number: int, line: str) -> Any:
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError as error:
+            raise self._error(number, f"not valid JSON ({error.msg})") from error
+
+    def _accept(self, number: int, row: Any, seen: dict[tuple[str, str], int]) -> None:
+        """Check row `number` (schema, chain, duplicates) and keep its record if it belongs to this run."""
+        if not isinstance(row, dict) or set(row) != _ROW_FIELDS:
+            fields = sorted(row) if isinstance(row, dict) else type(row).__name__
+            raise self._error(
+                number,
+                f"not an episode row (fields {fields}, expected {sorted(_ROW_FIELDS)}; an older version?)",
+            )
+        wrong = [
+            name
+            for name, types in _TYPES.items()
+            if not isinstance(row[name], types) or (isinstance(row[name], bool) and bool not in types)
+        ]
+        if wrong:
+            raise self._error(number, f"fields {wrong} have the wrong type")
+        first = seen.setdefault((row["run"], row["key"]), number)
+        if first != number:
+            raise self._error(
+                number,
+                f"episode {row['key']!r} of the same run key is already at line {first}: a duplicated row",
+            )
+        body = {name: value for name, value in row.items() if name != "chain"}
+        expected = _link(self._chain, body)
+        if row["chain"] != expected:
+            raise self._error(
+                number,
+                "its checksum does not match (the row was changed, or rows before it were removed, reordered or "
+                "inserted)",
+            )
+        self._chain = expected
+        if row["run"] == self.run_key:
+            self.records[row["key"]] = EpisodeRecord(**{name: row[name] for name in _RECORD_FIELDS})
+
+    def _error(self, number: int, what: str) -> EpisodeCacheError:
+        return EpisodeCacheError(
+            f"{self.path}, line {number}: {what}; the cache cannot be trusted: delete {self.path} to play its "
+            "episodes again"
+        )
 
 
 def run_suite(
