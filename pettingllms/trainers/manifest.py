@@ -58,7 +58,7 @@ def read(folder: Path) -> dict[str, dict[str, int | str]]:
     """The entries of `folder/manifest.json`; raises ValueError (with the reason) when it is missing or malformed."""
     path = folder / MANIFEST
     if not path.is_file():
-        raise ValueError(f"{path} is missing")
+        raise ValueError(f"{path} is missing (written before manifests existed, or cut short)")
     try:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
