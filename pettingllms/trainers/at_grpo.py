@@ -108,12 +108,19 @@ class ATGRPOTrainer:
             self.log(f"--resume true: {self.output_dir} has no checkpoint yet; the run starts at step 0")
             return None
         saved_path = self.output_dir / "config.json"
-        if not saved_path.is_file():
-            saved: dict[str, Any] = {}
-            changes = {"config.json": ("missing", "present")}
-        else:
-            saved = json.loads(saved_path.read_text())
-            changes = run_folder.changed_settings(saved, config_summary(self.args))
+        if not saved_path.is_file() and not self.args.resume_with_changes:
+            raise run_folder.RunFolderError(
+                f"--resume true: {saved_path} is missing, so this run's settings cannot be checked against those "
+                "of the run that wrote the checkpoints; pass --resume_with_changes true to continue anyway"
+            )
+        try:
+            saved = json.loads(saved_path.read_text()) if saved_path.is_file() else {}
+        except json.JSONDecodeError as error:
+            raise run_folder.RunFolderError(
+                f"--resume true: {saved_path} is not valid JSON ({error}); restore it, or pass "
+                "--resume_with_changes true after deleting it"
+            ) from error
+        changes = run_folder.changed_settings(saved, config_summary(self.args))
         if changes and not self.args.resume_with_changes:
             listed = ", ".join(f"{name}: {old!r} -> {new!r}" for name, (old, new) in changes.items())
             raise run_folder.RunFolderError(
