@@ -102,7 +102,12 @@ class EpisodeCache:
             os.fsync(handle.fileno())
 
     def _load(self, log: Callable[[str], None]) -> None:
-        lines = self.path.read_text().split("\n")
+        data = self.path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise self._error(data.count(b"\n", 0, error.start) + 1, "not UTF-8 text") from error
+        lines = text.split("\n")
         complete, tail = (
             lines[:-1],
             lines[-1],

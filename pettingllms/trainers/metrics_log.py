@@ -33,7 +33,12 @@ def read(path: Path, log: Callable[[str], None] = print) -> list[dict[str, Any]]
     and removed from the file, so that later appends start on a fresh line."""
     if not path.exists():
         return []
-    text = path.read_text()
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        number = data.count(b"\n", 0, error.start) + 1
+        raise MetricsLogError(f"{path}, line {number}: not UTF-8 text; fix or delete that line") from error
     lines = text.split("\n")
     complete, tail = (
         lines[:-1],
