@@ -18,18 +18,20 @@ from pettingllms.data.code import (
     DATASETS,
     CodeProblem,
     TestCase,
-    check_program,
+    check_judgement,
+    judge_harness,
     load_code_dataset,
     outputs_match,
     problem_from_dict,
 )
 from pettingllms.data.code.build_bundled import TESTS_PER_PROBLEM, draw_inputs
 from pettingllms.data.code.bundled import SPECS
+from pettingllms.data.code.judge import HARNESS_SOURCE, read_verdicts
 from pettingllms.data.code.livecodebench import decode_test_cases, plain_unpickle
 from pettingllms.data.code.mbpp import problem_from_mbpp_row
 from pettingllms.envs.splits import split_of
 from pettingllms.errors import DependencyNotInstalled
-from pettingllms.sandbox import Program, Sandbox, _bwrap
+from pettingllms.sandbox import Program, Sandbox, SandboxResult, _bwrap
 
 FIXTURES = Path(__file__).parent / "fixtures" / "code"
 needs_sandbox = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
@@ -65,6 +67,13 @@ def datasets_cache(tmp_path_factory):
         yield
 
 
+def passes_checks(sandbox: Sandbox, problems: list[CodeProblem], codes: list[str]) -> list[bool]:
+    """Whether each code passes its function problem's check, judged outside the candidate's process."""
+    judgements = [check_judgement(p, c, timeout=10.0, memory_mb=1024) for p, c in zip(problems, codes)]
+    results = sandbox.run_batch([j.program for j in judgements])
+    return [read_verdicts(j, r) == [(True, "passed")] for j, r in zip(judgements, results)]
+
+
 def run_tests(sandbox: Sandbox, problem: CodeProblem, code: str) -> list[bool]:
     """Whether ``code`` passes each hidden test of a stdio problem."""
     results = sandbox.run_batch([Program(code, stdin=t.input) for t in problem.tests])
@@ -87,8 +96,11 @@ def test_problem_from_dict_humaneval_schema():
     assert problem.kind == "function" and problem.entry_point == "inc" and problem.tests == ()
     assert problem.statement == row["prompt"]
     assert problem.reference == row["prompt"] + row["canonical_solution"]
-    program = check_program(problem, problem.reference)
-    assert program == problem.reference + "\n" + row["test"] + "\ncheck(inc)\n"
+    judgement = check_judgement(problem, problem.reference, timeout=2.0, memory_mb=256)
+    assert judgement.program.code == HARNESS_SOURCE  # generic: no test data in the program's text
+    assert judgement.program.timeout > 2.0 and judgement.program.memory_mb == 256
+    stdin = judgement.program.stdin
+    assert stdin.index(json.dumps(problem.reference)) < stdin.index(json.dumps(row["test"]))
 
 
 @pytest.mark.parametrize(
@@ -144,9 +156,104 @@ def test_code_problem_refuses_inconsistent_fields():
         CodeProblem(id="custom/x", source="custom", kind="chat", statement="s", tests=(TestCase("", ""),))
 
 
-def test_check_program_refuses_stdio_problems(bundled):
+def test_check_judgement_refuses_stdio_problems(bundled):
     with pytest.raises(ValueError, match="stdio"):
-        check_program(bundled[0], "print(1)")
+        check_judgement(bundled[0], "print(1)", timeout=1.0, memory_mb=256)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        0,
+        -(2**2000),
+        1.5,
+        float("inf"),
+        -0.0,
+        1e-310,
+        3 - 4j,
+        "",
+        "caf\u00e9 \ud800",
+        b"\x00\xff",
+        [1, (2, [3.0])],
+        (),
+        {1, "a", (2,)},
+        frozenset({1}),
+        {"k": [None], 2: {3: b""}, (1, 2): 1j},
+    ],
+)
+def test_plain_data_codec_round_trips_exactly(value):
+    decoded = judge_harness.decode(json.loads(json.dumps(judge_harness.encode(value))))
+    assert decoded == value and type(decoded) is type(value)
+    assert repr(decoded) == repr(value)  # tuple vs list, -0.0, big ints
+    nan = judge_harness.decode(judge_harness.encode(float("nan")))
+    assert type(nan) is float and nan != nan
+
+
+class _Sly(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+@pytest.mark.parametrize(
+    "value", [_Sly(1), object(), [1, _Sly(2)], {"k": object()}, collections.OrderedDict(), iter([1]), print]
+)
+def test_the_codec_refuses_anything_but_exact_plain_types(value):
+    with pytest.raises(judge_harness.Unsupported):
+        judge_harness.encode(value)
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        1,
+        2.5,
+        [],
+        ["i"],
+        ["i", 1],
+        ["i", "zz"],
+        ["x", "1"],
+        ["l", "abc"],
+        ["s", [["l", []]]],
+        ["d", [[1]]],
+        {},
+    ],
+)
+def test_the_codec_refuses_malformed_data(node):
+    with pytest.raises(judge_harness.Unsupported):
+        judge_harness.decode(node)
+
+
+def test_a_verdict_counts_only_from_a_clean_run_with_this_runs_nonce():
+    row = {
+        "task_id": "T/1",
+        "prompt": "def f():\n",
+        "canonical_solution": "    return 1\n",
+        "test": "def check(candidate):\n    assert candidate() == 1\n",
+        "entry_point": "f",
+    }
+    problem = problem_from_dict(row)
+    judgement = check_judgement(problem, problem.reference, timeout=1.0, memory_mb=256)
+    other = check_judgement(problem, problem.reference, timeout=1.0, memory_mb=256)
+    assert other.nonce != judgement.nonce
+    good = f'{judgement.nonce} {{"verdicts": [[true, "passed"]]}}\n'
+    assert read_verdicts(judgement, SandboxResult("ok", good, "", 0, 0.1)) == [(True, "passed")]
+    failing = [
+        SandboxResult("error", good, "Traceback", 1, 0.1),  # not a clean exit
+        SandboxResult("killed", good, "", -9, 0.1),
+        SandboxResult("ok", good.replace(judgement.nonce, other.nonce), "", 0, 0.1),  # another run's line
+        SandboxResult("ok", good + "PASS\n", "", 0, 0.1),  # not the last line
+        SandboxResult("ok", f'{judgement.nonce} {{"verdicts": [[1, "passed"]]}}\n', "", 0, 0.1),
+        SandboxResult("ok", f'{judgement.nonce} {{"verdicts": []}}\n', "", 0, 0.1),
+        SandboxResult("ok", f"{judgement.nonce} not json\n", "", 0, 0.1),
+        SandboxResult("ok", "", "", 0, 0.1),
+    ]
+    for result in failing:
+        [(passed, detail)] = read_verdicts(judgement, result)
+        assert not passed and detail, result
 
 
 def test_outputs_match_ignores_whitespace_layout_only():
@@ -235,10 +342,10 @@ def test_humaneval_from_a_local_file(tmp_path):
 @needs_sandbox
 def test_humaneval_canonical_solutions_pass_and_stubs_fail(sandbox):
     problems = load_code_dataset("humaneval")
-    good = sandbox.run_batch([check_program(p, p.reference) for p in problems])
-    stubs = sandbox.run_batch([check_program(p, p.statement + "    return None\n") for p in problems])
-    assert [p.id for p, r in zip(problems, good) if not r.ok] == []
-    assert [p.id for p, r in zip(problems, stubs) if r.ok] == []
+    good = passes_checks(sandbox, problems, [p.reference for p in problems])
+    stubs = passes_checks(sandbox, problems, [p.statement + "    return None\n" for p in problems])
+    assert [p.id for p, ok in zip(problems, good) if not ok] == []
+    assert [p.id for p, ok in zip(problems, stubs) if ok] == []
 
 
 @needs_datasets
@@ -252,12 +359,9 @@ def test_mbpp_fixture_gives_function_problems_whose_checks_decide(sandbox):
     assert problems[0].statement.startswith("def similar_elements(test_tup1, test_tup2):\n")
     assert problems[1].check.startswith("import math\n")  # setup runs at module level: the candidate sees it
     assert "37" not in problems[1].check  # challenge tests are not used
-    good = sandbox.run_batch([check_program(p, p.reference) for p in problems])
-    wrong = sandbox.run_batch(
-        [check_program(p, f"def {p.entry_point}(*args):\n    return None\n") for p in problems]
-    )
-    assert all(r.ok for r in good), [r.stderr for r in good]
-    assert not any(r.ok for r in wrong)
+    assert all(passes_checks(sandbox, problems, [p.reference for p in problems]))
+    wrong = [f"def {p.entry_point}(*args):\n    return None\n" for p in problems]
+    assert not any(passes_checks(sandbox, problems, wrong))
 
 
 def test_mbpp_sanitized_rows_and_rows_without_a_called_function():

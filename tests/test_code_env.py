@@ -100,11 +100,18 @@ def test_hostile_code_from_the_coder_or_the_tester_is_a_status_not_an_exception(
     env.step("<input>1\n</input><output>1</output>")
     verdicts = [r.detail.split(":")[0] for r in env.unwrapped.case_results]
     assert verdicts and set(verdicts) <= {"timeout", "error", "output_limit"}
-    # the tester's assert block runs hostile code too, on a function problem
+    # the tester's assert lines are data: a line that would run code is rejected, never executed
     env = humaneval_env("HumanEval/53", test_timeout=0.5)
     env.step(fenced("def add(x, y):\n    return x + y\n"))
     env.step(f"```python\nassert add(1, 2) == 3\nassert [exec({code!r})]\n```")
-    assert env.infos["tester"]["cases"] == 2
+    info = env.infos["tester"]
+    assert (info["cases"], info["cases_right"]) == (2, 1)
+    assert "not run: unsupported form" in env.observe("coder")
+    # the same hostile code as the function under test is a failed case, not an exception
+    env = humaneval_env("HumanEval/53", test_timeout=0.5)
+    env.step(fenced(f"def add(x, y):\n    exec({code!r})\n"))
+    env.step("```python\nassert add(1, 2) == 3\n```")
+    assert env.infos["tester"]["cases_caught"] == 1 and not env.unwrapped.case_results[0].passed
 
 
 def test_problems_load_as_they_are_and_bad_ones_are_named():
@@ -141,3 +148,68 @@ def test_clone_shares_problems_and_steps_independently():
     assert clone.unwrapped.problem is env.unwrapped.problem
     clone.step(clone.unwrapped.solution())
     assert clone.unwrapped.success and not env.unwrapped.success and env.unwrapped.code is None
+
+
+ADD_CASES = [
+    ("assert add(2, 3) == 5", ("add", (2, 3), {}, "==", 5)),
+    ("assert 5 == add(2, 3), 'message ignored'", ("add", (2, 3), {}, "==", 5)),
+    ("assert add(x=-1, y=1.5) != (1, [2])", ("add", (), {"x": -1, "y": 1.5}, "!=", (1, [2]))),
+    ("assert add('a', 'b') is not None", ("add", ("a", "b"), {}, "is not", None)),
+    ("assert add(0, 0) is False", ("add", (0, 0), {}, "is", False)),
+    ("assert add({1: 2}, {3})", ("add", ({1: 2}, {3}), {}, "truthy", None)),
+    ("assert not add(0, 0)", ("add", (0, 0), {}, "falsy", None)),
+    ("assert abs(add(0.1, 0.2) - 0.3) < 1e-9", ("add", (0.1, 0.2), {}, "abs<", (0.3, 1e-9))),
+    ("assert abs(0.3 - add(0.1, 0.2)) <= 1e-9", ("add", (0.1, 0.2), {}, "abs<=", (0.3, 1e-9))),
+    ("assert math.isclose(add(1, 2), 3, abs_tol=0.5)", ("add", (1, 2), {}, "isclose", (3, 1e-9, 0.5))),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), ADD_CASES)
+def test_tester_assert_lines_become_data(line, expected):
+    from pettingllms.data.code.judge import CaseCall
+    from pettingllms.envs.code.asserts import parse_assert
+
+    assert parse_assert(line, "add") == CaseCall(*expected)
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("assert __import__('os')._exit(0) or add(1, 1) == 3", "unsupported form"),
+        ("assert add(1, 1) == 3 or __import__('os')._exit(0)", "unsupported form"),
+        ("assert sub(1, 1) == 0", "must call add"),
+        ("assert add(*[1, 2]) == 3", "write the arguments out"),
+        ("assert add(x, 1) == 3", "not a Python literal"),
+        ("assert add(1, 1) == type('E', (), {})()", "not a Python literal"),
+        ("assert add(1, 1) is 2", "True, False or None"),
+        ("assert add(1, 1) == 2; import os", "single assert"),
+        ("assert add(1, 1) ==", "not valid Python"),
+        ("assert add(" + "[" * 100 + "]" * 100 + ") == 1", "too large"),
+        ("assert add(" + ",".join(["[]"] * 1100) + ") == 1", "too large"),
+        ("assert add(1) == " + "9" * 5000, "longer than"),
+    ],
+)
+def test_tester_assert_lines_of_other_forms_are_rejected_with_the_reason(line, why):
+    from pettingllms.envs.code.asserts import parse_assert
+    from pettingllms.parsing import ParseError
+
+    with pytest.raises(ParseError, match=why):
+        parse_assert(line, "add")
+
+
+def test_tester_cases_compare_in_the_judge_and_report_what_the_code_returned():
+    env = humaneval_env("HumanEval/53")
+    env.step(fenced("def add(x: int, y: int):\n    return [x, y] if x == 7 else x * y\n"))
+    lines = [
+        "assert add(2, 2) == 4",  # passes: 2 * 2
+        "assert abs(add(2, 3) - 5) < 0.5",  # 6: fails, right
+        "assert add(7, 0) is not None",  # a list: passes
+        "assert math.isclose(add(1, 1), 2)",  # 1: fails, right
+        "assert not add(0, 0)",  # 0: passes
+        "assert add(2, 3) == 6",  # wrong about the problem: the reference returns 5
+    ]
+    env.step("```python\n" + "\n".join(lines) + "\n```")
+    info = env.infos["tester"]
+    assert [r.passed for r in env.unwrapped.case_results] == [True, False, True, False, True, True]
+    assert (info["cases"], info["cases_right"], info["cases_caught"]) == (6, 5, 2)
+    assert "AssertionError: got 6" in env.observe("coder")

@@ -1,7 +1,7 @@
 """The one shape every coding problem takes, whatever dataset it came from.
 
 A :class:`CodeProblem` is either of kind ``"function"`` (the agents write a function; a ``check(candidate)``
-function written by the dataset decides, see :func:`check_program`) or of kind ``"stdio"`` (the agents write
+function written by the dataset decides, run by ``pettingllms.data.code.judge``) or of kind ``"stdio"`` (the agents write
 a complete program that reads stdin; it passes a :class:`TestCase` iff :func:`outputs_match` says its stdout
 matches). Nothing here runs code: programs are built as text, to be run in ``pettingllms.sandbox``.
 """
@@ -104,15 +104,6 @@ def outputs_match(expected: str, actual: str) -> bool:
     """True iff ``actual`` stdout passes a test whose expected stdout is ``expected``: both hold the same
     sequence of whitespace-separated tokens (so trailing spaces and newlines never matter)."""
     return expected.split() == actual.split()
-
-
-def check_program(problem: CodeProblem, code: str) -> str:
-    """The self-contained program that exits 0 iff ``code`` is correct for a function ``problem``:
-    ``code``, then the dataset's ``check``, then ``check(<entry_point>)``. It imports nothing from this
-    package. ValueError for a stdio problem (run its ``tests`` instead)."""
-    if problem.kind != "function":
-        raise ValueError(f"{problem.id} is a {problem.kind} problem; only function problems have a check")
-    return f"{code}\n{problem.check}\ncheck({problem.entry_point})\n"
 
 
 def problem_from_dict(d: Mapping[str, Any], *, source: str = "custom") -> CodeProblem:

@@ -1,23 +1,28 @@
-"""The tester agent's test cases: parsing its answer and running programs against cases in the sandbox.
+"""The tester agent's test cases, and the sandbox runs that judge code on them and on the hidden tests.
 
 Formats (explained in the tester's observation):
 - stdio problems: each case is `<input>...</input>` followed by `<output>...</output>` (stdin text and expected
-  stdout; whitespace-separated tokens are compared).
+  stdout; whitespace-separated tokens are compared on the host, and only a clean exit counts).
 - function problems: a ```python block of `assert` statements, one case per `assert` line, e.g.
-  `assert add(2, 3) == 5`.
+  `assert add(2, 3) == 5`. Each line is read as data (`pettingllms.envs.code.asserts`), never run; a line of
+  another form is kept as a case that is never right, with the reason shown.
 
-At most `MAX_CASES` cases are read from one answer. Nothing here evaluates model text on the host: every
-program is built as text and run by `pettingllms.sandbox`.
+At most `MAX_CASES` cases are read from one answer. Function-kind code is judged by
+`pettingllms.data.code.judge` (the verdict is decided outside the candidate's process); nothing here
+evaluates model text on the host.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from pettingllms.data.code.schema import CodeProblem, TestCase, check_program, outputs_match
+from pettingllms.data.code.judge import CaseCall, cases_judgement, check_judgement, read_verdicts
+from pettingllms.data.code.schema import CodeProblem, TestCase, outputs_match
+from pettingllms.envs.code.asserts import parse_assert
 from pettingllms.parsing import ParseError, extract_python_block
+from pettingllms.sandbox import Program, SandboxResult
 
 MAX_CASES = 10
 _STDIO_CASE = re.compile(r"<input>\n?(.*?)</input>\s*<output>\n?(.*?)</output>", re.IGNORECASE | re.DOTALL)
@@ -32,46 +37,103 @@ class CaseResult:
     detail: str
 
 
-def parse_cases(text: str, kind: str) -> list[TestCase]:
-    """Parse the tester's answer into cases (function kind: `TestCase(input=assert_line, output="")`).
+@dataclasses.dataclass(frozen=True)
+class AssertCase:
+    """One function-kind case: the tester's `assert` line as written (`input`, shown in observations) and either
+    the case as data (`call`) or why the line was rejected (`error`)."""
 
-    Raises `ParseError` when no case is found.
+    input: str
+    call: CaseCall | None = None
+    error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Runs:
+    """Sandbox `programs` that judge code on `count` cases; `decide` turns their results (in order) into one
+    `CaseResult` per case."""
+
+    programs: list[Program]
+    count: int
+    decide: Callable[[Sequence[SandboxResult]], list[CaseResult]]
+
+
+def parse_cases(text: str, problem: CodeProblem) -> list[TestCase | AssertCase]:
+    """Parse the tester's answer into cases: `TestCase`s for stdio problems, `AssertCase`s for function ones.
+
+    Raises `ParseError` when no case is found, or when every `assert` line is rejected (naming why).
     """
-    if kind == "stdio":
+    if problem.kind == "stdio":
         cases = [TestCase(inp, out) for inp, out in _STDIO_CASE.findall(text)]
-        hint = "write cases as <input>STDIN</input><output>EXPECTED STDOUT</output>"
-    else:
-        code = extract_python_block(text)
-        cases = [TestCase(line.strip(), "") for line in _ASSERT.findall(code or "")]
-        hint = "write one ```python block of assert lines, e.g. assert f(2) == 4"
-    if not cases:
-        raise ParseError(f"no test case found: {hint}")
-    return cases[:MAX_CASES]
+        if not cases:
+            raise ParseError(
+                "no test case found: write cases as <input>STDIN</input><output>EXPECTED STDOUT</output>"
+            )
+        return cases[:MAX_CASES]
+    lines = [line.strip() for line in _ASSERT.findall(extract_python_block(text) or "")][:MAX_CASES]
+    if not lines:
+        raise ParseError(
+            f"no test case found: write one ```python block of assert lines, e.g. assert {problem.entry_point}(2) == 4"
+        )
+    cases = [_assert_case(line, problem.entry_point) for line in lines]
+    if not any(usable(case) for case in cases):
+        reasons = "; ".join(f"`{case.input[:80]}`: {case.error}" for case in cases[:3])
+        raise ParseError(f"no usable test case: {reasons}")
+    return cases
 
 
-def case_programs(problem: CodeProblem, code: str, cases: Sequence[TestCase]) -> list[tuple[str, str]]:
-    """(program, stdin) pairs that run `code` on each case."""
+def usable(case: TestCase | AssertCase) -> bool:
+    """False for an assert line that was rejected (it is never run and never right)."""
+    return not isinstance(case, AssertCase) or case.call is not None
+
+
+def _assert_case(line: str, entry_point: str) -> AssertCase:
+    try:
+        return AssertCase(line, call=parse_assert(line, entry_point))
+    except ParseError as error:
+        return AssertCase(line, error=str(error))
+
+
+def hidden_runs(problem: CodeProblem, code: str, *, timeout: float, memory_mb: int) -> Runs:
+    """The runs that judge `code` on the problem's hidden tests: one per test (stdio), or one judgement of the
+    dataset's `check` (function problems: one case)."""
     if problem.kind == "stdio":
-        return [(code, case.input) for case in cases]
-    return [(f"{code}\n\n{case.input}\n", "") for case in cases]
+        return _stdio_runs(code, problem.tests, timeout, memory_mb)
+    judgement = check_judgement(problem, code, timeout=timeout, memory_mb=memory_mb)
+    return Runs(
+        [judgement.program], 1, lambda results: [CaseResult(*v) for v in read_verdicts(judgement, results[0])]
+    )
 
 
-def hidden_programs(problem: CodeProblem, code: str) -> list[tuple[str, str]]:
-    """(program, stdin) pairs that run `code` on the problem's hidden ground-truth tests."""
+def case_runs(
+    problem: CodeProblem, code: str, cases: Sequence[TestCase | AssertCase], *, timeout: float, memory_mb: int
+) -> Runs:
+    """The runs that judge `code` on the tester's `cases` (as `parse_cases` made them); a rejected assert line
+    is not run and never passes."""
     if problem.kind == "stdio":
-        return [(code, test.input) for test in problem.tests]
-    return [(check_program(problem, code), "")]
+        return _stdio_runs(code, cases, timeout, memory_mb)
+    calls = [case.call for case in cases if usable(case)]
+    judgement = cases_judgement(problem, code, calls, timeout=timeout, memory_mb=memory_mb)
+
+    def decide(results: Sequence[SandboxResult]) -> list[CaseResult]:
+        verdicts = iter(read_verdicts(judgement, results[0]))
+        return [
+            CaseResult(*next(verdicts)) if usable(case) else CaseResult(False, f"not run: {case.error}")
+            for case in cases
+        ]
+
+    return Runs([judgement.program], len(cases), decide)
 
 
-def judge(problem: CodeProblem, cases: Sequence[TestCase], results: Sequence) -> list[CaseResult]:
-    """Turn sandbox results of `case_programs`/`hidden_programs` into per-case verdicts."""
-    verdicts = []
-    for case, result in zip(cases, results, strict=True):
-        if result.status != "ok":
-            last = (result.stderr.strip().splitlines() or [""])[-1]
-            verdicts.append(CaseResult(False, f"{result.status}: {last[:200]}"))
-        elif problem.kind == "stdio":
-            verdicts.append(CaseResult(outputs_match(case.output, result.stdout), result.stdout[:200]))
-        else:
-            verdicts.append(CaseResult(True, "passed"))
-    return verdicts
+def _stdio_runs(code: str, tests: Sequence[TestCase], timeout: float, memory_mb: int) -> Runs:
+    def decide(results: Sequence[SandboxResult]) -> list[CaseResult]:
+        return [_stdio_verdict(test, result) for test, result in zip(tests, results, strict=True)]
+
+    return Runs([Program(code, test.input, timeout, memory_mb) for test in tests], len(tests), decide)
+
+
+def _stdio_verdict(test: TestCase, result: SandboxResult) -> CaseResult:
+    """A stdio case passes when the program exited cleanly (status "ok") and printed the expected tokens."""
+    if result.status != "ok":
+        last = (result.stderr.strip().splitlines() or [""])[-1]
+        return CaseResult(False, f"{result.status}: {last[:200]}")
+    return CaseResult(outputs_match(test.output, result.stdout), result.stdout[:200])

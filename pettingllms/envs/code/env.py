@@ -49,11 +49,13 @@ from pettingllms.data.code.schema import CodeProblem, TestCase, problem_from_dic
 from pettingllms.envs.base import StepOutcome, TextAECEnv
 from pettingllms.envs.code.cases import (
     MAX_CASES,
+    AssertCase,
     CaseResult,
-    case_programs,
-    hidden_programs,
-    judge,
+    Runs,
+    case_runs,
+    hidden_runs,
     parse_cases,
+    usable,
 )
 from pettingllms.envs.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
 from pettingllms.errors import ConfigError
@@ -62,7 +64,6 @@ from pettingllms.text import truncate
 
 PARSE_ERROR_PENALTY = 0.1
 CODE_SHOWN_CHARS = 6_000
-_HIDDEN = TestCase("the hidden check()", "")
 
 
 class CodeEnv(TextAECEnv):
@@ -93,7 +94,7 @@ class CodeEnv(TextAECEnv):
         self._sandbox = sandbox
         self.problem: CodeProblem | None = None
         self.code: str | None = None
-        self.cases: list[TestCase] = []
+        self.cases: list[TestCase | AssertCase] = []
         self.case_results: list[CaseResult] = []
         self._code_correct = False
         self._tester_note: str | None = None
@@ -132,7 +133,7 @@ class CodeEnv(TextAECEnv):
                 error="no ```python block found: put the whole solution in one",
             )
         self.code = code
-        hidden = self._run(hidden_programs(self.problem, code), self._hidden_cases())
+        [hidden] = self._run([hidden_runs(self.problem, code, **self._limits())])
         ratio = sum(r.passed for r in hidden) / len(hidden)
         team = self._set_correct(all(r.passed for r in hidden))
         self.case_results = []
@@ -143,21 +144,24 @@ class CodeEnv(TextAECEnv):
 
     def _act_tester(self, action: str) -> StepOutcome:
         try:
-            cases = parse_cases(action, self.problem.kind)
+            cases = parse_cases(action, self.problem)
         except ParseError as error:
             self._tester_note = str(error)
             return StepOutcome(reward_local=-PARSE_ERROR_PENALTY, error=str(error), parse_error=True)
         self.cases = cases
         self._tester_note = None
         n = len(cases)
-        code_runs = case_programs(self.problem, self.code, cases) if self.code is not None else []
-        reference_runs = (
-            case_programs(self.problem, self.problem.reference, cases) if self.problem.reference else []
-        )
-        results = self._run(code_runs + reference_runs, cases * (bool(code_runs) + bool(reference_runs)))
-        self.case_results = results[: len(code_runs)]
-        reference = results[len(code_runs) :]
-        right = [r.passed for r in reference] if reference else [True] * n
+        sources = {"code": self.code, "reference": self.problem.reference or None}
+        runs = {
+            name: case_runs(self.problem, source, cases, **self._limits())
+            for name, source in sources.items()
+            if source is not None
+        }
+        results = dict(zip(runs, self._run(list(runs.values())), strict=True))
+        self.case_results = results.get("code", [])
+        reference = results.get("reference", [])
+        # a rejected assert line is never right; without a reference every usable case is taken as right
+        right = [r.passed for r in reference] if reference else [usable(case) for case in cases]
         code_passed = [r.passed for r in self.case_results] or [False] * n
         caught = sum(ok and not passed for ok, passed in zip(right, code_passed))
         if not reference:
@@ -176,22 +180,24 @@ class CodeEnv(TextAECEnv):
         self._code_correct = self.success = correct
         return change
 
-    def _hidden_cases(self) -> Sequence[TestCase]:
-        return self.problem.tests if self.problem.kind == "stdio" else [_HIDDEN]
+    def _limits(self) -> dict[str, Any]:
+        return {"timeout": self.test_timeout, "memory_mb": self.test_memory_mb}
 
-    def _run(self, runs: list[tuple[str, str]], cases: Sequence[TestCase]) -> list[CaseResult]:
-        """Run (program, stdin) pairs in parallel in the sandbox; judge them against `cases`."""
-        from pettingllms.sandbox import Program, SandboxUnavailable, default_sandbox
+    def _run(self, runs: Sequence[Runs]) -> list[list[CaseResult]]:
+        """Run every program of `runs` in one parallel sandbox batch; each `Runs`' verdicts, in order."""
+        from pettingllms.sandbox import SandboxUnavailable, default_sandbox
 
-        if not runs:
-            return []
-        programs = [Program(code, stdin, self.test_timeout, self.test_memory_mb) for code, stdin in runs]
+        programs = [program for run in runs for program in run.programs]
         try:
             sandbox = self._sandbox if self._sandbox is not None else default_sandbox()
-            results = sandbox.run_batch(programs)
+            results = sandbox.run_batch(programs) if programs else []
         except SandboxUnavailable as error:
-            return [CaseResult(False, f"the code could not run: {error}") for _ in runs]
-        return judge(self.problem, cases, results)
+            return [[CaseResult(False, f"the code could not run: {error}")] * run.count for run in runs]
+        verdicts, start = [], 0
+        for run in runs:
+            verdicts.append(run.decide(results[start : start + len(run.programs)]))
+            start += len(run.programs)
+        return verdicts
 
     # ----------------------------------------------------------------- observations
     def _observation_text(self, agent: str) -> str:

@@ -1,0 +1,311 @@
+"""Hostile solutions and hostile tester cases: none may turn a failure into a pass (SPEC section 7, issue 13).
+
+Every attack below is a *wrong* solution (or a wrong/unverifiable tester case) dressed with a trick: leaving
+early with a zero exit status, an exit hook, an object that equals anything, patched builtins, edits of the
+checking harness's globals through `sys.modules`, `gc` or frames, a printed fake verdict, killing the parent,
+reading the parent's memory or the hidden check from its own memory. Each must be judged a failure on
+HumanEval-schema, MBPP-style and stdio problems where it means something, while the reference solutions of
+the same problems still pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import pettingllms
+from pettingllms.data.code.mbpp import problem_from_mbpp_row
+from pettingllms.sandbox import _bwrap
+
+pytestmark = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
+
+MARKER_HEAD, MARKER_TAIL = "hidden-check-", "7f3a9c"
+"""Written into the hidden check as one word; the memory-scanning attacks look for it without ever holding it."""
+
+HUMANEVAL_FRAC = {
+    "task_id": "Hostile/frac",
+    "prompt": 'def frac(x: float) -> float:\n    """The fractional part of a number x >= 0."""\n',
+    "canonical_solution": "    return x - int(x)\n",
+    "test": (
+        "\n\nMETADATA = {}\n\n\ndef check(candidate):\n"
+        f"    marker = '{MARKER_HEAD}{MARKER_TAIL}'\n"
+        "    assert candidate(2.0) == 0.0\n"
+        "    assert abs(candidate(1.5) - 0.5) < 1e-6\n"
+        "    assert abs(candidate(3.25) - 0.25) < 1e-6\n"
+    ),
+    "entry_point": "frac",
+}
+MBPP_COMMON = {  # every assert goes through a builtin, as in MBPP's similar_elements
+    "task_id": 90001,
+    "text": "Write a function to find the shared elements of two lists.",
+    "code": "def common(a, b):\n    return sorted(set(a) & set(b))\n",
+    "test_list": [
+        "assert set(common([3, 4, 5, 6], [5, 7, 4, 10])) == set([4, 5])",
+        "assert set(common([1, 2], [3])) == set()",
+        f"assert set(common([1, 2, 3], [3, 2])) == set([2, 3]) or '{MARKER_HEAD}{MARKER_TAIL}' is None",
+    ],
+    "test_setup_code": "",
+    "challenge_test_list": [],
+}
+MBPP_DOUBLE = {  # plain comparisons, as in most of MBPP
+    "task_id": 90002,
+    "text": "Write a function to double a number.",
+    "code": "def double(x):\n    return 2 * x\n",
+    "test_list": [
+        "assert double(0) == 0",
+        "assert double(2) == 4",
+        f"assert double(-3) == -6 or '{MARKER_HEAD}{MARKER_TAIL}' is None",
+    ],
+    "test_setup_code": "",
+    "challenge_test_list": [],
+}
+WRONG = {"frac": "def frac(x):\n    return 0.0\n", "common": "def common(a, b):\n    return []\n"}
+WRONG["double"] = "def double(x):\n    return 0\n"
+
+UNIVERSAL = """
+class Anything:
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    def __hash__(self): return 0
+    def __sub__(self, other): return self
+    __rsub__ = __add__ = __radd__ = __sub__
+    def __abs__(self): return self
+    def __bool__(self): return True
+"""
+SCAN = f"""
+import os, re
+def _scan(pid):
+    head, tail = {MARKER_HEAD!r}.encode(), {MARKER_TAIL!r}.encode()
+    try:
+        maps = open(f"/proc/{{pid}}/maps").read().splitlines()
+        mem = open(f"/proc/{{pid}}/mem", "rb", buffering=0)
+    except OSError:
+        return False
+    for line in maps:
+        start, end = (int(v, 16) for v in line.split()[0].split("-"))
+        if "r" not in line.split()[1] or end - start > 1 << 28:
+            continue
+        try:
+            mem.seek(start)
+            data = mem.read(end - start)
+        except (OSError, OverflowError, ValueError):
+            continue
+        at = data.find(head)
+        while at >= 0:
+            if data[at + len(head) : at + len(head) + len(tail)] == tail:
+                return True
+            at = data.find(head, at + 1)
+    return False
+"""
+FUNCTION_ATTACKS = {
+    # leaving early with status 0, before or during the check
+    "sys_exit_at_import": "{wrong}\nimport sys\nsys.exit(0)\n",
+    "os_exit_at_import": "{wrong}\nimport os\nos._exit(0)\n",
+    "raise_system_exit": "{wrong}\nraise SystemExit\n",
+    "sys_exit_in_call": "def {name}(*args):\n    import sys\n    sys.exit(0)\n",
+    "os_exit_in_call": "def {name}(*args):\n    import os\n    os._exit(0)\n",
+    "raise_system_exit_in_call": "def {name}(*args):\n    raise SystemExit(0)\n",
+    "atexit_exit": "{wrong}\nimport atexit, os\natexit.register(os._exit, 0)\n",
+    "excepthook_exit": "{wrong}\nimport os, sys\nsys.excepthook = lambda *info: os._exit(0)\n",
+    "threading_excepthook_and_exit_in_thread": (
+        "{wrong}\nimport os, threading, time\n"
+        "def _later():\n    time.sleep(0.05)\n    os._exit(0)\n"
+        "threading.Thread(target=_later, daemon=True).start()\n"
+    ),
+    # objects that claim to be anything
+    "always_equal_object": UNIVERSAL + "def {name}(*args):\n    return Anything()\n",
+    "int_subclass_with_custom_eq": (
+        "class Sly(int):\n    def __eq__(self, other): return True\n    __hash__ = int.__hash__\n"
+        "    def __sub__(self, other): return Sly(0)\n    def __abs__(self): return Sly(0)\n"
+        "    def __lt__(self, other): return True\n"
+        "def {name}(*args):\n    return Sly(0)\n"
+    ),
+    "float_subclass_with_custom_eq": (
+        "class Sly(float):\n    def __eq__(self, other): return True\n    __hash__ = float.__hash__\n"
+        "    def __sub__(self, other): return Sly(0)\n    def __abs__(self): return Sly(0)\n"
+        "    def __lt__(self, other): return True\n"
+        "def {name}(*args):\n    return Sly(0)\n"
+    ),
+    # patched builtins (the check's abs/set/AssertionError) and the checker's globals
+    "patched_builtins": (
+        "{wrong}\nimport builtins\n"
+        "builtins.abs = lambda x: 0\nbuiltins.set = lambda *a: 0\n"
+        "class NotAnError(Exception):\n    pass\n"
+        "builtins.AssertionError = NotAnError\n"
+    ),
+    "main_module_globals": (
+        "{wrong}\nimport sys\nmain = sys.modules['__main__']\n"
+        "main.abs = lambda x: 0\nmain.set = lambda *a: 0\nmain.check = lambda candidate: None\n"
+    ),
+    "globals_edited_through_gc_during_the_check": (
+        "import gc\n"
+        "def {name}(*args):\n"
+        "    for o in gc.get_objects():\n"
+        "        if isinstance(o, dict) and 'check' in o:\n"
+        "            o['abs'] = lambda x: 0\n"
+        "            o['set'] = lambda *a: 0\n"
+        "    return 0\n"
+    ),
+    "globals_edited_through_frames_during_the_check": (
+        "import inspect\n"
+        "def {name}(*args):\n"
+        "    for info in inspect.stack():\n"
+        "        info.frame.f_globals['abs'] = lambda x: 0\n"
+        "        info.frame.f_globals['set'] = lambda *a: 0\n"
+        "    return 0\n"
+    ),
+    "expected_value_read_from_the_callers_frame": (
+        "import dis, sys\n"
+        "def {name}(*args):\n"
+        "    frame = sys._getframe(1)\n"
+        "    after = [i for i in dis.get_instructions(frame.f_code) if i.offset > frame.f_lasti]\n"
+        "    consts = [i.argval for i in after[:4] if i.opname == 'LOAD_CONST']\n"
+        "    return consts[0] if consts else 0\n"
+    ),
+    "fake_verdict_printed": (
+        "{wrong}\nimport sys\n"
+        "for line in ('PASS', 'passed', 'ok', '{\"passed\": true}', 'OK 1 1', 'verdict pass'):\n"
+        "    print(line)\n    print(line, file=sys.stderr)\n"
+        "sys.stdout.flush()\n"
+    ),
+    "fake_verdict_written_to_every_fd": (
+        "{wrong}\nimport os\n"
+        "for fd in range(3, 64):\n"
+        "    try:\n        os.write(fd, b'PASS\\n')\n    except OSError:\n        pass\n"
+    ),
+    "parent_killed": "{wrong}\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('PASS')\n",
+    "everything_killed": "{wrong}\nimport os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n",
+    # right answers only if the hidden check could be read from the parent's or its own memory
+    "parent_memory_read": SCAN + "FOUND = _scan(os.getppid())\n{right}\n",
+    "own_memory_scanned_for_the_check": SCAN + "FOUND = _scan('self')\n{right}\n",
+    "stdin_of_the_run_read": (
+        "import os, sys\n"
+        "def _read():\n"
+        "    for path in ('/proc/self/fd/0', f'/proc/{os.getppid()}/fd/0'):\n"
+        "        try:\n"
+        "            with open(path, 'rb') as f:\n"
+        f"                if {MARKER_TAIL!r}.encode() in f.read():\n"
+        "                    return True\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return False\n"
+        "FOUND = _read()\n{right}\n"
+    ),
+}
+RIGHT_IF_FOUND = {
+    "frac": "def frac(x):\n    return x - int(x) if FOUND else 0.0\n",
+    "common": "def common(a, b):\n    return sorted(set(a) & set(b)) if FOUND else []\n",
+    "double": "def double(x):\n    return 2 * x if FOUND else 0\n",
+}
+
+
+def coder_env(problem):
+    """A single-workflow code-v0 env on a HumanEval-schema dict or an MBPP row."""
+    env = pettingllms.make("code-v0", workflow="single", test_timeout=3.0)
+    if "entry_point" in problem:
+        env.reset(options={"problem": problem})
+    else:
+        env.reset(options={"problem": HUMANEVAL_FRAC})
+        env.unwrapped.problem = problem_from_mbpp_row(problem)
+    return env
+
+
+def judged(problem, code: str) -> dict:
+    env = coder_env(problem)
+    env.step(f"```python\n{code}\n```")
+    return env.infos["coder"]
+
+
+FUNCTION_PROBLEMS = {"humaneval": HUMANEVAL_FRAC, "mbpp_builtins": MBPP_COMMON, "mbpp_plain": MBPP_DOUBLE}
+
+
+def entry_point(problem) -> str:
+    return problem.get("entry_point") or problem_from_mbpp_row(problem).entry_point
+
+
+@pytest.mark.parametrize("kind", sorted(FUNCTION_PROBLEMS))
+def test_references_pass_and_the_plain_wrong_solutions_fail(kind):
+    problem = FUNCTION_PROBLEMS[kind]
+    reference = problem.get("code") or problem.get("prompt", "") + problem.get("canonical_solution", "")
+    info = judged(problem, reference)
+    assert info["success"] and info["hidden_pass_ratio"] == 1.0
+    info = judged(problem, WRONG[entry_point(problem)])
+    assert not info["success"] and info["hidden_pass_ratio"] == 0.0
+
+
+@pytest.mark.parametrize("attack", sorted(FUNCTION_ATTACKS))
+@pytest.mark.parametrize("kind", sorted(FUNCTION_PROBLEMS))
+def test_a_hostile_function_solution_is_judged_a_failure(kind, attack):
+    problem = FUNCTION_PROBLEMS[kind]
+    name = entry_point(problem)
+    code = FUNCTION_ATTACKS[attack].replace("{name}", name).replace("{wrong}", WRONG[name])
+    code = code.replace("{right}", RIGHT_IF_FOUND[name])
+    info = judged(problem, code)
+    assert not info["success"] and info["hidden_pass_ratio"] == 0.0, (kind, attack)
+    assert info["reward_team"] == 0.0
+
+
+# --- stdio problems: the verdict is the host's comparison of stdout, and only a clean exit counts -------------
+
+STDIO_SUM = {
+    "id": "hostile-sum",
+    "statement": "Read two integers and print their sum.",
+    "tests": [{"input": "2 3\n", "output": "5\n"}, {"input": "10 -4\n", "output": "6\n"}],
+    "solution": "a, b = map(int, input().split())\nprint(a + b)\n",
+}
+STDIO_ATTACKS = {
+    "right_output_then_nonzero_exit": "a, b = map(int, input().split())\nprint(a + b, flush=True)\nimport os\nos._exit(3)\n",
+    "right_output_then_killed_by_a_signal": (
+        "import os, signal\na, b = map(int, input().split())\nprint(a + b, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    ),
+    "fake_verdict_printed": "print('PASS')\nprint('ok')\nprint('{\"passed\": true}')\n",
+    "parent_killed": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint(5)\n",
+    "everything_killed": "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\nprint(5)\n",
+    "atexit_prints_a_verdict": "import atexit\natexit.register(print, 'PASS')\nprint(0)\n",
+}
+
+
+@pytest.mark.parametrize("attack", sorted(STDIO_ATTACKS))
+def test_a_hostile_stdio_solution_is_judged_a_failure(attack):
+    env = pettingllms.make("code-v0", workflow="single")
+    env.reset(options={"problem": STDIO_SUM})
+    env.step(f"```python\n{STDIO_SUM['solution']}\n```")
+    assert env.infos["coder"]["success"]
+    env.reset(options={"problem": STDIO_SUM})
+    env.step(f"```python\n{STDIO_ATTACKS[attack]}\n```")
+    info = env.infos["coder"]
+    assert not info["success"] and info["hidden_pass_ratio"] < 1.0
+
+
+# --- tester cases: parsed into data, never executed ---------------------------------------------------------
+
+ADD = {
+    "task_id": "Hostile/add",
+    "prompt": 'def add(x: int, y: int) -> int:\n    """x plus y."""\n',
+    "canonical_solution": "    return x + y\n",
+    "test": "def check(candidate):\n    assert candidate(2, 3) == 5\n",
+    "entry_point": "add",
+}
+HOSTILE_CASES = {
+    "os_exit_or": "assert __import__('os')._exit(0) or add(1, 1) == 3",
+    "sys_exit_or": "assert __import__('sys').exit(0) or add(1, 1) == 3",
+    "exit_after_a_false_comparison": "assert add(1, 1) == 3 or __import__('os')._exit(0)",
+    "exec_exit": "assert [exec('import os; os._exit(0)')]",
+    "lambda_exit": "assert (lambda: __import__('os')._exit(0))()",
+    "atexit_exit": "assert __import__('atexit').register(__import__('os')._exit, 0) and add(1, 1) == 3",
+    "always_equal_expected": "assert add(1, 1) == type('E', (), {'__eq__': lambda s, o: True})()",
+    "builtins_patched": "assert setattr(__import__('builtins'), 'abs', lambda x: 0) or abs(add(1, 1) - 3) < 1",
+    "walrus_and_call": "assert (f := __import__('os')._exit) and f(0)",
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_CASES))
+def test_a_hostile_tester_case_is_never_right(case):
+    env = pettingllms.make("code-v0", test_timeout=3.0)
+    env.reset(options={"problem": ADD})
+    env.step("```python\ndef add(x, y):\n    return x - y\n```")  # wrong code
+    env.step(f"```python\n{HOSTILE_CASES[case]}\n```")
+    info = env.infos["tester"]
+    assert info.get("cases_right", 0) == 0 and info.get("cases_caught", 0) == 0, case
+    assert info["reward_local"] <= 0.0
