@@ -13,21 +13,22 @@ every request ``{id, code, stdin, timeout, memory_mb, max_output, max_processes}
 Processes, so that no run can see the server or an earlier run:
   * the *zygote* (this process) imports ``preload`` and forks the manager before any request exists.  It never
     reads a request: per run it receives one byte and six fds over a socketpair (SCM_RIGHTS), forks the run's
-    init into a new pid namespace, hands the manager a pidfd of it, closes the fds and reaps the init.  So every
-    run starts as a copy of a process that has never held a byte of any run.
+    leader, closes the fds and reaps the leader.  So every run starts as a copy of a process that has never
+    held a byte of any run.
   * the *manager* reads requests from the host, writes each program (with its limits) and its stdin to two
     memfds, passes them and the output pipes to the zygote, collects the output until the run ends, kills the
-    run on timeout or output overflow (``pidfd_send_signal``), and replies.  It never forks.
-  * the run's *init* (pid 1 of the run's own pid namespace) enters new mount and IPC namespaces, mounts a
-    fresh ``/proc`` (showing the run's processes only), a size-capped tmpfs work dir and ``/dev/shm``, forks the
-    program, reaps orphans, and when the program exits reports its wait status on a pipe and exits - the
-    kernel then kills every other process of the namespace.  The namespaces, tmpfs and SysV objects vanish
-    with it: nothing is left to clean up.
+    run on timeout or output overflow (``pidfd_send_signal`` to its init), and replies.  It never forks.
+  * the run's *leader* enters new pid, mount and IPC namespaces, mounts a size-capped tmpfs work dir and
+    ``/dev/shm``, forks the run's init, hands the manager a pidfd of it and waits for it.
+  * the run's *init* (pid 1 of the run's pid namespace) mounts a fresh ``/proc`` (showing the run's processes
+    only), forks the program, reaps orphans, and when the program exits reports its wait status on a pipe and
+    exits - the kernel then kills every other process of the namespace.  The namespaces, tmpfs and SysV
+    objects vanish with it: nothing is left to clean up, so there is no clean-up walk to break.
   * the *program* process: new session, rlimits, unprivileged uid (root) or no capabilities (normal user),
     no_new_privs, the seccomp filter, fds 0-3 only (stdin memfd, stdout, stderr, memory tag), then ``code``
     runs as ``__main__``.
-The zygote and the manager are non-dumpable, and outside every run's pid namespace and ``/proc``: a run can
-neither name nor signal nor trace them.  Any internal error ends the server; the host then reports that run as
+The zygote, manager and leader are non-dumpable, and outside every run's pid namespace and ``/proc``: a run can
+neither name nor signal nor trace them (nor its init, which ignores its signals as every pid 1 does).  Any internal error ends the server; the host then reports that run as
 ``"crashed"`` and starts a new server.
 """
 
@@ -224,19 +225,11 @@ def _program(program_fd, fds, config, fprog):
 
 
 def _run_init(fds, config, fprog):
-    """Pid 1 of a fresh pid namespace: build the run's mounts, fork the program, report its wait status."""
+    """Pid 1 of the run's pid namespace: mount its ``/proc``, fork the program, report its wait status."""
     program_fd, stdin_fd, out_w, err_w, tag_w, status_w = fds
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores signals it has no handler for
-        _check(_LIBC.unshare(_CLONE_NEWNS | _CLONE_NEWIPC), "unshare")
-        _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
         _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-        scratch, uid = config["scratch"], config["uid"]
-        if scratch != "/tmp":
-            _mount(None, "/tmp", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-        owner = f",uid={uid},gid={uid}" if uid >= 0 else ""
-        _mount("tmpfs", scratch, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['scratch_bytes']},mode=0700{owner}")
-        _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['shm_bytes']},mode=1777")
         child = os.fork()
         if child == 0:
             os.close(status_w)
@@ -248,32 +241,54 @@ def _run_init(fds, config, fprog):
             if pid == child:
                 break
         os.write(status_w, struct.pack(">i", status))
-    except BaseException as exc:  # noqa: BLE001  (never return into the zygote's loop)
+    except BaseException as exc:  # noqa: BLE001  (never return into the server's code)
         os.write(err_w, _SETUP_FAILED + repr(exc).encode() + b"\n")
         os._exit(1)
+    os._exit(0)  # the kernel now kills every other process of the namespace
+
+
+def _run_leader(ctl, fds, config, fprog):
+    """Enter the run's new pid, mount and IPC namespaces, mount its tmpfs dirs, fork its init, hand the
+    manager a pidfd of the init (of itself when something failed), wait for the init; never returns."""
+    err_w = fds[3]
+    try:
+        _check(_LIBC.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWIPC), "unshare")
+        _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+        scratch, uid = config["scratch"], config["uid"]
+        if scratch != "/tmp":
+            _mount(None, "/tmp", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+        owner = f",uid={uid},gid={uid}" if uid >= 0 else ""
+        _mount("tmpfs", scratch, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['scratch_bytes']},mode=0700{owner}")
+        _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['shm_bytes']},mode=1777")
+        init = os.fork()
+        if init == 0:
+            ctl.close()
+            _run_init(fds, config, fprog)
+    except BaseException as exc:  # noqa: BLE001  (report it as this run's stderr; the run is "crashed")
+        os.write(err_w, _SETUP_FAILED + repr(exc).encode() + b"\n")
+        init = os.getpid()
+    pidfd = os.pidfd_open(init)
+    for fd in fds:
+        os.close(fd)
+    socket.send_fds(ctl, [b"P"], [pidfd])
+    if init == os.getpid():
+        os._exit(1)
+    os.waitpid(init, 0)
     os._exit(0)
 
 
 def _zygote(ctl, config, fprog):
     """Fork one run per message from the manager; return when the manager is gone."""
-    own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     while True:
         msg, fds, _, _ = socket.recv_fds(ctl, 1, _RUN_FDS)
         if not msg or len(fds) != _RUN_FDS:
             return
-        _check(_LIBC.unshare(_CLONE_NEWPID), "unshare")
-        pid = os.fork()
-        if pid == 0:
-            ctl.close()
-            os.close(own_pid_ns)
-            _run_init(fds, config, fprog)
-        _check(_LIBC.setns(own_pid_ns, _CLONE_NEWPID), "setns")
+        leader = os.fork()
+        if leader == 0:
+            _run_leader(ctl, fds, config, fprog)
         for fd in fds:
             os.close(fd)
-        pidfd = os.pidfd_open(pid)
-        socket.send_fds(ctl, [b"P"], [pidfd])
-        os.close(pidfd)
-        os.waitpid(pid, 0)
+        os.waitpid(leader, 0)
 
 
 # ---------------------------------------------------------------- the manager

@@ -1,0 +1,128 @@
+"""Issue 13, finding 1 on a non-root host: runs keep the user's uid, and still cannot reach the server.
+
+The host side runs as an unprivileged user (``setpriv`` to nobody) under a system interpreter, importing a
+world-readable copy of ``pettingllms/sandbox`` only.  Its runs try what a same-uid program could do to the old
+fork server: write a forged reply frame into its reply pipe through ``/proc/<pid>/fd``, ``kill(-1)``, ptrace
+and read ``/proc/<pid>/mem`` of every process they can name.  Skipped only where there is no ``setpriv``, no
+system Python 3.10+, or no unprivileged user namespaces (bubblewrap needs them when not root).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pettingllms.sandbox import _bwrap
+
+SANDBOX_SOURCE = Path(__file__).resolve().parent.parent / "pettingllms" / "sandbox"
+NOBODY = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+
+_ATTACK = r"""
+import ctypes, json, os, struct
+forged = json.dumps({"status": "ok", "stdout": "FORGED\n", "stderr": "", "returncode": 0, "duration_s": 0.0})
+frame = struct.pack(">I", len(forged)) + forged.encode()
+libc = ctypes.CDLL(None, use_errno=True)
+hits = []
+for pid in (int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
+    if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+        hits.append(f"ptrace {pid}")
+    try:
+        open(f"/proc/{pid}/mem", "rb").close()
+        hits.append(f"mem {pid}")
+    except OSError:
+        pass
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            flags = int(open(f"/proc/{pid}/fdinfo/{fd}").read().split("flags:")[1].split()[0], 8)
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("pipe:") and flags & 3 == os.O_WRONLY:
+                with open(f"/proc/{pid}/fd/{fd}", "wb", buffering=0) as pipe:
+                    pipe.write(frame)
+                hits.append(f"forged {pid}/{fd}")
+        except OSError:
+            pass
+print(json.dumps(hits))
+"""
+
+_HOST = r"""
+import json, os, sys
+from pettingllms.sandbox import Sandbox
+
+attack = sys.stdin.read()
+KILL_ALL = "import os\ntry:\n    os.kill(-1, 9)\nexcept ProcessLookupError:\n    pass\nprint('x')"
+with Sandbox(workers=1, preload=()) as box:
+    results = [box.run(attack), box.run("print(1)"), box.run(KILL_ALL)]
+    results += [box.run("print(2)"), box.run("import os\nos.kill(os.getppid(), 9)\nprint('y')"), box.run("print(3)")]
+print(json.dumps({"uid": os.getuid(), "results": [[r.status, r.stdout] for r in results]}))
+"""
+
+
+def _system_python() -> str | None:
+    for name in ("python3", "python3.13", "python3.12", "python3.11", "python3.10"):
+        path = shutil.which(name, path="/usr/bin:/bin")
+        if path is None:
+            continue
+        version = subprocess.run(
+            [path, "-c", "import sys; print(sys.version_info >= (3, 10))"], capture_output=True
+        )
+        if version.stdout.strip() == b"True":
+            return path
+    return None
+
+
+def _as_nobody() -> list[str]:
+    """Command prefix that runs as nobody; skips the test where that cannot host a sandbox."""
+    setpriv, bwrap, python = shutil.which("setpriv"), _bwrap.find_bwrap(), _system_python()
+    if bwrap is None:
+        pytest.skip("bubblewrap (bwrap) is not installed")
+    if setpriv is None or python is None:
+        pytest.skip("needs setpriv and a system Python >= 3.10 under /usr/bin")
+    prefix = [setpriv, *NOBODY] if os.geteuid() == 0 else []
+    probe = subprocess.run(
+        [*prefix, bwrap, "--unshare-user", "--ro-bind", "/", "/", "true"], capture_output=True
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"unprivileged user namespaces are unavailable: {probe.stderr.decode().strip()}")
+    return [*prefix, python]
+
+
+@pytest.fixture(scope="module")
+def package_copy():
+    """A world-readable copy of just ``pettingllms/sandbox`` (with an empty ``pettingllms/__init__``)."""
+    root = Path(tempfile.mkdtemp(prefix="pettingllms-sandbox-"))
+    target = root / "pettingllms" / "sandbox"
+    target.mkdir(parents=True)
+    (root / "pettingllms" / "__init__.py").write_text("")
+    for source in SANDBOX_SOURCE.glob("*.py"):
+        shutil.copy(source, target / source.name)
+    for path in (root, *root.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    yield root
+    shutil.rmtree(root)
+
+
+def test_same_uid_runs_cannot_forge_replies_kill_or_trace_the_server(package_copy):
+    command = _as_nobody()
+    done = subprocess.run(
+        [*command, "-c", _HOST],
+        input=_ATTACK,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=package_copy,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(package_copy), "HOME": str(package_copy)},
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["uid"] != 0
+    attack, *rest = report["results"]
+    assert attack == ["ok", "[]\n"]  # nothing to forge into, trace or read: the server is not in its /proc
+    assert rest == [["ok", "1\n"], ["ok", "x\n"], ["ok", "2\n"], ["ok", "y\n"], ["ok", "3\n"]]
