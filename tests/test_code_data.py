@@ -19,6 +19,7 @@ from pettingllms.data.code import (
     CodeProblem,
     TestCase,
     check_judgement,
+    judge_candidate,
     judge_harness,
     load_code_dataset,
     outputs_match,
@@ -99,8 +100,11 @@ def test_problem_from_dict_humaneval_schema():
     judgement = check_judgement(problem, problem.reference, timeout=2.0, memory_mb=256)
     assert judgement.program.code == HARNESS_SOURCE  # generic: no test data in the program's text
     assert judgement.program.timeout > 2.0 and judgement.program.memory_mb == 256
-    stdin = judgement.program.stdin
-    assert stdin.index(json.dumps(problem.reference)) < stdin.index(json.dumps(row["test"]))
+    stdin, digits = judgement.program.stdin, judge_harness.FRAME_DIGITS
+    size = int(stdin[:digits])
+    public, secret = json.loads(stdin[digits : digits + size]), stdin[digits * 2 + size :]
+    assert public["code"] == problem.reference and row["test"] not in json.dumps(public)  # what the code sees
+    assert json.loads(secret)["check"] == row["test"]  # read after the fork
 
 
 @pytest.mark.parametrize(
@@ -184,10 +188,10 @@ def test_check_judgement_refuses_stdio_problems(bundled):
     ],
 )
 def test_plain_data_codec_round_trips_exactly(value):
-    decoded = judge_harness.decode(json.loads(json.dumps(judge_harness.encode(value))))
+    decoded = judge_harness.decode(json.loads(judge_candidate.dump_json(judge_candidate.encode(value))))
     assert decoded == value and type(decoded) is type(value)
     assert repr(decoded) == repr(value)  # tuple vs list, -0.0, big ints
-    nan = judge_harness.decode(judge_harness.encode(float("nan")))
+    nan = judge_harness.decode(judge_candidate.encode(float("nan")))
     assert type(nan) is float and nan != nan
 
 
@@ -202,8 +206,8 @@ class _Sly(int):
     "value", [_Sly(1), object(), [1, _Sly(2)], {"k": object()}, collections.OrderedDict(), iter([1]), print]
 )
 def test_the_codec_refuses_anything_but_exact_plain_types(value):
-    with pytest.raises(judge_harness.Unsupported):
-        judge_harness.encode(value)
+    with pytest.raises(judge_candidate.Unsupported):
+        judge_candidate.encode(value)
 
 
 @pytest.mark.parametrize(

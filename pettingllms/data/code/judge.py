@@ -20,11 +20,14 @@ from importlib import resources
 from typing import Any
 
 from pettingllms.data.code import judge_harness
+from pettingllms.data.code.judge_candidate import encode
 from pettingllms.data.code.schema import CodeProblem
 from pettingllms.sandbox import Program, SandboxResult
 
 HARNESS_SOURCE = resources.files(__package__).joinpath("judge_harness.py").read_text(encoding="utf-8")
 """The judging program's text (the same for every judgement)."""
+CANDIDATE_SOURCE = resources.files(__package__).joinpath("judge_candidate.py").read_text(encoding="utf-8")
+"""The program the harness starts for the candidate's code (the same for every judgement)."""
 STARTUP_S = 1.0
 """Seconds a judgement's sandbox run gets beyond its candidate's time, for the two interpreters' start-up."""
 COMPARISONS = tuple(judge_harness.COMPARISONS)
@@ -74,10 +77,10 @@ def cases_judgement(
     cases = [
         {
             "name": call.name,
-            "args": judge_harness.encode(list(call.args)),
-            "kwargs": judge_harness.encode(dict(call.kwargs)),
+            "args": encode(list(call.args)),
+            "kwargs": encode(dict(call.kwargs)),
             "op": call.op,
-            "expected": judge_harness.encode(call.expected),
+            "expected": encode(call.expected),
         }
         for call in calls
     ]
@@ -113,7 +116,12 @@ def read_verdicts(judgement: Judgement, result: SandboxResult) -> list[tuple[boo
 
 def _judgement(problem, code, secret, count, timeout, total, memory_mb) -> Judgement:
     nonce = secrets.token_hex(16)
-    public = {"source": HARNESS_SOURCE, "prelude": _imports(problem.check), "code": code, "timeout": timeout}
+    public = {
+        "source": CANDIDATE_SOURCE,
+        "prelude": _imports(problem.check),
+        "code": code,
+        "timeout": timeout,
+    }
     stdin = _frame(public) + _frame({**secret, "nonce": nonce})
     return Judgement(Program(HARNESS_SOURCE, stdin=stdin, timeout=total, memory_mb=memory_mb), nonce, count)
 

@@ -1,26 +1,25 @@
 """The judging program: run inside the sandbox, it decides a function-kind verdict outside the candidate's process.
 
 This file's source is the whole program sent to the sandbox (``pettingllms.data.code.judge`` sends it; it is
-stdlib-only and imports nothing from this package; on the host only its codec is imported). It is generic: no
-test data is in its text. Its stdin holds two frames (``read_frame``: 12 ASCII digits giving the length, then
-that many bytes of ASCII JSON), read with exact unbuffered ``os.read`` calls on fd 0:
+stdlib-only and imports nothing from this package). It is generic: no test data is in its text. Its stdin holds
+two frames (``read_frame``: 12 ASCII digits giving the length, then that many bytes of ASCII JSON), read with
+exact unbuffered ``os.read`` calls on fd 0:
 
-1. the public frame ``{"source", "prelude", "code", "timeout"}``: this file's source (to start the candidate's
-   process with), the problem's import lines, the candidate's code, the seconds a candidate may spend;
+1. the public frame ``{"source", "prelude", "code", "timeout"}``: the candidate's program (``judge_candidate``'s
+   source), the problem's import lines, the candidate's code, the seconds the candidate may spend;
 2. the secret frame ``{"nonce", "mode": "check", "setup", "check", "entry_point"}`` or
    ``{"nonce", "mode": "cases", "cases": [...]}`` (see ``run_cases`` for a case's fields).
 
 The harness marks itself non-dumpable (so no process of the same uid can read its memory, fds or stdin
-through ``/proc`` or ptrace), forks and execs a fresh interpreter for the candidate (``candidate_main``:
-nothing of the harness's memory survives the exec; its fds are /dev/null plus a request and a reply pipe),
-and only then reads the secret frame. The candidate's module is loaded there; the harness then runs the
-dataset's ``check(candidate)`` (mode "check": HumanEval's prompt ``setup`` first, for helpers such as
-``poly``) or compares each tester case (mode "cases") with ``candidate`` a ``Proxy``: each call sends the
-arguments as plain data, and the reply is decoded strictly (``decode``: None, bool, int, float, complex, str,
-bytes and list/tuple/set/frozenset/dict of those, exact types only). A candidate that exits, dies, hangs,
-answers garbage or returns anything else makes that call raise ``CandidateFailed`` (a ``BaseException``, so
-a check cannot swallow it) and fails the verdict. ``random`` is seeded, so checks with random inputs are
-reproducible.
+through ``/proc`` or ptrace), forks and execs a fresh interpreter for the candidate (``python -I -S``: nothing
+of the harness's memory survives the exec; its fds are /dev/null plus a request and a reply pipe), and only
+then reads the secret frame. The harness runs the dataset's ``check(candidate)`` (mode "check": HumanEval's
+prompt ``setup`` first, for helpers such as ``poly``) or compares each tester case (mode "cases") with
+``candidate`` a ``Proxy``: each call sends the arguments (``marshal``: plain data only) and decodes the reply
+strictly (``decode``: None, bool, int, float, complex, str, bytes and list/tuple/set/frozenset/dict of those,
+exact types only). A candidate that exits, dies, hangs, answers garbage or returns anything else makes that
+call raise ``CandidateFailed`` (a ``BaseException``, so a check cannot swallow it) and fails the verdict.
+``random`` is seeded, so checks with random inputs are reproducible.
 
 Output: one line on the run's stdout, ``<nonce> <json>`` with ``{"verdicts": [[passed, detail], ...]}`` (one
 for a check, one per case), written on a private copy of fd 1 that the candidate never holds; the check's own
@@ -31,6 +30,7 @@ import builtins
 import ctypes
 import fcntl
 import json
+import marshal
 import math
 import os
 import random
@@ -55,7 +55,7 @@ _SHOW.maxstring = _SHOW.maxother = 80
 
 
 class Unsupported(TypeError):
-    """A value that is not plain data (or nested deeper than ``MAX_DEPTH``)."""
+    """A reply that is not the encoding of plain data (or nested deeper than ``MAX_DEPTH``)."""
 
 
 class CandidateFailed(BaseException):
@@ -68,36 +68,7 @@ class CandidateRaised(Exception):
     """The candidate's function raised; the message is ``"<ExceptionType>: <message>"``."""
 
 
-# --- the plain-data codec (both processes; the host encodes tester cases with it) ----------------------------
-
-
-def encode(value, depth=0):
-    """JSON-ready form of plain data: None/bool/str as themselves, other values as tagged lists.
-
-    Only exact types count (``type(x) is int``: an int subclass with its own ``__eq__`` is not plain data);
-    nan, inf and every float survive exactly (``float.hex``), as do big ints (hex), tuple vs list and
-    set vs frozenset. Raises ``Unsupported`` for anything else."""
-    kind = type(value)
-    if depth > MAX_DEPTH:
-        raise Unsupported(f"nested deeper than {MAX_DEPTH}")
-    if value is None or kind is bool or kind is str:
-        return value
-    if kind is int:
-        return ["i", hex(value)]
-    if kind is float:
-        return ["f", float.hex(value)]
-    if kind is complex:
-        return ["c", float.hex(value.real), float.hex(value.imag)]
-    if kind is bytes:
-        return ["y", value.hex()]
-    for tag, sequence in _SEQUENCE_TAGS.items():
-        if kind is sequence:
-            return [tag, [encode(item, depth + 1) for item in value]]
-    if kind is dict:
-        return ["d", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in dict.items(value)]]
-    raise Unsupported(
-        f"unsupported type {kind.__name__!r} (only plain data: numbers, str, bytes, containers)"
-    )
+# --- reading the candidate's replies --------------------------------------------------------------------
 
 
 def decode(node, depth=0):
@@ -165,15 +136,17 @@ def read_frame(fd):
 
 
 def send(fd, obj):
-    """Write one pipe message: a 4-byte big-endian length, then ASCII JSON."""
-    data = json.dumps(obj).encode()
+    """Write one request to the candidate's process: a 4-byte big-endian length, then ``marshal`` bytes
+    (``ValueError`` for anything marshal refuses, e.g. an instance of a class)."""
+    data = marshal.dumps(obj)
     view = memoryview(len(data).to_bytes(4, "big") + data)
     while view:
         view = view[os.write(fd, view) :]
 
 
 def receive(fd, deadline=None):
-    """One pipe message (see ``send``); EOFError, TimeoutError, or ValueError when it is too big or not JSON."""
+    """One reply: a 4-byte big-endian length, then JSON; EOFError, TimeoutError, or ValueError when it is too
+    big or not JSON."""
     size = int.from_bytes(read_exact(fd, 4, deadline), "big")
     if size > MAX_REPLY_BYTES:
         raise ValueError(f"a reply of {size} bytes")
@@ -181,39 +154,6 @@ def receive(fd, deadline=None):
 
 
 # --- the candidate's process ------------------------------------------------------------------------------
-
-
-def candidate_main():
-    """Load the candidate's code as ``__main__``, then serve calls on fds 3 (requests) and 4 (replies) forever.
-
-    Replies: ``{"ready": [names]}`` or ``{"error": text}`` after loading, then per call ``{"value": encoded}``,
-    ``{"raised": text}`` or ``{"unsupported": text}``."""
-    requests, replies = 3, 4
-    load = receive(requests)
-    module = types.ModuleType("__main__")
-    module.__builtins__ = builtins
-    sys.modules["__main__"] = module
-    sys.argv = ["<solution>"]
-    try:
-        exec(compile(load["prelude"], "<imports>", "exec"), module.__dict__)
-        exec(compile(load["code"], "<solution>", "exec"), module.__dict__)
-    except BaseException as error:  # noqa: BLE001  (reported to the harness, which fails the verdict)
-        send(replies, {"error": describe(error)})
-        return
-    names = [name for name, value in module.__dict__.items() if type(name) is str and callable(value)]
-    send(replies, {"ready": names})
-    while True:
-        call = receive(requests)
-        try:
-            function = module.__dict__[call["name"]]
-            value = function(*decode(call["args"]), **decode(call["kwargs"]))
-        except BaseException as error:  # noqa: BLE001  (the candidate's own exception: the harness's business)
-            send(replies, {"raised": describe(error)})
-            continue
-        try:
-            send(replies, {"value": encode(value)})
-        except (Unsupported, RecursionError) as error:
-            send(replies, {"unsupported": describe(error)})
 
 
 class Candidate:
@@ -236,7 +176,8 @@ class Candidate:
         os.close(request_r)
         os.close(reply_w)
         self.pid, self.requests, self.replies = pid, request_w, reply_r
-        send(self.requests, {"prelude": self.public["prelude"], "code": self.public["code"]})
+        load = {"prelude": self.public["prelude"], "code": self.public["code"], "path": _library_path()}
+        send(self.requests, load)
 
     def ready(self, deadline):
         """Wait until the code is loaded; ``CandidateFailed`` if it raised, exited or took too long."""
@@ -253,11 +194,9 @@ class Candidate:
         """``name(*args, **kwargs)`` in the candidate's process, its result as plain data."""
         self.ready(deadline)
         try:
-            request = {"name": name, "args": encode(list(args)), "kwargs": encode(dict(kwargs))}
-        except Unsupported as error:
-            self.fail(f"the check passed an argument that is not plain data: {error}")
-        try:
-            send(self.requests, request)
+            send(self.requests, {"name": name, "args": args, "kwargs": kwargs})
+        except ValueError as error:
+            self.fail(f"the check passed an argument that is not plain data ({describe(error)})")
         except OSError as error:
             self.fail(f"the code's process is gone ({describe(error)})")
         reply = self._reply(deadline)
@@ -315,9 +254,15 @@ def _exec_candidate(source, request_r, reply_w):
         os.dup2(high_request, 3)
         os.dup2(high_reply, 4)
         os.closerange(5, os.sysconf("SC_OPEN_MAX"))
-        os.execv(sys.executable, [sys.executable, "-I", "-c", source, "--candidate"])
+        os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", source, "--candidate"])
     finally:
         os._exit(127)
+
+
+def _library_path():
+    """The harness's import path minus path hooks: the candidate's interpreter starts without ``site`` (a third
+    faster) and gets the installed libraries (numpy...) this way."""
+    return [path for path in sys.path if os.path.isdir(path)]
 
 
 class Proxy:
@@ -440,7 +385,4 @@ def harness_main():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--candidate"]:
-        candidate_main()
-    else:
-        harness_main()
+    harness_main()
