@@ -216,7 +216,7 @@ def test_advantages_match_their_group_rewards():
         else:
             np.testing.assert_allclose(advantages, (rewards - rewards.mean()) / (rewards.std(ddof=1) + 1e-4))
     unscaled = engine().collect(range(6))
-    compute_advantages(unscaled.samples, scale_rewards=False)
+    compute_advantages(unscaled.samples, scale_rewards="none")
     by_group = defaultdict(list)
     for sample in unscaled.samples:
         by_group[sample.group_id].append(sample)
@@ -265,7 +265,7 @@ def test_trajectory_grouping_has_k_episodes_per_instance_and_the_return_on_every
 def test_trajectory_advantages_are_computed_over_the_k_episodes_not_their_steps():
     # 2x2 grids: random moves solve some episodes early and fail others after every turn
     rollout = engine(grouping="trajectory", env_kwargs={"size": 2}).collect(range(6))
-    compute_advantages(rollout.samples, scale_rewards=True)
+    compute_advantages(rollout.samples, scale_rewards="group")
     returns = np.array([sum(episode.returns.values()) for episode in rollout.episodes])
     lengths = Counter(sample.episode for sample in rollout.samples)
     assert len(set(lengths.values())) > 1, "the check needs episodes of different lengths"
@@ -278,6 +278,34 @@ def test_trajectory_advantages_are_computed_over_the_k_episodes_not_their_steps(
         assert sample.advantage == pytest.approx(expected)
 
 
+def test_batch_scaling_divides_every_group_by_the_std_of_the_whole_batch():
+    from pettingllms.trainers.rollout import Sample
+
+    rewards = {"a": [0.0, 1.0], "b": [0.0, 10.0], "c": [3.0, 3.0]}
+    samples = [
+        Sample(group, 0, 0, "plan", "p", "", "", r, 0.0, r, Generation(""))
+        for group, values in rewards.items()
+        for r in values
+    ]
+    batch_std = np.std([0.0, 1.0, 0.0, 10.0, 3.0, 3.0], ddof=1)
+    stds = compute_advantages(samples, scale_rewards="batch")
+    assert [s.advantage for s in samples] == pytest.approx(
+        [
+            -0.5 / (batch_std + 1e-4),
+            0.5 / (batch_std + 1e-4),
+            -5 / (batch_std + 1e-4),
+            5 / (batch_std + 1e-4),
+            0,
+            0,
+        ]
+    )
+    assert stds == pytest.approx({"a": np.std([0, 1], ddof=1), "b": np.std([0, 10], ddof=1), "c": 0.0})
+    compute_advantages(samples, scale_rewards="group")
+    assert samples[0].advantage == pytest.approx(samples[2].advantage, abs=1e-3)  # per group: both ~ -1/sqrt(2)
+    with pytest.raises(ValueError, match="scale_rewards"):
+        compute_advantages(samples, scale_rewards="policy")
+
+
 def test_a_long_failed_episode_does_not_pull_the_baseline_down():
     from pettingllms.trainers.rollout import Sample
 
@@ -287,7 +315,7 @@ def test_a_long_failed_episode_does_not_pull_the_baseline_down():
         for episode, (ret, steps) in enumerate([(0.0, 4), (1.0, 1), (1.0, 2), (0.0, 3)])
         for turn in range(steps)
     ]
-    compute_advantages(samples, scale_rewards=False)
+    compute_advantages(samples, scale_rewards="none")
     # the baseline is the mean of the four returns, 0.5 (a mean over the ten steps would be 0.3)
     assert [s.advantage for s in samples] == [-0.5] * 4 + [0.5] * 3 + [-0.5] * 3
     samples[0].reward = 1.0

@@ -106,9 +106,16 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tiny_model, tmp_path):
     assert [r["step"] for r in rows(tmp_path / "resumed")] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("layout", ["shared", "lora_per_role"])
-def test_resuming_other_layouts_equals_an_uninterrupted_run(tiny_model, tmp_path, layout):
-    flags = ("--policy_layout", layout)
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--policy_layout", "shared"),
+        ("--policy_layout", "lora_per_role"),
+        # with a KL term the resumed run's reference model must be the run's starting weights, not the checkpoint
+        ("--beta", "0.5"),
+    ],
+)
+def test_resuming_other_layouts_equals_an_uninterrupted_run(tiny_model, tmp_path, flags):
     straight = ATGRPOTrainer(args_for(tiny_model, tmp_path / "straight", *flags), log=lambda _: None)
     straight.train()
     ATGRPOTrainer(
@@ -121,6 +128,15 @@ def test_resuming_other_layouts_equals_an_uninterrupted_run(tiny_model, tmp_path
     a = dict(next(iter(straight.policies.updaters.values())).model.named_parameters())
     b = dict(next(iter(resumed.policies.updaters.values())).model.named_parameters())
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_activation_checkpointing_is_off_unless_asked_for(tiny_model, tmp_path):
+    default = ATGRPOTrainer(args_for(tiny_model, tmp_path / "default"), log=lambda _: None)
+    assert not any(u.model.is_gradient_checkpointing for u in default.policies.updaters.values())
+    asked = ATGRPOTrainer(
+        args_for(tiny_model, tmp_path / "asked", "--activation_checkpointing", "true"), log=lambda _: None
+    )
+    assert all(u.model.is_gradient_checkpointing for u in asked.policies.updaters.values())
 
 
 def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp_path):
@@ -143,6 +159,7 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
         "step",
         "group_id",
         "instance",
+        "episode",  # the episode's index in the rollout (trajectory grouping), else null
         "turn",
         "agent",
         "policy",
@@ -167,6 +184,10 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
         (["--num_generations", "1"], "num_generations"),
         (["--env_kwargs", "{size: 4"], "env_kwargs"),
         (["--policy_layout", "shared", "--agent_models", '{"tool": "x"}'], "agent_models"),
+        (["--scale_rewards", "policy"], "scale_rewards"),
+        (["--team_credit", "episode"], "team_credit"),
+        (["--temperature", "0"], "temperature"),
+        (["--policy_sampling", '{"tool": {"temperature": 0.0}}'], "policy_sampling\\['tool'\\].temperature"),
     ],
 )
 def test_bad_configs_name_the_field(flags, field, tmp_path):

@@ -131,3 +131,20 @@ def test_an_entropy_bonus_with_a_sequence_mean_loss_is_refused(tiny_model, tmp_p
     model, tokenizer = load_model(tiny_model)
     with pytest.raises(ConfigError, match="entropy_coef"):
         PolicyUpdater("plan", model, tokenizer, args)
+
+
+def test_log_probabilities_use_each_policys_own_sampling_temperature(tiny_model, tmp_path):
+    args = args_for(tiny_model, tmp_path, "--policy_sampling", '{"plan": {"temperature": 2.0}}')
+    for name, temperature in (("plan", 2.0), ("tool", 1.0)):
+        model, tokenizer = load_model(tiny_model)
+        updater = PolicyUpdater(name, model, tokenizer, args)
+        sample = samples()[0]
+        prompt, completion = sample.generation.prompt_ids, sample.generation.completion_ids
+        ids = torch.tensor([list(prompt) + list(completion)])
+        with torch.no_grad():
+            got, _, _ = updater._get_per_token_logps_and_entropies(
+                updater.model, ids, torch.ones_like(ids), len(completion)
+            )
+            logits = updater.model(input_ids=ids).logits[0, len(prompt) - 1 : -1] / temperature
+        want = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(completion)[:, None])[:, 0]
+        torch.testing.assert_close(got[0], want, rtol=1e-5, atol=1e-5)

@@ -13,9 +13,15 @@ EPSILON = 1e-4
 """Added to the group's standard deviation, as in TRL."""
 
 
-def compute_advantages(samples: Sequence[Sample], *, scale_rewards: bool = True) -> dict[str, float]:
-    """Set `sample.advantage = (r - mean) / (std + eps)` within each group (`/ (std + eps)` only when
-    `scale_rewards`); return each group's reward standard deviation.
+SCALE_REWARDS = ("group", "batch", "none")
+"""TRL's `scale_rewards`: divide the centred rewards by the group's std, by the whole batch's, or by nothing."""
+
+
+def compute_advantages(samples: Sequence[Sample], *, scale_rewards: str = "group") -> dict[str, float]:
+    """Set `sample.advantage = (r - mean) / (std + eps)` within each group, where `mean` is the group's mean and
+    `std` the group's standard deviation (`scale_rewards="group"`), that of every member's reward in `samples`
+    (`"batch"`, TRL's batch scaling: one scale for the step), or no division at all (`"none"`); return each
+    group's reward standard deviation.
 
     A group's members are its candidates, or, for samples that carry an `episode` (the trajectory baseline), its
     episodes: the statistics count each episode's return once, however many steps it took, and every step gets
@@ -33,12 +39,21 @@ def compute_advantages(samples: Sequence[Sample], *, scale_rewards: bool = True)
     for position, sample in enumerate(samples):
         member = ("episode", sample.episode) if sample.episode is not None else ("sample", position)
         groups[sample.group_id][member].append(sample)
+    if scale_rewards not in SCALE_REWARDS:
+        raise ValueError(f"scale_rewards={scale_rewards!r} is not one of {list(SCALE_REWARDS)}")
+    rewards_of = {
+        group_id: np.array([_member_reward(group_id, steps) for steps in members.values()], dtype=np.float64)
+        for group_id, members in groups.items()
+    }
+    every = np.concatenate(list(rewards_of.values())) if rewards_of else np.zeros(0)
+    batch_std = float(every.std(ddof=1)) if len(every) > 1 else 0.0
     stds = {}
     for group_id, members in groups.items():
-        rewards = np.array([_member_reward(group_id, steps) for steps in members.values()], dtype=np.float64)
+        rewards = rewards_of[group_id]
         std = float(rewards.std(ddof=1)) if len(rewards) > 1 else 0.0
         centred = rewards - rewards.mean()
-        advantages = centred / (std + EPSILON) if scale_rewards else centred
+        scale = {"group": std + EPSILON, "batch": batch_std + EPSILON, "none": 1.0}[scale_rewards]
+        advantages = centred / scale
         if std == 0.0:
             advantages = np.zeros_like(rewards)
         for steps, advantage in zip(members.values(), advantages, strict=True):

@@ -158,6 +158,7 @@ class ATGRPOTrainer:
             num_generations=self.args.num_generations,
             grouping=self.args.grouping,
             commit=self.args.commit,
+            team_credit=self.args.team_credit,
             seed=self.args.seed,
             pool=self.pool,
         )
@@ -220,7 +221,7 @@ class ATGRPOTrainer:
         start = time.perf_counter()
         rollout = self.engine.collect(seeds, {"split": "train"})
         rollout_s = time.perf_counter() - start
-        stds = compute_advantages(rollout.samples, scale_rewards=args.scale_rewards != "none")
+        stds = compute_advantages(rollout.samples, scale_rewards=args.scale_rewards)
         train_samples = (
             informative(rollout.samples, stds) if args.drop_zero_variance_groups else rollout.samples
         )

@@ -1,9 +1,11 @@
 """`ATGRPOConfig`: TRL's `GRPOConfig` plus the multi-agent fields of AT-GRPO.
 
 From TRL (unchanged meaning): `num_generations` is K; `learning_rate`, `lr_scheduler_type`, `loss_type`,
-`epsilon`/`epsilon_high` (clip), `beta` (KL), `scale_rewards`, `temperature`/`top_p`/`top_k`/
+`epsilon`/`epsilon_high` (clip), `beta` (KL; a resumed run keeps the reference model of its start),
+`scale_rewards` ("group", "batch": one std for the step's whole batch, "none"), `temperature`/`top_p`/`top_k`/
 `max_completion_length` (training sampling), `per_device_train_batch_size` (the update's micro-batch),
-`max_steps`, `save_steps`, `seed`, `output_dir`, `report_to`, `max_grad_norm`. `--config run.yaml` replaces
+`max_steps`, `save_steps`, `seed`, `output_dir`, `report_to`, `max_grad_norm`, `activation_checkpointing`
+(off by default here, unlike TRL's GRPO). `--config run.yaml` replaces
 defaults and command-line flags override the YAML (TRL's `TrlParser`).
 """
 
@@ -17,7 +19,8 @@ from trl import GRPOConfig
 
 import pettingllms
 from pettingllms.errors import ConfigError
-from pettingllms.trainers.rollout import COMMITS, GROUPINGS, TREE_GROUPINGS
+from pettingllms.trainers.advantages import SCALE_REWARDS
+from pettingllms.trainers.rollout import COMMITS, GROUPINGS, TEAM_CREDITS, TREE_GROUPINGS
 
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
 GENERATION_BACKENDS = ("hf", "vllm")
@@ -49,6 +52,25 @@ class ATGRPOConfig(GRPOConfig):
     )
     commit: str = dataclasses.field(
         default="greedy", metadata={"help": "Candidate committed each step: 'greedy' (best) or 'random'."}
+    )
+    team_credit: str = dataclasses.field(
+        default="turn",
+        metadata={
+            "help": "'turn': a candidate's team reward is that of its turn, completed greedily by the later agents "
+            "of the turn (the tool agent is credited with the outcome its proposal leads to); 'step' (ablation): "
+            "its own step's only."
+        },
+    )
+    activation_checkpointing: bool | None = dataclasses.field(
+        default=None,
+        metadata={
+            "help": "Recompute activations in the backward pass to save memory, at the cost of a second forward. "
+            "Off by default (TRL's GRPO turns it on): the models trained on CPU here gain nothing from it; turn "
+            "it on where memory is the limit. gradient_checkpointing is its deprecated alias."
+        },
+    )
+    gradient_checkpointing: bool | None = dataclasses.field(
+        default=None, metadata={"help": "Deprecated alias of activation_checkpointing (transformers 5)."}
     )
     instances_per_step: int = dataclasses.field(default=8, metadata={"help": "Training instances per step."})
     env_workers: int = dataclasses.field(
@@ -205,6 +227,9 @@ class ATGRPOConfig(GRPOConfig):
             self.bf16 = False
         self._check_choice("grouping", GROUPINGS)
         self._check_choice("commit", COMMITS)
+        self._check_choice("team_credit", TEAM_CREDITS)
+        self.scale_rewards = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
+        self._check_choice("scale_rewards", SCALE_REWARDS)
         self._check_choice("policy_layout", POLICY_LAYOUTS)
         self._check_choice("distributed", ("none", "ray"))
         self._check_choice("generation_backend", GENERATION_BACKENDS)
@@ -245,6 +270,15 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(
                 f"num_iterations={self.num_iterations}: AT-GRPO updates on-policy once per step (1)"
             )
+        for policy, overrides in {"": {"temperature": self.temperature}, **self.policy_sampling}.items():
+            temperature = overrides.get("temperature", self.temperature)
+            if not temperature > 0:
+                where = f"policy_sampling[{policy!r}].temperature" if policy else "temperature"
+                raise ConfigError(
+                    f"{where}={temperature}: training samples need a temperature > 0 (at 0 the K candidates are "
+                    "identical and the log-probabilities divide by zero); greedy decoding is for evaluation "
+                    "(eval_temperature, policy_eval_sampling)"
+                )
         if self.max_completions is not None and self.max_completions < 1:
             raise ConfigError(f"max_completions={self.max_completions} must be >= 1 (or None: no budget)")
         if self.resume and self.overwrite_output_dir:
@@ -261,6 +295,11 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(
                 f"{name}={getattr(self, name)!r} is not supported; allowed values: {list(allowed)}"
             )
+
+    def policy_temperature(self, policy: str) -> float:
+        """The training sampling temperature of `policy` (its `policy_sampling` override, else `temperature`);
+        its update computes log-probabilities at the same temperature."""
+        return float(self.policy_sampling.get(policy, {}).get("temperature", self.temperature))
 
     @property
     def default_stop_strings(self) -> list[str]:

@@ -91,22 +91,28 @@ def build_policies(
         return _build_lora(args, agents, resume_from)
     agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
     names = list(dict.fromkeys(agent_policy.values()))
+
+    def start(name: str) -> str:
+        return resolve_model(args.agent_models.get(name, args.model_name_or_path), args)
+
     paths = {
-        name: str(resume_from / f"policy_{name}")
-        if resume_from is not None
-        else resolve_model(args.agent_models.get(name, args.model_name_or_path), args)
+        name: str(resume_from / f"policy_{name}") if resume_from is not None else start(name)
         for name in names
     }
+    # a resumed run keeps the KL anchor at the weights the run started from, not at its checkpoint
+    references = {name: start(name) for name in names} if resume_from is not None and args.beta != 0.0 else {}
     if args.distributed == "ray":
         from pettingllms.trainers.ray_policies import RayPolicies
 
-        placed = RayPolicies(args, paths)
+        placed = RayPolicies(args, paths, references)
         syncers = {name: functools.partial(placed.sync, name) for name in names}
         return PolicySet(placed.updaters(), placed.backends(), agent_policy, syncers, placed)
     policies = PolicySet({}, {}, agent_policy)
     for index, (name, path) in enumerate(paths.items()):
         model, tokenizer = load_model(path)
-        updater = policies.updaters[name] = PolicyUpdater(name, model, tokenizer, args)
+        updater = policies.updaters[name] = PolicyUpdater(
+            name, model, tokenizer, args, reference=references.get(name)
+        )
         seed = args.seed * 1_000 + index
         if args.generation_backend == "vllm":
             from pettingllms.policies.vllm_engine import VLLMPolicy

@@ -34,12 +34,12 @@ class PlacementError(PettingLLMsError):
 class UpdateWorker:
     """Ray actor: the update worker of one policy (a `PolicyUpdater` over its own copy of the model)."""
 
-    def __init__(self, name: str, path: str, args: ATGRPOConfig):
+    def __init__(self, name: str, path: str, args: ATGRPOConfig, reference: str | None = None):
         from pettingllms.trainers.policies import load_model
         from pettingllms.trainers.updater import PolicyUpdater
 
         model, tokenizer = load_model(path)
-        self.updater = PolicyUpdater(name, model, tokenizer, args)
+        self.updater = PolicyUpdater(name, model, tokenizer, args, reference=reference)
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         return self.updater.update(samples)
@@ -141,9 +141,12 @@ class RayPolicies:
     Args:
         args: the run's settings (`ray_address`, `ray_policy_resources`, `generation_backend`, ...).
         paths: policy name -> the model folder it starts from.
+        references: policy name -> the folder of its KL reference model, where that is not `paths[name]` (a
+            resumed run's starting weights).
     """
 
-    def __init__(self, args: ATGRPOConfig, paths: dict[str, str]):
+    def __init__(self, args: ATGRPOConfig, paths: dict[str, str], references: dict[str, str] | None = None):
+        references = references or {}
         import ray
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -182,7 +185,9 @@ class RayPolicies:
                 .options(**placed(0))
                 .remote(path, seed, args.generation_backend, dict(args.vllm_engine_kwargs))
             )
-            self.workers[name] = ray.remote(UpdateWorker).options(**placed(1)).remote(name, path, args)
+            self.workers[name] = (
+                ray.remote(UpdateWorker).options(**placed(1)).remote(name, path, args, references.get(name))
+            )
         ray.get([actor.pid.remote() for actor in [*self.servers.values(), *self.workers.values()]])
 
     def backends(self) -> dict[str, RemoteBackend]:

@@ -9,6 +9,7 @@ micro-batches is ours (`accumulate_gradients`): every sample weighs what it woul
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import torch
@@ -33,14 +34,38 @@ def _no_reward(completions, **kwargs) -> list[float]:
 class PolicyUpdater(GRPOTrainer):
     """The update worker of policy `name` (see the module docstring)."""
 
-    def __init__(self, name: str, model, tokenizer, args: ATGRPOConfig):
-        super().__init__(
-            model=model,
-            reward_funcs=_no_reward,
-            args=args,
-            train_dataset=_PLACEHOLDER,
-            processing_class=tokenizer,
-        )
+    def __init__(self, name: str, model, tokenizer, args: ATGRPOConfig, *, reference: str | None = None):
+        """`reference`: where the KL term's reference model comes from when `beta != 0` (default: where `model`
+        was loaded from). A resumed run passes its starting weights, so that the anchor stays where the run
+        began instead of moving to the checkpoint. Log-probabilities are computed at the policy's own training
+        temperature (`args.policy_temperature(name)`), the one its samples were drawn at."""
+        temperature = args.policy_temperature(name)
+        if temperature != args.temperature:
+            args = copy.copy(args)  # TRL bakes `args.temperature` into the log-prob head at construction
+            args.temperature = temperature
+        origin = model.config._name_or_path
+        if reference is not None:
+            model.config._name_or_path = reference  # TRL builds its reference model from this path
+        try:
+            super().__init__(
+                model=model,
+                reward_funcs=_no_reward,
+                args=args,
+                train_dataset=_PLACEHOLDER,
+                processing_class=tokenizer,
+            )
+        finally:
+            model.config._name_or_path = origin
+        if (
+            args.activation_checkpointing
+        ):  # transformers turns it on in `Trainer.train`, which never runs here
+            options = dict(args.activation_checkpointing_kwargs or {})
+            every_n_layers, offload = options.pop("every_n_layers", 1), options.pop("offload", False)
+            self.model.activation_checkpointing_enable(
+                activation_checkpointing_kwargs=options or None,
+                every_n_layers=every_n_layers,
+                offload=offload,
+            )
         self.name = name
         self._chunk_weight = 1.0
         if self._entropy_bonus_enabled and self.loss_type in SEQUENCE_MEAN_LOSSES:
