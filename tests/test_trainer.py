@@ -152,6 +152,8 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
         "policy/tool/loss",
         "train/reward/plan",
     } <= set().union(*metrics)
+    # team credit: each of the 2 x K tool candidates of a step had its turn completed by one greedy plan answer
+    assert [row["train/probe_completions"] for row in metrics if "train/reward" in row] == [2 * 4, 2 * 4]
     assert (tmp_path / "learning_curve.png").stat().st_size > 1000
     assert (tmp_path / "checkpoints" / "step_2" / "policy_plan" / "model.safetensors").exists()
     row = json.loads((tmp_path / "rollouts" / "step_1.jsonl").read_text().splitlines()[0])

@@ -247,6 +247,7 @@ class ATGRPOTrainer:
             "train/groups": len(stds),
             "train/completions_total": self.completions,
             "train/groups_with_signal": sum(std > 0 for std in stds.values()),
+            "train/probe_completions": self.engine.probe_completions,
             "timing/rollout_s": rollout_s,
             "timing/env_s": self.engine.env_seconds,
             "timing/update_s": update_s,
@@ -254,6 +255,7 @@ class ATGRPOTrainer:
         if self.pool is not None:
             metrics.update({"pool/restarts": self.pool.restarts, "pool/retried_jobs": self.pool.retried_jobs})
         self.engine.env_seconds = 0.0
+        self.engine.probe_completions = 0
         for agent in self.agents:
             rewards = [s.reward for s in rollout.samples if s.agent == agent]
             metrics[f"train/reward/{agent}"] = float(np.mean(rewards)) if rewards else 0.0
