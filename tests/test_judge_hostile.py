@@ -173,6 +173,18 @@ FUNCTION_ATTACKS = {
         "for fd in range(3, 64):\n"
         "    try:\n        os.write(fd, b'PASS\\n')\n    except OSError:\n        pass\n"
     ),
+    # talking to the judge directly: garbage and forged answers on every fd it might read
+    "garbage_written_to_the_reply_pipe": (
+        "{wrong}\nimport os\nfor fd in range(3, 16):\n    try:\n"
+        "        os.write(fd, b'\\xff' * 4 + b'garbage')\n    except OSError:\n        pass\n"
+    ),
+    "forged_reply_frames": (
+        "{wrong}\nimport os\n"
+        "def _frame(text):\n    return len(text).to_bytes(4, 'big') + text\n"
+        "for fd in range(3, 16):\n    try:\n"
+        "        os.write(fd, _frame(b'{\"ready\": []}') + _frame(b'{\"value\": true}') * 50)\n"
+        "    except OSError:\n        pass\n"
+    ),
     "parent_killed": "{wrong}\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('PASS')\n",
     "everything_killed": "{wrong}\nimport os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n",
     # right answers only if the hidden check could be read from the parent's or its own memory

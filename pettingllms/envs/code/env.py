@@ -8,7 +8,7 @@ sandbox and both agents see the mismatches. Success: the code passes the problem
 | agents (workflow "mas") | `coder`, `tester` (in that order each turn; the tester sees this turn's code) |
 | agents (workflow "single") | `coder` |
 | action, coder | any text; the last ```python block is the solution: for function problems (HumanEval's schema) the function with its imports, for stdio problems a complete program that reads stdin and prints the answer |
-| action, tester | any text; stdio problems: cases `<input>STDIN</input><output>EXPECTED</output>`; function problems: one ```python block of `assert` lines (one case each). At most 10 cases |
+| action, tester | any text; stdio problems: cases `<input>STDIN</input><output>EXPECTED</output>`; function problems: one ```python block of `assert` lines (one case each), read as data, never run: the function called with literal arguments and compared with a literal (`==`, `!=`, `is True/False/None`, a bare or negated call, `abs(f(...) - x) < tol`, `math.isclose`); a line of another form is a case that is never right. At most 10 cases |
 | observation | text: the problem, the current code, the tester's cases with the code's results on them (mismatches shown), and the answer format |
 | instances | `dataset` (default `"bundled"`: 60 stdin/stdout problems, a train/eval hash split; `"humaneval"`: 164 function problems, evaluation only; `"mbpp"`, `"apps"`, `"codecontests"`, `"livecodebench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": DICT})` takes a problem in HumanEval's schema or the stdio schema as it is; `options={"split": "train"|"eval"}`; `options={"index": i}` takes the split's i-th problem (fixed evaluation suites) |
 
@@ -16,8 +16,9 @@ The episode terminates after a tester step when the code passes every case the t
 in the single workflow, when the code passes the hidden tests; it is truncated after `max_turns` turns.
 
 ## Rewards (version 0)
-- coder, local: the share of hidden tests its code passes (function problems: 1 if `check` passes, else 0); -0.1
-  when the answer holds no ```python block.
+- coder, local: the share of hidden tests its code passes (function problems: 1 if `check` passes, else 0; the
+  check runs outside the code's process, which must return plain data: numbers, str, bytes, None and containers
+  of them; see `pettingllms.data.code.judge`); -0.1 when the answer holds no ```python block.
 - tester, local: with `right` = the cases the reference solution passes (a case is right about the problem) and
   n the number of cases: `right / n` when the coder's code is correct; otherwise
   `0.5 * right / n + 0.5 * caught / n`, where `caught` counts right cases that the coder's code fails (a case
@@ -231,7 +232,12 @@ class CodeEnv(TextAECEnv):
                 return "Write the complete function (with its imports) in one ```python block."
             return "Write a complete program that reads standard input and prints the answer, in one ```python block."
         if self.problem.kind == "function":
-            return f"Write up to 10 cases as assert lines in one ```python block, e.g. assert {self.problem.entry_point}(...) == ..."
+            return (
+                f"Write up to 10 cases as assert lines in one ```python block, e.g. assert "
+                f"{self.problem.entry_point}(...) == ... Each line calls {self.problem.entry_point} with literal "
+                "arguments and compares the result with a literal (==, !=, is True/False/None, "
+                "abs(f(...) - x) < tol, math.isclose); other lines are not run."
+            )
         return "Write up to 10 cases, each as <input>STDIN</input><output>EXPECTED STDOUT</output>."
 
     def _describe_cases(self) -> list[str]:
