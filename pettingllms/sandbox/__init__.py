@@ -32,15 +32,19 @@ Threat model: the program is hostile and knows this code.  Covered, per run, as 
     memfd_create, SysV shmget/msgget and a few more fail with EPERM; foreign-ABI (x32) syscalls kill the run.
   * limits: wall-clock ``timeout`` (RLIMIT_CPU as a backstop), RLIMIT_AS = ``memory_mb`` per process
     (including ~100 MiB of the preloaded interpreter), RLIMIT_FSIZE 64 MiB, no core files, ``max_output_bytes``
-    of stdout+stderr together.  Memory a run can hold: at most ``max_processes`` x ``memory_mb`` of address
-    space plus its tmpfs caps; memfd and SysV shared memory (not charged to RLIMIT_AS) are refused.
+    of stdout+stderr together.  memfd and SysV shared memory (not charged to RLIMIT_AS) are refused.
+  * memory per run: as root, where the host's cgroup tree is writable (cgroup v1 ``memory``, or v2 with
+    ``memory`` delegated), each worker has its own memory cgroup (``_cgroup``) and a run may add at most
+    ``memory_mb`` plus its tmpfs caps to the idle server's usage - anonymous memory, tmpfs, page cache and
+    kernel memory (pipe buffers, page tables) of all its processes together; past that the OOM killer ends
+    one of its processes and the run is ``"memory"``.  Elsewhere a run holds at most ``max_processes`` x
+    ``memory_mb`` of address space plus its tmpfs caps (and unaccounted kernel memory).
   * protocol: requests and replies carry ids; a mismatch, a dead or silent server, or any host-side exception
     during a request (e.g. KeyboardInterrupt) kills and restarts that worker, so a reply never answers a later
     request.  Limits are validated on the host (``pool.check_limits``) before anything is sent.
 
-Not covered: memory is bounded per process and by the caps above, not by a cgroup (no cgroup is used: kernel
-memory such as pipe and socket buffers or page tables is not charged to a run); the timeout is wall-clock
-only; ``/usr`` (system-wide packages included) is readable, as is kernel information in ``/proc``; runs of
+Not covered: memory per run without a usable cgroup (non-root hosts, read-only cgroup trees: per process
+only, see above); the timeout is wall-clock only; ``/usr`` (system-wide packages included) is readable, as is kernel information in ``/proc``; runs of
 one worker share its network and UTS namespaces (nothing of a run survives in them, as every process of the
 run is dead before the next starts); on architectures other than x86_64 and aarch64 there is no seccomp
 filter; the kernel itself is trusted (a kernel exploit through an allowed syscall escapes every layer).

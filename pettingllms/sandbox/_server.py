@@ -194,6 +194,9 @@ def _program(program_fd, fds, config, fprog):
         }
         for kind, value in limits.items():
             resource.setrlimit(kind, (value, value))
+        if config["uid"] >= 0:  # root: the worker may have a memory cgroup (never without root)
+            with open("/proc/self/oom_score_adj", "w") as adj:
+                adj.write("1000")  # in a full worker cgroup the OOM killer ends the program, not the server
         _drop_privileges(config["uid"])
         _check(_LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         if fprog is not None:

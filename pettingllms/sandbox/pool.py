@@ -24,9 +24,9 @@ import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from pettingllms.sandbox import _bwrap, _uids
+from pettingllms.sandbox import _bwrap, _cgroup, _uids
 
 HOST_MARGIN_S = 5.0
 """Extra seconds the host waits for a reply beyond the run's own timeout."""
@@ -170,12 +170,16 @@ class _Slot:
         self.uid = uid
         self.log = ""
         self.argv = _bwrap.server_argv(bwrap, uid, preload)
+        self.cgroup = _cgroup.MemoryCgroup.create(f"pettingllms-sandbox-{uid}") if uid >= 0 else None
+        if self.cgroup is not None:
+            self.argv = self.cgroup.wrap(self.argv)
         self.server: _Server | None = _Server(self.argv)
 
     def run(self, req: dict) -> SandboxResult:
         """One request; a dead or silent server yields "crashed" and is replaced by a fresh one."""
         if self.server is None:
             self.server = _Server(self.argv)
+        oom_kills = self._limit_memory(req["memory_mb"])
         start = time.monotonic()
         try:
             reply = self.server.request({"id": secrets.token_hex(8), **req}, start + req["timeout"] + HOST_MARGIN_S)
@@ -190,7 +194,17 @@ class _Slot:
         except BaseException:
             self._restart()  # a reply may still be on its way: it must never answer a later request
             raise
-        return SandboxResult(**reply)
+        result = SandboxResult(**reply)
+        if self.cgroup is not None and self.cgroup.oom_kills() > oom_kills:
+            result = replace(result, status="memory")
+        return result
+
+    def _limit_memory(self, memory_mb: int) -> int:
+        """Set the worker cgroup's budget for the next run; returns its OOM-kill count so far (0: no cgroup)."""
+        if self.cgroup is None:
+            return 0
+        self.cgroup.limit_to((memory_mb << 20) + _bwrap.SCRATCH_BYTES + _bwrap.SHM_BYTES)
+        return self.cgroup.oom_kills()
 
     def _restart(self) -> None:
         self.log = self.server.log_tail()
@@ -317,6 +331,8 @@ class Sandbox:
         for slot in self._slots:
             if slot.server is not None:
                 slot.server.kill(grace=1.0)
+            if slot.cgroup is not None:
+                slot.cgroup.remove()
         for lease in self._leases:
             lease.release()
         self._slots, self._leases = [], []
