@@ -331,3 +331,29 @@ def test_the_memory_probe_works_on_what_the_candidates_process_does_hold():
     )
     info = judged(MBPP_DOUBLE, code)
     assert info["success"] and info["hidden_pass_ratio"] == 1.0
+
+
+SWALLOWING = {  # a weak check that hides every exception: only the judge's own record of a dead process counts
+    "task_id": "Hostile/swallow",
+    "prompt": 'def square(x: int) -> int:\n    """x squared."""\n',
+    "canonical_solution": "    return x * x\n",
+    "test": (
+        "def check(candidate):\n    try:\n        candidate(3)\n    except BaseException:\n        pass\n"
+        "    try:\n        candidate(4)\n    except BaseException:\n        pass\n"
+    ),
+    "entry_point": "square",
+}
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def square(x):\n    import os\n    os._exit(0)\n",
+        "def square(x):\n    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n",
+        "def square(x):\n    return object()\n",
+    ],
+)
+def test_a_candidate_that_died_fails_even_when_the_check_swallows_exceptions(code):
+    assert judged(SWALLOWING, SWALLOWING["prompt"] + SWALLOWING["canonical_solution"])["success"]
+    info = judged(SWALLOWING, code)
+    assert not info["success"] and info["hidden_pass_ratio"] == 0.0

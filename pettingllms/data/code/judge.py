@@ -30,15 +30,14 @@ CANDIDATE_SOURCE = resources.files(__package__).joinpath("judge_candidate.py").r
 """The program the harness starts for the candidate's code (the same for every judgement)."""
 STARTUP_S = 1.0
 """Seconds a judgement's sandbox run gets beyond its candidate's time, for the two interpreters' start-up."""
-COMPARISONS = tuple(judge_harness.COMPARISONS)
-"""The ways a tester case may compare a call's value with its expected data (see ``judge_harness``)."""
 
 
 @dataclass(frozen=True)
 class CaseCall:
-    """One tester case as data: ``name(*args, **kwargs)`` compared by ``op`` (one of ``COMPARISONS``) with
-    ``expected`` (for ``abs<``/``abs<=``: ``(value, tolerance)``; for ``isclose``: ``(value, rel_tol,
-    abs_tol)``; ignored by ``truthy``/``falsy``). Every value is plain data (what ``ast.literal_eval`` makes)."""
+    """One tester case as data: ``name(*args, **kwargs)`` compared by ``op`` (a key of
+    ``judge_harness.COMPARISONS``) with ``expected`` (for ``abs<``/``abs<=``: ``(value, tolerance)``; for
+    ``isclose``: ``(value, rel_tol, abs_tol)``; ignored by ``truthy``/``falsy``). Every value is plain data
+    (what ``ast.literal_eval`` makes)."""
 
     name: str
     args: tuple

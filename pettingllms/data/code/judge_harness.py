@@ -27,6 +27,7 @@ prints go to /dev/null. The host trusts nothing else (see ``judge.read_verdicts`
 """
 
 import builtins
+import contextlib
 import ctypes
 import fcntl
 import json
@@ -180,7 +181,10 @@ class Candidate:
         send(self.requests, load)
 
     def ready(self, deadline):
-        """Wait until the code is loaded; ``CandidateFailed`` if it raised, exited or took too long."""
+        """Wait until the code is loaded; ``CandidateFailed`` if it raised, exited or took too long, or if this
+        process failed before (a check that catches ``CandidateFailed`` and calls again gets it again)."""
+        if self.failure:
+            raise CandidateFailed(self.failure)
         if not self.loaded:
             reply = self._reply(deadline)
             if "error" in reply:
@@ -233,10 +237,8 @@ class Candidate:
     def stop(self):
         """SIGKILL the candidate's process and reap it (its own children are the sandbox's to kill)."""
         if self.pid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             os.waitpid(self.pid, 0)
             os.close(self.requests)
             os.close(self.replies)
