@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import pettingllms
-from pettingllms.sandbox import Program, Sandbox, SandboxResult, _bwrap, pool
+from pettingllms.sandbox import Program, Sandbox, SandboxResult, _bwrap
 
 pytestmark = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
 ROOT_ONLY = pytest.mark.skipif(

@@ -51,7 +51,9 @@ class MemoryCgroup:
         v1_path = _own_path("memory")
         if v1_path is not None and (_V1_ROOT / "memory.limit_in_bytes").exists():
             parent, v1 = _V1_ROOT / v1_path, True
-        elif (v2_path := _own_path("")) is not None and "memory" in _read(_V2_ROOT / v2_path / "cgroup.subtree_control"):
+        elif (v2_path := _own_path("")) is not None and "memory" in _read(
+            _V2_ROOT / v2_path / "cgroup.subtree_control"
+        ):
             parent, v1 = _V2_ROOT / v2_path, False
         else:
             return None

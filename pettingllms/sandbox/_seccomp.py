@@ -77,7 +77,12 @@ def program(machine: str | None = None) -> bytes | None:
     audit_arch, numbers = arch
     numbers = {**numbers, **_NEW_SYSCALLS}
     deny = _insn(_RET, _ERRNO | _EPERM)
-    out = [_insn(_LD_W_ABS, _ARCH), _insn(_JEQ, audit_arch, jt=1), _insn(_RET, _KILL_PROCESS), _insn(_LD_W_ABS, _NR)]
+    out = [
+        _insn(_LD_W_ABS, _ARCH),
+        _insn(_JEQ, audit_arch, jt=1),
+        _insn(_RET, _KILL_PROCESS),
+        _insn(_LD_W_ABS, _NR),
+    ]
     if audit_arch == _ARCHES["x86_64"][0]:
         out += [_insn(_JGE, _X32_BIT, jf=1), _insn(_RET, _KILL_PROCESS)]
     for name in DENIED:

@@ -61,7 +61,11 @@ _RUN_FDS = 6  # program memfd, stdin memfd, stdout, stderr, memory tag, wait-sta
 
 
 class _Caps(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 class _CapHeader(ctypes.Structure):
@@ -261,7 +265,13 @@ def _run_leader(ctl, fds, config, fprog):
         if scratch != "/tmp":
             _mount(None, "/tmp", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
         owner = f",uid={uid},gid={uid}" if uid >= 0 else ""
-        _mount("tmpfs", scratch, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['scratch_bytes']},mode=0700{owner}")
+        _mount(
+            "tmpfs",
+            scratch,
+            "tmpfs",
+            _MS_NOSUID | _MS_NODEV,
+            f"size={config['scratch_bytes']},mode=0700{owner}",
+        )
         _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['shm_bytes']},mode=1777")
         init = os.fork()
         if init == 0:
@@ -351,7 +361,10 @@ def _status(verdict, wait_status, memory_tag, stderr):
 
 def _serve(ctl, req):
     program = {key: req[key] for key in ("code", "timeout", "memory_mb", "max_processes")}
-    run_fds = [_memfd("program", json.dumps(program).encode()), _memfd("stdin", req["stdin"].encode("utf-8", "replace"))]
+    run_fds = [
+        _memfd("program", json.dumps(program).encode()),
+        _memfd("stdin", req["stdin"].encode("utf-8", "replace")),
+    ]
     (out_r, out_w), (err_r, err_w), (tag_r, tag_w), (status_r, status_w) = (os.pipe() for _ in range(4))
     run_fds += [out_w, err_w, tag_w, status_w]
     start = time.monotonic()

@@ -105,4 +105,6 @@ def binds(preload: tuple[str, ...]) -> list[tuple[str, str]]:
         for entry in _module_entries(name):
             if not Path(entry).is_relative_to(stdlib):
                 pairs.setdefault(entry, entry)
-    return sorted(((src, dest) for dest, src in pairs.items() if not _under_usr(dest)), key=lambda pair: pair[1])
+    return sorted(
+        ((src, dest) for dest, src in pairs.items() if not _under_usr(dest)), key=lambda pair: pair[1]
+    )

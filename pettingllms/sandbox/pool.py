@@ -182,7 +182,9 @@ class _Slot:
         oom_kills = self._limit_memory(req["memory_mb"])
         start = time.monotonic()
         try:
-            reply = self.server.request({"id": secrets.token_hex(8), **req}, start + req["timeout"] + HOST_MARGIN_S)
+            reply = self.server.request(
+                {"id": secrets.token_hex(8), **req}, start + req["timeout"] + HOST_MARGIN_S
+            )
         except SandboxUnavailable:
             self.server = None  # the replacement could not start; try again on the next request
             raise
@@ -296,26 +298,23 @@ class Sandbox:
     ) -> list[SandboxResult]:
         """Run ``programs`` in parallel across the workers; results come back in input order."""
         items = [p if isinstance(p, Program) else Program(p) for p in programs]
-        for p in items:  # every limit is checked before any program runs
-            check_limits(
-                self.default_timeout if (p.timeout if p.timeout is not None else timeout) is None
-                else (p.timeout if p.timeout is not None else timeout),
-                self.default_memory_mb if (p.memory_mb if p.memory_mb is not None else memory_mb) is None
-                else (p.memory_mb if p.memory_mb is not None else memory_mb),
+
+        def limits(p: Program) -> tuple[float, int]:
+            return check_limits(
+                next(x for x in (p.timeout, timeout, self.default_timeout) if x is not None),
+                next(x for x in (p.memory_mb, memory_mb, self.default_memory_mb) if x is not None),
             )
 
-        def one(p: Program) -> SandboxResult:
-            return self.run(
-                p.code,
-                stdin=p.stdin,
-                timeout=p.timeout if p.timeout is not None else timeout,
-                memory_mb=p.memory_mb if p.memory_mb is not None else memory_mb,
-            )
+        checked = [limits(p) for p in items]  # every limit is valid before any program runs
+
+        def one(index: int) -> SandboxResult:
+            p, (run_timeout, run_memory_mb) = items[index], checked[index]
+            return self.run(p.code, stdin=p.stdin, timeout=run_timeout, memory_mb=run_memory_mb)
 
         if len(items) <= 1 or self.workers == 1:
-            return [one(p) for p in items]
+            return [one(i) for i in range(len(items))]
         with ThreadPoolExecutor(max_workers=min(self.workers, len(items))) as pool:
-            return list(pool.map(one, items))
+            return list(pool.map(one, range(len(items))))
 
     def close(self) -> None:
         """Wait for runs in progress, stop every server and give back the uids; idempotent."""
