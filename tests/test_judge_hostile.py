@@ -357,3 +357,99 @@ def test_a_candidate_that_died_fails_even_when_the_check_swallows_exceptions(cod
     assert judged(SWALLOWING, SWALLOWING["prompt"] + SWALLOWING["canonical_solution"])["success"]
     info = judged(SWALLOWING, code)
     assert not info["success"] and info["hidden_pass_ratio"] == 0.0
+
+
+# --- a non-root host: the harness and the candidate share the user's uid ------------------------------------
+
+_NOBODY_HOST = r"""
+import json, sys
+from pettingllms.data.code.judge import check_judgement, read_verdicts
+from pettingllms.data.code.schema import problem_from_dict
+from pettingllms.sandbox import Sandbox
+
+problem = problem_from_dict(json.loads(sys.argv[1]))
+codes = json.loads(sys.stdin.read())
+with Sandbox(workers=1, preload=()) as box:
+    judgements = [check_judgement(problem, code, timeout=5.0, memory_mb=512) for code in codes]
+    results = box.run_batch([j.program for j in judgements])
+print(json.dumps([read_verdicts(j, r)[0][0] for j, r in zip(judgements, results)]))
+"""
+
+
+def _as_nobody() -> list[str]:
+    """Command prefix that runs a system Python as nobody; skips where that cannot host a sandbox."""
+    import os
+    import shutil
+    import subprocess
+
+    setpriv, bwrap, python = (
+        shutil.which("setpriv"),
+        _bwrap.find_bwrap(),
+        shutil.which("python3", path="/usr/bin"),
+    )
+    if setpriv is None or python is None:
+        pytest.skip("needs setpriv and a system python3 under /usr/bin")
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+    probe = subprocess.run(
+        [*prefix, bwrap, "--unshare-user", "--ro-bind", "/", "/", "true"], capture_output=True
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"unprivileged user namespaces are unavailable: {probe.stderr.decode().strip()}")
+    return [*prefix, python]
+
+
+@pytest.fixture
+def world_readable_dir():
+    """A fresh folder that nobody can read (pytest's root lives under a 0700 folder of root)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp(prefix="pettingllms-judge-"))
+    yield path
+    shutil.rmtree(path)
+
+
+def test_on_a_non_root_host_the_candidate_cannot_read_the_harness(world_readable_dir):
+    root = world_readable_dir
+    """As a normal user every process of a run has the user's uid: only the harness being non-dumpable (the
+    sandbox marks runs so, and the harness marks itself) keeps the candidate out of its memory, fds and stdin;
+    the control (last) shows the probe reads what the candidate's process does hold."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    command = _as_nobody()
+    package = Path(pettingllms.__file__).parent
+    for folder in ("sandbox", "data/code"):
+        (root / "pettingllms" / folder).mkdir(parents=True)
+    for name in (
+        "pettingllms/__init__.py",
+        "pettingllms/data/__init__.py",
+        "pettingllms/data/code/__init__.py",
+    ):
+        (root / name).write_text("")
+    for source in (package / "sandbox").glob("*.py"):
+        shutil.copy(source, root / "pettingllms" / "sandbox" / source.name)
+    for name in ("schema.py", "judge.py", "judge_harness.py", "judge_candidate.py"):
+        shutil.copy(package / "data" / "code" / name, root / "pettingllms" / "data" / "code" / name)
+    for path in (root, *root.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    codes = [
+        HUMANEVAL_FRAC["prompt"] + HUMANEVAL_FRAC["canonical_solution"],
+        FUNCTION_ATTACKS["parent_memory_read"].replace("{right}", RIGHT_IF_FOUND["frac"]),
+        FUNCTION_ATTACKS["stdin_of_the_run_read"].replace("{right}", RIGHT_IF_FOUND["frac"]),
+        SCAN + f"MINE = {MARKER_HEAD!r} {MARKER_TAIL!r}\nFOUND = _scan('self')\n" + RIGHT_IF_FOUND["frac"],
+    ]
+    done = subprocess.run(
+        [*command, "-c", _NOBODY_HOST, json.dumps(HUMANEVAL_FRAC)],
+        input=json.dumps(codes),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "HOME": str(root)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [True, False, False, True]
