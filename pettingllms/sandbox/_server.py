@@ -13,21 +13,21 @@ every request ``{id, code, stdin, timeout, memory_mb, max_output, max_processes}
 Processes, so that no run can see the server or an earlier run:
   * the *zygote* (this process) imports ``preload`` and forks the manager before any request exists.  It never
     reads a request: per run it receives one byte and six fds over a socketpair (SCM_RIGHTS), forks the run's
-    leader, closes the fds and reaps the leader.  So every run starts as a copy of a process that has never
-    held a byte of any run.
+    init into a new pid namespace (as a normal user through a short-lived *leader* process, see
+    ``_zygote``), hands the manager a pidfd of the init, closes the fds and reaps its child.  So every run
+    starts as a copy of a process that has never held a byte of any run.
   * the *manager* reads requests from the host, writes each program (with its limits) and its stdin to two
     memfds, passes them and the output pipes to the zygote, collects the output until the run ends, kills the
     run on timeout or output overflow (``pidfd_send_signal`` to its init), and replies.  It never forks.
-  * the run's *leader* enters new pid, mount and IPC namespaces, mounts a size-capped tmpfs work dir and
-    ``/dev/shm``, forks the run's init, hands the manager a pidfd of it and waits for it.
-  * the run's *init* (pid 1 of the run's pid namespace) mounts a fresh ``/proc`` (showing the run's processes
-    only), forks the program, reaps orphans, and when the program exits reports its wait status on a pipe and
+  * the run's *init* (pid 1 of the run's pid namespace) enters new mount and IPC namespaces, mounts a
+    size-capped tmpfs work dir and ``/dev/shm`` and a fresh ``/proc`` (showing the run's processes only),
+    forks the program, reaps orphans, and when the program exits reports its wait status on a pipe and
     exits - the kernel then kills every other process of the namespace.  The namespaces, tmpfs and SysV
     objects vanish with it: nothing is left to clean up, so there is no clean-up walk to break.
   * the *program* process: new session, rlimits, unprivileged uid (root) or no capabilities (normal user),
     no_new_privs, the seccomp filter, fds 0-3 only (stdin memfd, stdout, stderr, memory tag), then ``code``
     runs as ``__main__``.
-The zygote, manager and leader are non-dumpable, and outside every run's pid namespace and ``/proc``: a run can
+The zygote, the manager and a leader are non-dumpable, and outside every run's pid namespace and ``/proc``: a run can
 neither name nor signal nor trace them (nor its init, which ignores its signals as every pid 1 does).  Any internal error ends the server; the host then reports that run as
 ``"crashed"`` and starts a new server.
 """
@@ -231,11 +231,27 @@ def _program(program_fd, fds, config, fprog):
 # ---------------------------------------------------------------- the run's init
 
 
-def _run_init(fds, config, fprog):
-    """Pid 1 of the run's pid namespace: mount its ``/proc``, fork the program, report its wait status."""
+def _isolate(config, namespaces):
+    """Enter new ``namespaces`` (mount and IPC at least) and mount the run's private tmpfs dirs."""
+    _check(_LIBC.unshare(namespaces), "unshare")
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    scratch, uid = config["scratch"], config["uid"]
+    if scratch != "/tmp":
+        _mount(None, "/tmp", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    owner = f",uid={uid},gid={uid}" if uid >= 0 else ""
+    scratch_options = f"size={config['scratch_bytes']},mode=0700{owner}"
+    _mount("tmpfs", scratch, "tmpfs", _MS_NOSUID | _MS_NODEV, scratch_options)
+    _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['shm_bytes']},mode=1777")
+
+
+def _run_init(fds, config, fprog, isolate):
+    """Pid 1 of the run's pid namespace: (``isolate``: enter its mount and IPC namespaces and mount its tmpfs
+    dirs,) mount its ``/proc``, fork the program, report its wait status; never returns."""
     program_fd, stdin_fd, out_w, err_w, tag_w, status_w = fds
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores signals it has no handler for
+        if isolate:
+            _isolate(config, _CLONE_NEWNS | _CLONE_NEWIPC)
         _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
         child = os.fork()
         if child == 0:
@@ -255,30 +271,16 @@ def _run_init(fds, config, fprog):
 
 
 def _run_leader(ctl, fds, config, fprog):
-    """Enter the run's new pid, mount and IPC namespaces, mount its tmpfs dirs, fork its init, hand the
-    manager a pidfd of the init (of itself when something failed), wait for the init; never returns."""
-    err_w = fds[3]
+    """Non-root path: enter the run's namespaces, fork its init, hand the manager a pidfd of the init (of
+    itself when something failed), wait for the init; never returns."""
     try:
-        _check(_LIBC.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWIPC), "unshare")
-        _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-        scratch, uid = config["scratch"], config["uid"]
-        if scratch != "/tmp":
-            _mount(None, "/tmp", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-        owner = f",uid={uid},gid={uid}" if uid >= 0 else ""
-        _mount(
-            "tmpfs",
-            scratch,
-            "tmpfs",
-            _MS_NOSUID | _MS_NODEV,
-            f"size={config['scratch_bytes']},mode=0700{owner}",
-        )
-        _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={config['shm_bytes']},mode=1777")
+        _isolate(config, _CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWIPC)
         init = os.fork()
         if init == 0:
             ctl.close()
-            _run_init(fds, config, fprog)
+            _run_init(fds, config, fprog, isolate=False)
     except BaseException as exc:  # noqa: BLE001  (report it as this run's stderr; the run is "crashed")
-        os.write(err_w, _SETUP_FAILED + repr(exc).encode() + b"\n")
+        os.write(fds[3], _SETUP_FAILED + repr(exc).encode() + b"\n")
         init = os.getpid()
     pidfd = os.pidfd_open(init)
     for fd in fds:
@@ -291,17 +293,33 @@ def _run_leader(ctl, fds, config, fprog):
 
 
 def _zygote(ctl, config, fprog):
-    """Fork one run per message from the manager; return when the manager is gone."""
+    """Fork one run per message from the manager; return when the manager is gone.
+
+    As root the zygote forks each run's init itself, into a new pid namespace it then leaves again with
+    ``setns``.  As a normal user that ``setns`` is refused (bwrap's nested user namespace does not own the
+    zygote's pid namespace), so a short-lived leader process creates the namespace instead: one fork more."""
+    own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if config["uid"] >= 0 else None
     while True:
         msg, fds, _, _ = socket.recv_fds(ctl, 1, _RUN_FDS)
         if not msg or len(fds) != _RUN_FDS:
             return
-        leader = os.fork()
-        if leader == 0:
-            _run_leader(ctl, fds, config, fprog)
+        if own_pid_ns is None:
+            child = os.fork()
+            if child == 0:
+                _run_leader(ctl, fds, config, fprog)
+        else:
+            _check(_LIBC.unshare(_CLONE_NEWPID), "unshare")
+            child = os.fork()
+            if child == 0:
+                ctl.close()
+                _run_init(fds, config, fprog, isolate=True)
+            _check(_LIBC.setns(own_pid_ns, _CLONE_NEWPID), "setns")
+            pidfd = os.pidfd_open(child)
+            socket.send_fds(ctl, [b"P"], [pidfd])
+            os.close(pidfd)
         for fd in fds:
             os.close(fd)
-        os.waitpid(leader, 0)
+        os.waitpid(child, 0)
 
 
 # ---------------------------------------------------------------- the manager
