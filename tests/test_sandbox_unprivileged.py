@@ -1,4 +1,6 @@
-"""Issue 13, finding 1 on a non-root host: runs keep the user's uid, and still cannot reach the server.
+"""The sandbox hosted from outside the project's venv: by a normal user, and from a venv under ``/tmp``.
+
+Issue 13, finding 1 on a non-root host: runs keep the user's uid, and still cannot reach the server.
 
 The host side runs as an unprivileged user (``setpriv`` to nobody) under a system interpreter, importing a
 world-readable copy of ``pettingllms/sandbox`` only.  Its runs try what a same-uid program could do to the old
@@ -11,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -125,3 +128,37 @@ def test_same_uid_runs_cannot_forge_replies_kill_or_trace_the_server(package_cop
     attack, *rest = report["results"]
     assert attack == ["ok", "[]\n"]  # nothing to forge into, trace or read: the server is not in its /proc
     assert rest == [["ok", "1\n"], ["ok", "x\n"], ["ok", "2\n"], ["ok", "y\n"], ["ok", "3\n"]]
+
+
+_TMP_VENV_HOST = r"""
+import json, sys
+from pettingllms.sandbox import Sandbox
+
+with Sandbox(workers=1, preload=("json",)) as box:
+    first = box.run("import json, os, sys\nopen('note', 'w').write('x')\nprint(os.getcwd(), sys.prefix)\nopen('/tmp/x', 'w')")
+    second = box.run("import os\nprint(os.listdir('.'), sorted(os.listdir('/tmp')))")
+print(json.dumps([[first.status, first.stdout, first.stderr], [second.status, second.stdout]]))
+"""
+
+
+def test_a_venv_under_tmp_stays_visible_and_tmp_stays_read_only(package_copy, tmp_path_factory):
+    """A bind under /tmp moves each run's tmpfs to /tmp/.run, and the rest of /tmp is read-only to runs."""
+    base_python = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    venv = Path(tempfile.mkdtemp(prefix="pettingllms-venv-", dir="/tmp"))
+    try:
+        subprocess.run([str(base_python), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", _TMP_VENV_HOST],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=package_copy,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(package_copy)},
+        )
+    finally:
+        shutil.rmtree(venv)
+    assert done.returncode == 0, done.stderr
+    (status, out, err), second = json.loads(done.stdout)
+    assert status == "error" and "Read-only file system: '/tmp/x'" in err, err
+    assert out == f"/tmp/.run {venv}\n"
+    assert second == ["ok", f"[] ['.run', '{venv.name}']\n"]

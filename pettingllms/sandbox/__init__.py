@@ -11,7 +11,8 @@ Threat model: the program is hostile and knows this code.  Covered, per run, as 
     protocol pipes.  When the program exits, its init exits and the kernel kills everything else the run
     started (double-forked, setsid'ed or not).  RLIMIT_NPROC caps processes per worker: as root every worker
     has its own run uid (``_uids``: leased host-wide, so no two workers of any process share one); as a
-    normal user each worker has its own user namespace, in which the count is kept.
+    normal user each worker has its own user namespace, in which the count is kept (the worker's own
+    server processes - manager, zygote, leader, init - count there too).
   * no memory of earlier runs: every run is forked from a template process (the zygote) that has never held
     a byte of any request, stdin or output; program and stdin reach the run in memfds nobody else keeps.
   * filesystem: the host is read-only and mostly invisible: ``/usr``, the ``/bin`` and ``/lib*`` links,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import queue
 import secrets
@@ -74,17 +75,18 @@ class Program:
 
 
 def check_limits(timeout: object, memory_mb: object) -> tuple[float, int]:
-    """``(timeout, memory_mb)`` when both are valid, else ValueError: a finite ``0 < timeout <=
-    MAX_TIMEOUT_S`` (int or float, not bool) and an integral ``MIN_MEMORY_MB <= memory_mb <= MAX_MEMORY_MB``."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+    """``(timeout, memory_mb)`` as float and int when both are valid, else ValueError: a finite real
+    ``0 < timeout <= MAX_TIMEOUT_S`` and an integral ``MIN_MEMORY_MB <= memory_mb <= MAX_MEMORY_MB`` (bools are
+    neither)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
         raise ValueError(f"timeout must be a number of seconds, got {timeout!r}")
     if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
         raise ValueError(f"timeout must be finite, > 0 and <= {MAX_TIMEOUT_S:g} s, got {timeout!r}")
-    if isinstance(memory_mb, bool) or not isinstance(memory_mb, int):
-        raise ValueError(f"memory_mb must be an int, got {memory_mb!r}")
+    if isinstance(memory_mb, bool) or not isinstance(memory_mb, numbers.Integral):
+        raise ValueError(f"memory_mb must be an integer, got {memory_mb!r}")
     if not MIN_MEMORY_MB <= memory_mb <= MAX_MEMORY_MB:
         raise ValueError(f"memory_mb must be in [{MIN_MEMORY_MB}, {MAX_MEMORY_MB}], got {memory_mb!r}")
-    return float(timeout), memory_mb
+    return float(timeout), int(memory_mb)
 
 
 class _StaleReply(Exception):
