@@ -19,17 +19,19 @@ Processes, so that no run can see the server or an earlier run:
   * the *manager* reads requests from the host, writes each program (with its limits) and its stdin to two
     memfds, passes them and the output pipes to the zygote, collects the output until the run ends, kills the
     run on timeout or output overflow (``pidfd_send_signal`` to its init), and replies.  It never forks.
-  * the run's *init* (pid 1 of the run's pid namespace) enters new mount and IPC namespaces, mounts a
-    size-capped tmpfs work dir and ``/dev/shm`` and a fresh ``/proc`` (showing the run's processes only),
-    forks the program, reaps orphans, and when the program exits reports its wait status on a pipe and
-    exits - the kernel then kills every other process of the namespace.  The namespaces, tmpfs and SysV
-    objects vanish with it: nothing is left to clean up, so there is no clean-up walk to break.
+  * the run's *init* (pid 1 of the run's pid namespace) is in new mount and IPC namespaces (entered by itself
+    as root, by the leader otherwise) with a size-capped tmpfs work dir and ``/dev/shm``; it mounts a fresh
+    ``/proc`` (showing the run's processes only), forks the program, reaps orphans, and when the program exits
+    reports its wait status on a pipe and exits - the kernel then kills every other process of the
+    namespace.  The namespaces, tmpfs and SysV objects vanish with it: nothing is left to clean up, so there
+    is no clean-up walk to break.
   * the *program* process: new session, rlimits, unprivileged uid (root) or no capabilities (normal user),
     no_new_privs, the seccomp filter, fds 0-3 only (stdin memfd, stdout, stderr, memory tag), then ``code``
     runs as ``__main__``.
-The zygote, the manager and a leader are non-dumpable, and outside every run's pid namespace and ``/proc``: a run can
-neither name nor signal nor trace them (nor its init, which ignores its signals as every pid 1 does).  Any internal error ends the server; the host then reports that run as
-``"crashed"`` and starts a new server.
+The zygote, the manager and a leader are non-dumpable, and outside every run's pid namespace and ``/proc``: a
+run can neither name nor signal nor trace them (nor its init, which ignores its signals as every pid 1 does).
+A failure to set up one run makes that run ``"crashed"``; any other internal error ends the server, and the
+host reports the run as ``"crashed"`` and starts a new server.
 """
 
 import atexit
@@ -168,13 +170,13 @@ def _read_all(fd):
 
 
 def _drop_privileges(uid):
+    """Switch to ``uid`` (root host) and clear every capability set, inheritable included."""
     if uid >= 0:
         os.setgroups([])
         os.setgid(uid)
-        os.setuid(uid)  # from root to another uid: every capability is cleared
-    else:
-        header, caps = _CapHeader(0x20080522, 0), (_Caps * 2)()  # _LINUX_CAPABILITY_VERSION_3, all zero
-        _check(_LIBC.capset(ctypes.byref(header), caps), "capset")
+        os.setuid(uid)  # from root to another uid: permitted, effective and ambient are cleared
+    header, caps = _CapHeader(0x20080522, 0), (_Caps * 2)()  # _LINUX_CAPABILITY_VERSION_3, all zero
+    _check(_LIBC.capset(ctypes.byref(header), caps), "capset")
 
 
 def _program(program_fd, fds, config, fprog):

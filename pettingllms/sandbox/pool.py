@@ -107,7 +107,8 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
 
 
 class _Server:
-    """One running fork server; ``request`` returns its reply or raises (EOFError/TimeoutError/OSError)."""
+    """One running fork server; ``request`` returns its reply or raises (EOFError: it died, TimeoutError: no reply
+    in time, OSError: broken pipe, _StaleReply: a reply to another request)."""
 
     def __init__(self, argv: list[str]):
         self._log = tempfile.TemporaryFile()
@@ -166,7 +167,8 @@ class _Server:
 
 
 class _Slot:
-    """A worker position in the pool: a uid plus the server currently serving it."""
+    """A worker position in the pool: a run uid (``-1``: not root), its memory cgroup (None where there is none)
+    and the server currently serving it."""
 
     def __init__(self, bwrap: str, uid: int, preload: tuple[str, ...]):
         self.uid = uid
