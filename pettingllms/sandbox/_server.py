@@ -57,7 +57,7 @@ _SETUP_FAILED = b"sandbox: run setup failed: "
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_RDONLY = 2, 4, 8, 1
-_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_RELATIME = 32, 4096, 16384, 1 << 18, 1 << 21
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 4, 38, 22, 2
 _RUN_FDS = 6  # program memfd, stdin memfd, stdout, stderr, memory tag, wait-status pipe
 
@@ -233,13 +233,24 @@ def _program(program_fd, fds, config, fprog):
 # ---------------------------------------------------------------- the run's init
 
 
+def _remount_readonly(path):
+    """Make the mount at ``path`` read-only in this mount namespace, keeping its other (possibly locked) flags."""
+    flags = os.statvfs(path).f_flag
+    keep = flags & (os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC | os.ST_NOATIME | os.ST_NODIRATIME)
+    if flags & os.ST_RELATIME:
+        keep |= _MS_RELATIME
+    _mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | keep)
+
+
 def _isolate(config, namespaces):
-    """Enter new ``namespaces`` (mount and IPC at least) and mount the run's private tmpfs dirs."""
+    """Enter new ``namespaces`` (mount and IPC at least), make the sandbox's own tmpfs mounts read-only (a
+    normal user owns them, and they are shared by all runs of the worker) and mount the run's private tmpfs
+    dirs: the only writable places a run has."""
     _check(_LIBC.unshare(namespaces), "unshare")
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     scratch, uid = config["scratch"], config["uid"]
-    if scratch != "/tmp":
-        _mount(None, "/tmp", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    for path in ("/", "/dev") if scratch == "/tmp" else ("/", "/dev", "/tmp"):
+        _remount_readonly(path)
     owner = f",uid={uid},gid={uid}" if uid >= 0 else ""
     scratch_options = f"size={config['scratch_bytes']},mode=0700{owner}"
     _mount("tmpfs", scratch, "tmpfs", _MS_NOSUID | _MS_NODEV, scratch_options)
