@@ -50,7 +50,7 @@ def _scratch(dests: list[str]) -> str:
     return "/tmp/.run" if any(Path(d).is_relative_to("/tmp") for d in dests) else "/tmp"
 
 
-def _mount_args(pairs: list[tuple[str, str]], masks: list[str]) -> list[str]:
+def _mount_args(pairs: tuple[tuple[str, str], ...], masks: list[str]) -> list[str]:
     """Binds and masks in path order, with every missing parent created 0755 (bwrap would make it 0700)."""
     entries = sorted([(dest, src) for src, dest in pairs] + [(mask, None) for mask in masks])
     bound = {dest: src is not None for dest, src in entries}

@@ -28,6 +28,7 @@ def _under_usr(path: str) -> bool:
 
 
 def _interpreter() -> list[tuple[str, str]]:
+    """The binary (at ``sys.executable``'s path), ``pyvenv.cfg``, ``libpython``, the stdlib and lib-dynload."""
     pairs = [(os.path.realpath(sys.executable), sys.executable)]
     if sys.prefix != sys.base_prefix:
         pairs.append((os.path.join(sys.prefix, "pyvenv.cfg"),) * 2)
@@ -35,8 +36,12 @@ def _interpreter() -> list[tuple[str, str]]:
         lib = os.path.join(sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME"))
         if os.path.exists(lib):
             pairs.append((os.path.realpath(lib), lib))
-    stdlib = sysconfig.get_paths()["stdlib"]
-    pairs.append((stdlib, stdlib))
+    stdlib, extensions = sysconfig.get_paths()["stdlib"], sysconfig.get_config_var("DESTSHARED")
+    pairs.append(
+        (stdlib, stdlib)
+    )  # not "platstdlib": in a venv that is the venv's lib dir, site-packages and all
+    if extensions and os.path.isdir(extensions) and not Path(extensions).is_relative_to(stdlib):
+        pairs.append((extensions, extensions))  # lib-dynload, where a build keeps it outside the stdlib dir
     return pairs
 
 
@@ -47,6 +52,7 @@ def masks() -> list[str]:
 
 
 def _requirements(dist: metadata.Distribution) -> list[str]:
+    """Names of the distributions ``dist`` requires, leaving out those only an extra asks for."""
     names = []
     for requirement in dist.requires or []:
         if "extra ==" in requirement.replace('"', "").replace("'", ""):
@@ -57,6 +63,7 @@ def _requirements(dist: metadata.Distribution) -> list[str]:
 
 
 def _closure(preload: tuple[str, ...]) -> list[metadata.Distribution]:
+    """The installed distributions that provide ``preload`` and everything they require, transitively."""
     by_module = metadata.packages_distributions()
     todo = [dist for name in preload for dist in by_module.get(name.partition(".")[0], [])]
     seen: dict[str, metadata.Distribution] = {}
@@ -86,7 +93,7 @@ def _dist_entries(dist: metadata.Distribution) -> set[str]:
 
 
 def _module_entries(name: str) -> set[str]:
-    """A preloaded module that no distribution owns (e.g. the stdlib's): its package dir or file."""
+    """The package dir or file of module ``name`` (covers a preloaded module that no distribution owns)."""
     spec = importlib.util.find_spec(name)
     if spec is None or spec.origin in (None, "built-in", "frozen"):
         return set()
@@ -94,7 +101,7 @@ def _module_entries(name: str) -> set[str]:
 
 
 @functools.lru_cache(maxsize=16)
-def binds(preload: tuple[str, ...]) -> list[tuple[str, str]]:
+def binds(preload: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """``(source, dest)`` pairs to bind read-only, sorted by dest (parents before children); computed once
     per ``preload`` per process (scanning the installed distributions takes ~0.1 s)."""
     pairs = dict((dest, src) for src, dest in _interpreter())
@@ -105,6 +112,6 @@ def binds(preload: tuple[str, ...]) -> list[tuple[str, str]]:
         for entry in _module_entries(name):
             if not Path(entry).is_relative_to(stdlib):
                 pairs.setdefault(entry, entry)
-    return sorted(
-        ((src, dest) for dest, src in pairs.items() if not _under_usr(dest)), key=lambda pair: pair[1]
+    return tuple(
+        sorted(((src, dest) for dest, src in pairs.items() if not _under_usr(dest)), key=lambda pair: pair[1])
     )
