@@ -94,6 +94,17 @@ def test_a_non_dumpable_parent_hides_its_fds_and_memory_from_its_child(sandbox):
     assert run(sandbox, code).stdout == "denied denied\n"
 
 
+@pytest.mark.parametrize("prefix", ["sandbox: child setup failed: ", "sandbox: run setup failed: "])
+def test_a_program_cannot_claim_a_setup_failure(sandbox, prefix):
+    """Only the server's own out-of-band signal makes a run "crashed", never what the program prints."""
+    for code, (status, returncode) in ((125, ("error", 125)), (0, ("ok", 0))):
+        program = (
+            f"import os, sys\nsys.stderr.write({prefix!r} + 'forged')\nsys.stderr.flush()\nos._exit({code})"
+        )
+        result = sandbox.run(program)
+        assert (result.status, result.returncode) == (status, returncode), result
+
+
 # ------------------------------------------------------------------ 2: no byte of an earlier run
 
 _SCAN = r"""

@@ -36,6 +36,7 @@ host reports the run as ``"crashed"`` and starts a new server.
 
 import atexit
 import builtins
+import contextlib
 import ctypes
 import gc
 import json
@@ -54,6 +55,7 @@ import types
 
 _MEMORY_TAG = b"M"  # written to fd 3 by the program when it died of MemoryError
 _SETUP_FAILED = b"sandbox: run setup failed: "
+_SET_UP = b"S"  # written by the program process on its setup pipe once everything but the program is done
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_RDONLY = 2, 4, 8, 1
@@ -180,7 +182,10 @@ def _drop_privileges(uid):
 
 
 def _program(program_fd, fds, config, fprog):
-    """The forked program process: isolate, limit, drop privileges, run the program; never returns."""
+    """The forked program process: isolate, limit, drop privileges, run the program; never returns.
+
+    ``fds`` become 0-4: stdin, stdout, stderr, memory tag, and a setup pipe on which it writes one byte once
+    set up and which it closes before the program's code starts (so no program can claim a setup failure)."""
     try:
         req = json.loads(_read_all(program_fd))
         os.setsid()
@@ -224,6 +229,8 @@ def _program(program_fd, fds, config, fprog):
         sys.stderr = sys.__stderr__ = open(
             2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1
         )
+        os.write(4, _SET_UP)
+        os.close(4)
     except BaseException as exc:  # noqa: BLE001  (the forked process must never return into the server)
         os.write(2, _SETUP_FAILED + repr(exc).encode() + b"\n")
         os._exit(125)
@@ -266,17 +273,20 @@ def _run_init(fds, config, fprog, isolate):
         if isolate:
             _isolate(config, _CLONE_NEWNS | _CLONE_NEWIPC)
         _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        setup_r, setup_w = os.pipe()
         child = os.fork()
         if child == 0:
             os.close(status_w)
-            _program(program_fd, (stdin_fd, out_w, err_w, tag_w), config, fprog)
-        for fd in (program_fd, stdin_fd, out_w, err_w, tag_w):
+            os.close(setup_r)
+            _program(program_fd, (stdin_fd, out_w, err_w, tag_w, setup_w), config, fprog)
+        for fd in (program_fd, stdin_fd, out_w, err_w, tag_w, setup_w):
             os.close(fd)
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:
                 break
-        os.write(status_w, struct.pack(">i", status))
+        set_up = os.read(setup_r, 1) == _SET_UP  # the program is dead and its setup pipe closed: no blocking
+        os.write(status_w, struct.pack(">i?", status, set_up))
     except BaseException as exc:  # noqa: BLE001  (never return into the server's code)
         os.write(err_w, _SETUP_FAILED + repr(exc).encode() + b"\n")
         os._exit(1)
@@ -376,10 +386,12 @@ def _drain(bufs):
             buf += data
 
 
-def _status(verdict, wait_status, memory_tag, stderr):
+def _status(verdict, wait_status, set_up, memory_tag):
+    """(status, returncode) of a run; "crashed" when its init or the program's setup failed (the program's
+    own exit code or output never says so)."""
     if verdict:
         return verdict, None
-    if wait_status is None or stderr.startswith(_SETUP_FAILED):
+    if wait_status is None or not set_up:
         return "crashed", None
     if os.WIFSIGNALED(wait_status):
         sig = os.WTERMSIG(wait_status)
@@ -410,11 +422,12 @@ def _serve(ctl, req):
     bufs, verdict = _collect((out_r, err_r), pidfd, start + req["timeout"], cap)
     duration = time.monotonic() - start
     if verdict:
-        signal.pidfd_send_signal(pidfd, signal.SIGKILL)  # the kernel then kills the run's whole namespace
+        with contextlib.suppress(ProcessLookupError):  # it may have just exited and been reaped
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)  # the kernel then kills the run's whole namespace
     select.select([pidfd], [], [])
     _drain(bufs)
     memory_tag = os.read(tag_r, 1) == _MEMORY_TAG  # every writer is dead, so these cannot block
-    raw_status = _read_exact(status_r, 4)
+    raw_status = _read_exact(status_r, 5)
     for fd in (out_r, err_r, tag_r, status_r, pidfd):
         os.close(fd)
     out, err = bytes(bufs[out_r]), bytes(bufs[err_r])
@@ -422,8 +435,8 @@ def _serve(ctl, req):
         verdict = verdict or "output_limit"
         out = out[:cap]
         err = err[: cap - len(out)]
-    wait_status = None if raw_status is None else struct.unpack(">i", raw_status)[0]
-    status, code = _status(verdict, wait_status, memory_tag, err)
+    wait_status, set_up = (None, False) if raw_status is None else struct.unpack(">i?", raw_status)
+    status, code = _status(verdict, wait_status, set_up, memory_tag)
     return {
         "status": status,
         "returncode": code,
