@@ -53,9 +53,12 @@ run is dead before the next starts); on architectures other than x86_64 and aarc
 filter; the kernel itself is trusted (a kernel exploit through an allowed syscall escapes every layer).
 
 Statuses: "ok" (exit 0), "error" (nonzero exit or uncaught exception, traceback on stderr), "timeout",
-"memory" (MemoryError / address-space limit), "output_limit" (output truncated to the cap), "killed" (a signal
-other than our timeout), "crashed" (the server itself died, stopped answering or answered another request, or
-the run could not be set up; the server is restarted for the next run).
+"memory" (MemoryError / address-space limit, or the worker cgroup's OOM killer), "output_limit" (output
+truncated to the cap), "killed" (a signal other than our timeout), "crashed" (the server itself died, stopped
+answering or answered another request - it is then restarted - or the run could not be set up).  "crashed" is
+signalled outside the program's reach; a MemoryError is reported by the program's own process, so a program
+can make its own failure read "memory" - but nothing a program prints, raises or exits with reads "ok" unless
+it exited 0 within its limits.
 """
 
 from __future__ import annotations
