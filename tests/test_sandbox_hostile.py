@@ -303,7 +303,7 @@ with Sandbox(workers=2, preload=(), max_processes=16) as box:
     uids = {r.stdout.strip() for r in box.run_batch(["import os, time; time.sleep(0.5); print(os.getuid())"] * 2)}
     print(json.dumps(sorted(uids)), flush=True)
     if sys.argv[1] == "bomb":
-        box.run("import os\\nwhile True:\\n    try:\\n        os.fork()\\n    except OSError:\\n        pass", timeout=10)
+        box.run("import os\\nwhile True:\\n    try:\\n        os.fork()\\n    except OSError:\\n        pass", timeout=5)
     sys.stdin.read()
 """
 
