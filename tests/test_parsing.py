@@ -22,6 +22,9 @@ class CountingPattern:
         self.searches += 1
         return self.pattern.search(text, pos)
 
+    def match(self, text: str, pos: int = 0):
+        return self.pattern.match(text, pos)
+
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_FRAGMENTS), max_size=30).map("".join))
@@ -51,3 +54,54 @@ def test_each_span_costs_one_search_for_its_opener_and_one_for_its_closer():
     opener, closer = CountingPattern("<answer>"), CountingPattern("</answer>")
     assert list(delimited(text, opener, closer)) == [str(i) for i in range(100)]
     assert opener.searches == 101 and closer.searches == 101
+
+
+_CASE_FRAGMENTS = ["<input>", "</input>", "<output>", "</output>", "<INPUT>", "1 2", "\n", " ", "x", "<"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", " ", "\n", "junk "]),
+            st.text(alphabet="ab 1\n", max_size=5),
+            st.sampled_from(["", " ", "\n\n"]),
+            st.text(alphabet="ab 1\n", max_size=5),
+        ),
+        max_size=12,
+    )
+)
+def test_stdio_cases_agree_with_the_regex_on_well_formed_answers(parts):
+    from pettingllms.envs.code.cases import MAX_CASES, stdio_cases
+
+    text = "".join(f"{pre}<input>{i}</input>{gap}<output>{o}</output>" for pre, i, gap, o in parts)
+    regex = re.findall(
+        r"<input>\n?(.*?)</input>\s*<output>\n?(.*?)</output>", text, re.IGNORECASE | re.DOTALL
+    )
+    assert [(c.input, c.output) for c in stdio_cases(text)] == regex[:MAX_CASES]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_CASE_FRAGMENTS), max_size=30).map("".join))
+def test_stdio_cases_are_delimited_spans_of_any_text(text):
+    from pettingllms.envs.code.cases import stdio_cases
+
+    for case in stdio_cases(text):
+        assert "</input>" not in case.input.lower() and "</output>" not in case.output.lower()
+        assert f"{case.input}</input>".lower() in text.lower()
+
+
+def test_stdio_cases_scan_unclosed_openers_once(monkeypatch):
+    from pettingllms.envs.code import cases
+
+    patterns = {
+        name: CountingPattern(getattr(cases, name).pattern, re.IGNORECASE)
+        for name in ("_INPUT_OPEN", "_INPUT_CLOSE", "_OUTPUT_OPEN", "_OUTPUT_CLOSE")
+    }
+    for name, pattern in patterns.items():
+        monkeypatch.setattr(cases, name, pattern)
+    # the old single regex rescanned the rest of the text at every opener (56 KB of openers: ~1.7 s)
+    assert cases.stdio_cases("<input>" * 8000) == []
+    assert patterns["_INPUT_OPEN"].searches == 1 and patterns["_INPUT_CLOSE"].searches == 1
+    assert cases.stdio_cases("<input>a</input>" * 4000 + "<output>b") == []
+    assert patterns["_INPUT_OPEN"].searches == 1 + 4000
