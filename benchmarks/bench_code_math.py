@@ -1,9 +1,9 @@
 """code-v0 episodes per second with scripted agents, and math grading per second.
 
 - code-v0: the coder answers with the reference solution, the tester with four of the hidden tests (stdio) or
-  with the problem's own asserts turned into cases (HumanEval: `assert candidate(...)` lines are not available
-  as single lines, so the tester writes one trivially true assert); one turn ends the episode. Every program runs
-  in the sandbox (2 workers).
+  with the oracle tester's answer (`env.solution("tester")`: the single-line asserts of the problem's check, up
+  to 10, parsed into data and judged out of the candidate's process); one turn ends the episode. Every program
+  runs in the sandbox (2 workers).
 - math: `math-verify` equivalence checks on generated problems, equal pairs (the gold answer in another form)
   and unequal pairs (the answer plus one).
 
@@ -36,7 +36,7 @@ def code_episodes_per_second(dataset: str, episodes: int, sandbox: Sandbox) -> d
                 "".join(f"<input>{t.input}</input><output>{t.output}</output>" for t in problem.tests[:4])
             )
         else:
-            env.step(f"```python\nassert {problem.entry_point} is not None\n```")
+            env.step(env.unwrapped.solution("tester"))
         solved += env.unwrapped.success
     seconds = time.perf_counter() - start
     return {"episodes_per_s": episodes / seconds, "episodes": episodes, "solved": solved}
