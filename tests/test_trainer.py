@@ -132,11 +132,11 @@ def test_resuming_other_layouts_equals_an_uninterrupted_run(tiny_model, tmp_path
 
 def test_activation_checkpointing_is_off_unless_asked_for(tiny_model, tmp_path):
     default = ATGRPOTrainer(args_for(tiny_model, tmp_path / "default"), log=lambda _: None)
-    assert not any(u.model.is_gradient_checkpointing for u in default.policies.updaters.values())
+    assert not any(u.model.is_activation_checkpointing for u in default.policies.updaters.values())
     asked = ATGRPOTrainer(
         args_for(tiny_model, tmp_path / "asked", "--activation_checkpointing", "true"), log=lambda _: None
     )
-    assert all(u.model.is_gradient_checkpointing for u in asked.policies.updaters.values())
+    assert all(u.model.is_activation_checkpointing for u in asked.policies.updaters.values())
 
 
 def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp_path):
