@@ -352,3 +352,42 @@ def test_a_sample_budget_ends_the_run_after_the_step_that_reaches_it(tiny_model,
     resumed = ATGRPOTrainer(args_for(tiny_model, tmp_path, "--max_steps", "10", "--max_completions", "20",
                                      "--resume", "true"), log=lambda _: None)  # fmt: skip
     assert resumed.step == 2 and resumed.completions == 32 and resumed.finished
+
+
+def test_the_trainers_evaluation_is_what_pettingllms_eval_reports_for_the_same_weights(tiny_model, tmp_path):
+    from letters import LETTERS_ENV
+
+    from pettingllms.eval.cli import main as eval_main
+
+    run = tmp_path / "run"
+    flags = ("--max_steps", "1", "--eval_episodes", "5", "--eval_every", "0", "--temperature", "1.3")
+    trainer = ATGRPOTrainer(args_for(tiny_model, run, *flags), log=lambda _: None)
+    trainer.train()
+    generator = trainer.policies.backends["tool"].generator.get_state()
+    ours = trainer.evaluate()
+    # evaluating leaves the training generators as they were
+    assert torch.equal(trainer.policies.backends["tool"].generator.get_state(), generator)
+    output = tmp_path / "eval.json"
+    argv = [
+        "--env",
+        LETTERS_ENV,
+        "--policy",
+        str(run),
+        "--episodes",
+        "5",
+        "--output",
+        str(output),
+        "--no_progress",
+    ]
+    assert eval_main(argv) == 0
+    rows = [json.loads(line) for line in (tmp_path / "eval.json.episodes.jsonl").read_text().splitlines()]
+    assert [row["key"] for row in rows] == [
+        f"seed/{i}" for i in range(5)
+    ]  # the suite: eval split, seeds 0..4
+    for agent in ("tool", "plan"):
+        steps = sum(row["steps"][agent] for row in rows)
+        assert ours[f"eval/reward/{agent}"] == pytest.approx(
+            sum(row["returns"][agent] for row in rows) / steps
+        )
+    report = json.loads(output.read_text())["results"][LETTERS_ENV]
+    assert ours["eval/success_rate"] == report["success_rate"]

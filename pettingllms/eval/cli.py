@@ -26,9 +26,6 @@ import pettingllms
 from pettingllms.errors import PettingLLMsError
 
 FORMAT = "pettingllms-eval/1"
-MAX_NEW_TOKENS = {"code-v0": 512, "math-v0": 512}
-"""Default completion budget per env; the puzzles get `DEFAULT_MAX_NEW_TOKENS`."""
-DEFAULT_MAX_NEW_TOKENS = 128
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,7 +79,7 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     from pettingllms.eval.cache_key import run_key
     from pettingllms.eval.policies import load_policies, parse_policy_arg
     from pettingllms.eval.runner import EpisodeCache, run_suite
-    from pettingllms.eval.suites import Episode, Suite, build_suite
+    from pettingllms.eval.suites import Episode, Suite, build_suite, eval_max_new_tokens
     from pettingllms.policies.base import SamplingConfig
 
     env_ids = [env_id.strip() for env_id in args.env.split(",") if env_id.strip()]
@@ -108,7 +105,7 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     }
     for env_id in env_ids:
         started = time.perf_counter()
-        suite = build_suite(env_id, args.episodes, args.seed, env_kwargs)
+        suite = build_suite(env_id, args.episodes, args.seed, env_kwargs, workflow=args.workflow)
         if args.samples > 1:
             replicated = tuple(
                 Episode(f"{e.key}#{j}", e.seed, e.options)
@@ -124,7 +121,7 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
         sampling = SamplingConfig(
             temperature=args.temperature,
             top_p=args.top_p,
-            max_new_tokens=args.max_new_tokens or MAX_NEW_TOKENS.get(env_id, DEFAULT_MAX_NEW_TOKENS),
+            max_new_tokens=args.max_new_tokens or eval_max_new_tokens(env_id),
             stop=pettingllms.make(env_id).unwrapped.STOP_STRINGS,
         )
         settings = {

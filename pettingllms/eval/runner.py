@@ -181,7 +181,7 @@ def run_suite(
     backends: Mapping[str, Any],
     agent_policy: Mapping[str, str],
     sampling: Mapping[str, SamplingConfig],
-    cache: EpisodeCache,
+    cache: EpisodeCache | None,
     *,
     workflow: str = "mas",
     seed: int = 0,
@@ -189,26 +189,29 @@ def run_suite(
     on_progress: Callable[[int], None] | None = None,
     pool: EnvPool | None = None,
 ) -> list[EpisodeRecord]:
-    """Play every episode of `suite` not yet in `cache`; return the records of all of them, in suite order.
+    """Play every episode of `suite` not yet in `cache` (None: no cache, play all); return the records of all of
+    them, in suite order.
 
     With a `pool`, env steps run in its worker processes (the same results as in-process)."""
     env_fn = functools.partial(pettingllms.make, suite.env_id, workflow=workflow, **dict(suite.env_kwargs))
     engine = RolloutEngine(env_fn, backends, agent_policy, sampling, num_generations=1, pool=pool)
-    done = sum(episode.key in cache.records for episode in suite.episodes)
+    played = dict(cache.records) if cache is not None else {}
+    done = sum(episode.key in played for episode in suite.episodes)
     if on_progress is not None and done:
         on_progress(done)
     for index, chunk in _chunks(suite.episodes, chunk_size):
-        todo = [episode for episode in chunk if episode.key not in cache.records]
-        if not todo:
+        if all(episode.key in played for episode in chunk):
             continue
         for name, backend in backends.items():
             reseed(backend, seed * 1_000_003 + index * 7_919 + sorted(backends).index(name))
         rollout = engine.evaluate([e.seed for e in chunk], [dict(e.options) for e in chunk])
-        records = [r for r in episode_records(chunk, rollout) if r.key not in cache.records]
-        cache.add(records)
+        records = [r for r in episode_records(chunk, rollout) if r.key not in played]
+        if cache is not None:
+            cache.add(records)
+        played.update((record.key, record) for record in records)
         if on_progress is not None:
             on_progress(len(records))
-    return [cache.records[episode.key] for episode in suite.episodes]
+    return [played[episode.key] for episode in suite.episodes]
 
 
 def _chunks(episodes: tuple[Episode, ...], size: int) -> Iterator[tuple[int, tuple[Episode, ...]]]:

@@ -23,6 +23,14 @@ import pettingllms
 
 DATASET_SUITES: dict[str, dict[str, Any]] = {"code-v0": {"dataset": "humaneval"}}
 """Env kwargs of the default suites that walk a dataset instead of drawing generated instances."""
+MAX_NEW_TOKENS = {"code-v0": 512, "math-v0": 512}
+"""Completion budget of an evaluation step per env; the puzzles get `DEFAULT_MAX_NEW_TOKENS`."""
+DEFAULT_MAX_NEW_TOKENS = 128
+
+
+def eval_max_new_tokens(env_id: str) -> int:
+    """The completion budget of one evaluation step on `env_id` (pettingllms-eval's and the trainer's)."""
+    return MAX_NEW_TOKENS.get(env_id, DEFAULT_MAX_NEW_TOKENS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,13 +63,19 @@ class Suite:
 
 
 def build_suite(
-    env_id: str, episodes: int, seed: int = 0, env_kwargs: Mapping[str, Any] | None = None
+    env_id: str,
+    episodes: int,
+    seed: int = 0,
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    workflow: str = "mas",
 ) -> Suite:
-    """The suite of `episodes` episodes for `env_id` (module docstring); `env_kwargs` override the defaults."""
+    """The suite of `episodes` episodes for `env_id` (module docstring); `env_kwargs` override the defaults and,
+    with `workflow`, must make a valid env (an ensemble's `num_agents` needs `workflow="ensemble"`)."""
     if episodes < 1:
         raise ValueError(f"episodes={episodes} must be >= 1")
     kwargs = {**DATASET_SUITES.get(env_id, {}), **dict(env_kwargs or {})}
-    env = pettingllms.make(env_id, **kwargs).unwrapped
+    env = pettingllms.make(env_id, workflow=workflow, **kwargs).unwrapped
     dataset = kwargs.get("dataset")
     if dataset is not None and dataset != "generated":
         size = len(env.problems("eval"))

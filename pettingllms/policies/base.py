@@ -90,6 +90,11 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> str | None:
     return text[: min(ends)] if ends else None
 
 
+def has_sampler_state(backend: Any) -> bool:
+    """Whether `backend` keeps a random generator of its own in this process (`sampler_state` reads it)."""
+    return hasattr(backend, "generator") or hasattr(backend, "rng")
+
+
 def sampler_state(backend: Any) -> Any:
     """The state of a model backend's own random generator: a torch `generator`'s (HF sampling) or a numpy
     `rng`'s bit-generator state (vLLM request seeds); `set_sampler_state` restores it."""

@@ -2,8 +2,11 @@
 
 One step: the rollout engine plays `instances_per_step` training instances (their seeds follow from the step
 number, so the data position needs no state); advantages are computed per group; every sample is routed to the
-policy that produced it, and every policy takes one optimizer step on its own samples only. Evaluations play the
-evaluation split with each policy's evaluation sampling (greedy by default).
+policy that produced it, and every policy takes one optimizer step on its own samples only. Evaluations play
+`pettingllms-eval`'s suite of the env (`build_suite`: the same episodes, chunks, reseeding and completion budget)
+with each policy's evaluation sampling (greedy by default), so that the trainer's `eval/success_rate` is the
+figure `pettingllms-eval --policy RUN` reports for the same weights; the training generators are left as they
+were.
 
 Policy layouts: `shared` (one model serves every agent), `per_role` (one model per agent, each loaded from
 `model_name_or_path` or its `agent_models` entry), `lora_per_role` (one base model, one LoRA adapter per agent;
@@ -34,15 +37,14 @@ import numpy as np
 
 import pettingllms
 from pettingllms.envs.pool import EnvPool
-from pettingllms.policies.base import SamplingConfig
+from pettingllms.eval.runner import run_suite
+from pettingllms.eval.suites import build_suite, eval_max_new_tokens
+from pettingllms.policies.base import SamplingConfig, has_sampler_state, sampler_state, set_sampler_state
 from pettingllms.trainers import checkpoint, metrics_log, run_folder
 from pettingllms.trainers.advantages import compute_advantages, informative
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.policies import PolicySet, build_policies
 from pettingllms.trainers.rollout import Rollout, RolloutEngine, Sample
-
-EVAL_SEED_BASE = 1_000_000
-"""Evaluation episodes use seeds EVAL_SEED_BASE + i on the evaluation split (a fixed suite)."""
 
 
 class ATGRPOTrainer:
@@ -141,7 +143,7 @@ class ATGRPOTrainer:
             "temperature": args.temperature if train else args.eval_temperature,
             "top_p": args.top_p if train else 1.0,
             "top_k": (args.top_k or 0) if train else 0,
-            "max_new_tokens": args.max_completion_length,
+            "max_new_tokens": args.max_completion_length if train else eval_max_new_tokens(args.env_id),
             "stop": tuple(args.default_stop_strings),
         }
         overrides = (
@@ -264,15 +266,34 @@ class ATGRPOTrainer:
         return metrics
 
     def evaluate(self) -> dict[str, float]:
-        """Success on the fixed evaluation suite (evaluation split), with evaluation sampling."""
+        """Success on `pettingllms-eval`'s suite of the env (see the module docstring), with evaluation sampling."""
+        args = self.args
         start = time.perf_counter()
-        engine = self._engine(train=False)
-        seeds = [EVAL_SEED_BASE + i for i in range(self.args.eval_episodes)]
-        rollout = engine.evaluate(seeds, {"split": "eval"})
-        metrics = {"eval/success_rate": rollout.success_rate, "timing/eval_s": time.perf_counter() - start}
+        make_kwargs = {"alpha": args.alpha, "max_turns": args.max_turns, **args.env_kwargs}
+        suite = build_suite(args.env_id, args.eval_episodes, 0, make_kwargs, workflow=args.workflow)
+        backends = self.policies.backends
+        saved = {name: sampler_state(b) for name, b in backends.items() if has_sampler_state(b)}
+        try:
+            records = run_suite(
+                suite,
+                backends,
+                self.policies.agent_policy,
+                {name: self._sampling(name, train=False) for name in backends},
+                None,
+                workflow=args.workflow,
+                pool=self.pool,
+            )
+        finally:
+            for name, state in saved.items():
+                set_sampler_state(backends[name], state)
+        metrics = {
+            "eval/success_rate": float(np.mean([record.success for record in records])),
+            "timing/eval_s": time.perf_counter() - start,
+        }
         for agent in self.agents:
-            rewards = [s.reward for s in rollout.samples if s.agent == agent]
-            metrics[f"eval/reward/{agent}"] = float(np.mean(rewards)) if rewards else 0.0
+            steps = sum(record.steps.get(agent, 0) for record in records)
+            total = sum(record.returns.get(agent, 0.0) for record in records)
+            metrics[f"eval/reward/{agent}"] = total / steps if steps else 0.0
         return metrics
 
     # ----------------------------------------------------------------- outputs
