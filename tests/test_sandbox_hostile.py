@@ -378,7 +378,8 @@ def test_the_seccomp_filter_blocks_what_programs_never_need(sandbox):
     calls = {"unshare(NEWUSER)": (272, 0x10000000), "ptrace(TRACEME)": (101, 0, 0, 0, 0), "bpf": (321, 0, 0, 0),
              "mount": (165, b"none", b"/tmp", b"tmpfs", 0, 0), "userfaultfd": (323, 0), "io_uring_setup": (425, 1, 0),
              "perf_event_open": (298, 0, 0, -1, -1, 0), "keyctl": (250, 0, -4), "setns": (308, 0, 0),
-             "clone(NEWUSER)": (56, 0x10000000 | 17, 0, 0, 0, 0), "init_module": (175, 0, 0, 0)}
+             "clone(NEWUSER)": (56, 0x10000000 | 17, 0, 0, 0, 0), "init_module": (175, 0, 0, 0),
+             "modify_ldt": (154, 0, 0, 0)}
     for name, args in calls.items():
         ctypes.set_errno(0)
         print(name, libc.syscall(*args), ctypes.get_errno())
@@ -395,3 +396,44 @@ def test_the_seccomp_filter_blocks_what_programs_never_need(sandbox):
     for line in lines[:-1]:
         name, ret, err = line.rsplit(" ", 2)
         assert (ret, err) == ("-1", "1"), line  # EPERM
+
+
+def test_sockets_sessions_and_socket_buffers_are_limited_to_what_programs_need(sandbox):
+    code = """
+    import errno, os, socket
+    def attempt(make):
+        try:
+            make()
+            return "ok"
+        except OSError as error:
+            return errno.errorcode[error.errno]
+    # AF_VSOCK reaches a VM's hypervisor whatever the network namespace; netlink is the kernel's
+    print("vsock", attempt(lambda: socket.socket(40, socket.SOCK_STREAM)))
+    print("netlink", attempt(lambda: socket.socket(16, socket.SOCK_RAW)))
+    print("vsock pair", attempt(lambda: socket.socketpair(40)))
+    print("unix pair", attempt(lambda: socket.socketpair(socket.AF_UNIX)))
+    print("inet", attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM)))
+    a, b = socket.socketpair()
+    # kernel memory in socket buffers is charged to no run on a host without a memory cgroup
+    print("sndbuf", attempt(lambda: a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)))
+    print("sndbufforce", attempt(lambda: a.setsockopt(socket.SOL_SOCKET, 32, 8 << 20)))
+    print("keepalive", attempt(lambda: a.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)))
+    # every session is a scheduler autogroup: a program of many sessions would starve other workers' runs
+    print("setsid", attempt(os.setsid))
+    import resource
+    print("nofile", resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    """
+    result = run(sandbox, code)
+    assert result.ok, result.stderr
+    assert dict(line.rsplit(" ", 1) for line in result.stdout.splitlines()) == {
+        "vsock": "EAFNOSUPPORT",
+        "netlink": "EAFNOSUPPORT",
+        "vsock pair": "EAFNOSUPPORT",
+        "unix pair": "ok",
+        "inet": "ok",
+        "sndbuf": "EPERM",
+        "sndbufforce": "EPERM",
+        "keepalive": "ok",
+        "setsid": "EPERM",
+        "nofile": "64",
+    }

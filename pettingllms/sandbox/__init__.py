@@ -33,8 +33,13 @@ Threat model: the program is hostile and knows this code.  Covered, per run, as 
     unshare/setns and clone with namespace flags (clone3 gets ENOSYS so libc falls back to clone), mount and
     the new mount API, chroot/pivot_root, bpf, perf_event_open, userfaultfd, io_uring, kexec, module loading,
     memfd_create, SysV shmget/msgget and a few more fail with EPERM; foreign-ABI (x32) syscalls kill the run.
+    Sockets only of the families AF_UNIX, AF_INET and AF_INET6 (AF_VSOCK would reach a VM's hypervisor whatever
+    the network namespace); socket buffer sizes cannot be raised (``SO_SNDBUF``/``SO_RCVBUF``: kernel memory);
+    ``setsid`` fails, as each new session is a scheduler autogroup (a program of many sessions took most of
+    the CPU from other workers' runs, which then timed out).
   * limits: wall-clock ``timeout`` (RLIMIT_CPU as a backstop), RLIMIT_AS = ``memory_mb`` per process
-    (including ~100 MiB of the preloaded interpreter), RLIMIT_FSIZE 64 MiB, no core files, ``max_output_bytes``
+    (including ~100 MiB of the preloaded interpreter), RLIMIT_FSIZE 64 MiB, RLIMIT_NOFILE 64
+    (``_server.MAX_OPEN_FILES``), no core files, ``max_output_bytes``
     of stdout+stderr together.  memfd and SysV shared memory (not charged to RLIMIT_AS) are refused.
   * memory per run: as root, where the host's cgroup tree is writable (cgroup v1 ``memory``, or v2 with
     ``memory`` delegated), each worker has its own memory cgroup (``_cgroup``) and a run may add at most
@@ -47,9 +52,11 @@ Threat model: the program is hostile and knows this code.  Covered, per run, as 
     request.  Limits are validated on the host (``pool.check_limits``) before anything is sent.
 
 Not covered: memory per run without a usable cgroup (non-root hosts, read-only cgroup trees: per process
-only, see above); the timeout is wall-clock only; ``/usr`` (system-wide packages included) is readable, as is kernel information in ``/proc``; runs of
+only, see above, and socket buffers up to ~200 KiB per open socket); the timeout is wall-clock only; ``/usr``
+(system-wide packages included) is readable, as is kernel information in ``/proc``; runs of
 one worker share its network and UTS namespaces (nothing of a run survives in them, as every process of the
-run is dead before the next starts); on architectures other than x86_64 and aarch64 there is no seccomp
+run is dead before the next starts, but the kernel keeps a closed TCP connection's TIME_WAIT state for about a
+minute, so a port another run of the worker just used may be busy); on architectures other than x86_64 and aarch64 there is no seccomp
 filter; the kernel itself is trusted (a kernel exploit through an allowed syscall escapes every layer).
 
 Statuses: "ok" (exit 0), "error" (nonzero exit or uncaught exception, traceback on stderr), "timeout",

@@ -5,9 +5,14 @@ server, which installs it in each program's process right before the program's c
 own processes are not filtered, since they need ``unshare``/``setns``/``mount`` to build each run).
 
 Contract of the filter: a syscall from a foreign ABI (x32 on x86_64, or any other audit arch) kills the
-process; the calls in ``DENIED`` fail with EPERM; ``clone`` with any namespace flag fails with EPERM;
-``clone3`` fails with ENOSYS (its flags sit behind a pointer BPF cannot read; libc then falls back to
-``clone``, whose flags it can); everything else is allowed.  Supported: x86_64 and aarch64; elsewhere
+process; the calls in ``DENIED`` (and ``modify_ldt`` on x86_64) fail with EPERM; ``clone`` with any namespace
+flag fails with EPERM; ``clone3`` fails with ENOSYS (its flags sit behind a pointer BPF cannot read; libc then
+falls back to ``clone``, whose flags it can); ``socket``/``socketpair`` of a family other than ``SOCKET_FAMILIES``
+fail with EAFNOSUPPORT (AF_VSOCK reaches a VM's hypervisor whatever the network namespace); ``setsockopt`` of a
+socket buffer size (``SO_SNDBUF``, ``SO_RCVBUF`` and their ``FORCE`` forms) fails with EPERM (buffers are kernel
+memory no memory limit of a non-root host charges); everything else is allowed. ``setsid`` is denied because
+every new session gets its own scheduler autogroup: a program of 16 sessions took 16/17 of the CPU from the runs
+of other workers, which then timed out.  Supported: x86_64 and aarch64; elsewhere
 ``program()`` returns None and runs are not filtered (the module docstring of the package says so).
 """
 
@@ -31,7 +36,13 @@ DENIED = (
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
     "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "open_by_handle_at",
     "name_to_handle_at", "lookup_dcookie",
+    # a new session is a new scheduler autogroup: a fork of sessions would starve other workers' runs
+    "setsid",
 )  # fmt: skip
+SOCKET_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
+"""The address families a program may open (the network itself is an empty namespace)."""
+_SOL_SOCKET = 1
+_BUFFER_OPTIONS = (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
 
 _NEW_SYSCALLS = {  # numbered alike on every architecture since Linux 5.1
     "pidfd_getfd": 438, "process_madvise": 440, "open_tree": 428, "move_mount": 429, "fsopen": 430,
@@ -45,6 +56,7 @@ _X86_64 = {
     "userfaultfd": 323, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
     "delete_module": 176, "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163, "quotactl": 179,
     "syslog": 103, "open_by_handle_at": 304, "name_to_handle_at": 303, "lookup_dcookie": 212, "clone": 56,
+    "setsid": 112, "modify_ldt": 154, "socket": 41, "socketpair": 53, "setsockopt": 54,
 }  # fmt: skip
 _AARCH64 = {
     "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "keyctl": 219, "add_key": 217,
@@ -53,20 +65,49 @@ _AARCH64 = {
     "userfaultfd": 282, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273,
     "delete_module": 106, "reboot": 142, "swapon": 224, "swapoff": 225, "acct": 89, "quotactl": 60,
     "syslog": 116, "open_by_handle_at": 265, "name_to_handle_at": 264, "lookup_dcookie": 18, "clone": 220,
+    "setsid": 157, "socket": 198, "socketpair": 199, "setsockopt": 208,
 }  # fmt: skip
 _ARCHES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
 
 NAMESPACE_FLAGS = 0x7E020080
 """CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME."""
 _X32_BIT = 0x40000000
-_EPERM, _ENOSYS = 1, 38
+_EPERM, _ENOSYS, _EAFNOSUPPORT = 1, 38, 97
 _LD_W_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _ALLOW, _KILL_PROCESS, _ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
-_NR, _ARCH, _ARG0_LOW = 0, 4, 16  # offsets in struct seccomp_data (args are little-endian u64 here)
+_NR, _ARCH, _ARG0_LOW, _ARG1_LOW, _ARG2_LOW = 0, 4, 16, 24, 32  # offsets in struct seccomp_data (u64 args)
 
 
 def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def _when(number: int, body: list[bytes]) -> list[bytes]:
+    """Run ``body`` (which ends in a return) for syscall ``number``; other syscalls skip it."""
+    return [_insn(_JEQ, number, jf=len(body)), *body]
+
+
+def _families() -> list[bytes]:
+    """Allow a ``SOCKET_FAMILIES`` domain (arg 0), else fail with EAFNOSUPPORT."""
+    families = list(SOCKET_FAMILIES.values())
+    checks = [_insn(_JEQ, family, jt=len(families) - i) for i, family in enumerate(families)]
+    return [_insn(_LD_W_ABS, _ARG0_LOW), *checks, _insn(_RET, _ERRNO | _EAFNOSUPPORT), _insn(_RET, _ALLOW)]
+
+
+def _buffer_sizes() -> list[bytes]:
+    """Fail ``setsockopt(fd, SOL_SOCKET, <a buffer size>, ...)`` with EPERM, allow every other option."""
+    options = [
+        _insn(_JEQ, option, jt=len(_BUFFER_OPTIONS) - i - 1) for i, option in enumerate(_BUFFER_OPTIONS)
+    ]
+    options[-1] = _insn(_JEQ, _BUFFER_OPTIONS[-1], jf=1)
+    return [
+        _insn(_LD_W_ABS, _ARG1_LOW),
+        _insn(_JEQ, _SOL_SOCKET, jf=len(options) + 2),
+        _insn(_LD_W_ABS, _ARG2_LOW),
+        *options,
+        _insn(_RET, _ERRNO | _EPERM),
+        _insn(_RET, _ALLOW),
+    ]
 
 
 def program(machine: str | None = None) -> bytes | None:
@@ -85,9 +126,12 @@ def program(machine: str | None = None) -> bytes | None:
     ]
     if audit_arch == _ARCHES["x86_64"][0]:
         out += [_insn(_JGE, _X32_BIT, jf=1), _insn(_RET, _KILL_PROCESS)]
-    for name in DENIED:
+    for name in DENIED + (("modify_ldt",) if "modify_ldt" in numbers else ()):
         out += [_insn(_JEQ, numbers[name], jf=1), deny]
     out += [_insn(_JEQ, numbers["clone3"], jf=1), _insn(_RET, _ERRNO | _ENOSYS)]
+    for name in ("socket", "socketpair"):
+        out += _when(numbers[name], _families())
+    out += _when(numbers["setsockopt"], _buffer_sizes())
     out += [
         _insn(_JEQ, numbers["clone"], jf=3),
         _insn(_LD_W_ABS, _ARG0_LOW),

@@ -62,6 +62,8 @@ _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_RDONLY = 2, 4, 8, 1
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_RELATIME = 32, 4096, 16384, 1 << 18, 1 << 21
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 4, 38, 22, 2
 _RUN_FDS = 6  # program memfd, stdin memfd, stdout, stderr, memory tag, wait-status pipe
+MAX_OPEN_FILES = 64
+"""RLIMIT_NOFILE of a program's processes: few fds, so little unaccounted kernel memory in socket buffers."""
 
 
 class _Caps(ctypes.Structure):
@@ -199,7 +201,7 @@ def _program(program_fd, fds, config, fprog):
             resource.RLIMIT_CORE: 0,
             resource.RLIMIT_CPU: math.ceil(req["timeout"]) + 1,
             resource.RLIMIT_FSIZE: 64 << 20,
-            resource.RLIMIT_NOFILE: 256,
+            resource.RLIMIT_NOFILE: MAX_OPEN_FILES,
             resource.RLIMIT_NPROC: req["max_processes"],
             resource.RLIMIT_MSGQUEUE: 0,
         }
