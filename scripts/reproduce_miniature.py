@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from pettingllms.eval.markdown import replace_section
+from pettingllms.eval.stats import paired_comparison, seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "miniature"
@@ -80,6 +81,8 @@ def method_flags(method: str) -> tuple[str, list[str]]:
     }[method]  # fmt: skip
 
 
+BASELINES = ("single", "single+grpo", "mas", "mas+trajectory-grpo")
+"""The rows AT-GRPO is compared against, paired per episode."""
 ABLATIONS = {  # name -> flags replacing the per-role AT-GRPO defaults (alpha 1, K 4, greedy, agent_turn)
     "alpha=0": ["--alpha", "0"],
     "alpha=0.5": ["--alpha", "0.5"],
@@ -211,6 +214,8 @@ def _row(part: str, env_id: str, method: str, seed: int, result: dict, folder: P
         "episodes": result["episodes"], "interval_95": result.get("ci95"),
         "parse_error_rate": result.get("parse_error_rate"), "eval_wall_s": result.get("wall_time_s"),
     }  # fmt: skip
+    if "per_episode" in result:  # one 0/1 per suite episode, in suite order: for paired comparisons
+        row["episode_success"] = "".join(str(int(s)) for s in result["per_episode"]["success"])
     if folder is not None:
         metrics = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
         row["steps"] = metrics[-1]["step"]
@@ -237,14 +242,45 @@ def _finished(metrics_path: Path, max_steps: int, budget: int) -> bool:
 
 
 # --------------------------------------------------------------------- report
-def stats(rows: list[dict], **match) -> tuple[float, float, int]:
-    values = [r["success_rate"] for r in rows if all(r.get(k) == v for k, v in match.items())]
-    return (float(np.mean(values)), float(np.std(values)), len(values)) if values else (float("nan"), 0.0, 0)
+def matching(rows: list[dict], **match) -> list[dict]:
+    return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
 
 
 def cell(rows: list[dict], **match) -> str:
-    mean, std, count = stats(rows, **match)
-    return "—" if count == 0 else f"{100 * mean:.1f} ± {100 * std:.1f} (n={count})"
+    """Mean success over seeds ± the sample standard deviation (ddof=1), with the number of seeds."""
+    values = [r["success_rate"] for r in matching(rows, **match)]
+    if not values:
+        return "—"
+    summary = seed_summary(values)
+    spread = "" if summary["std"] is None else f" ± {100 * summary['std']:.1f}"
+    return f"{100 * summary['mean']:.1f}{spread} (n={summary['n']})"
+
+
+def per_episode(rows: list[dict], **match) -> np.ndarray | None:
+    """Each suite episode's success averaged over the matching rows' seeds (None without per-episode results)."""
+    found = [r["episode_success"] for r in matching(rows, **match) if "episode_success" in r]
+    if not found or len({len(f) for f in found}) != 1:
+        return None
+    return np.array([[int(c) for c in f] for f in found], dtype=np.float64).mean(axis=0)
+
+
+def paired_lines(rows: list[dict], methods: tuple[str, ...], baselines: tuple[str, ...]) -> list[str]:
+    """Markdown rows: each of `methods` against the best of `baselines` (highest mean), paired per episode."""
+    means = {m: np.mean([r["success_rate"] for r in matching(rows, method=m)] or [np.nan]) for m in baselines}
+    best = max((m for m in baselines if not np.isnan(means[m])), key=lambda m: means[m], default=None)
+    reference = per_episode(rows, method=best) if best else None
+    lines = []
+    for method in methods:
+        ours = per_episode(rows, method=method)
+        if ours is None or reference is None or ours.shape != reference.shape:
+            continue
+        result = paired_comparison(ours, reference)
+        low, high = result["ci95"]
+        lines.append(
+            f"| {method} | {best} | {100 * result['difference']:+.1f} | [{100 * low:+.1f}, {100 * high:+.1f}] "
+            f"| {result['p_value']:.2g} ({result['test']}) | {result['episodes']} |"
+        )
+    return lines
 
 
 def budget(rows: list[dict], **match) -> str:
@@ -304,7 +340,7 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         f"The built-in tiny model on CPU; every RL run stops at a budget of {args.budget} sampled completions "
         "(the step that reaches it completes), K=4, lr 1e-4, `scale_rewards: none`, temperature 1.0; every row "
         f"starts from the same warm start; success rate in % on {args.eval_episodes} evaluation-split episodes (greedy, "
-        "`pettingllms-eval`, the same suite for every row), mean ± std over seeds. Rows without RL are one "
+        "`pettingllms-eval`, the same suite for every row), mean ± sample std (ddof=1) over seeds. Rows without RL are one "
         "deterministic model on one suite, so their seeds agree.",
         "",
         "Regenerate: `.venv/bin/python scripts/reproduce_miniature.py` (all parts with these defaults; resumable; "
@@ -322,6 +358,12 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
     for method in MAIN_ROWS:
         lines.append(f"| {method} | {cell(main, method=method)} | {budget(main, method=method)} "
                      f"| {steps(main, method=method)} | {paper[method]} |")  # fmt: skip
+    paired = paired_lines(main, ("mas+at-grpo-shared", "mas+at-grpo-per-role"), BASELINES)
+    if paired:
+        lines += ["", "Paired per episode against the best baseline (each episode's success averaged over seeds; "
+                  "95% paired bootstrap interval; a p-value above 0.05 means the difference is within noise):", "",
+                  "| method | best baseline | difference (points) | 95% interval | p-value | episodes |",
+                  "|---|---|---|---|---|---|", *paired]  # fmt: skip
     scaled = [r for r in rows if r["part"] == "scale"]
     if scaled:
         lines += ["", f"### Three times the budget (`plan-path-v0`, {args.scale_budget} sampled completions)", "",

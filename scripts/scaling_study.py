@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from pettingllms.eval.markdown import replace_section
+from pettingllms.eval.stats import seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "plan-path-v0"
@@ -112,8 +113,10 @@ def _rows(size: int, reward: str, seed: int, result: dict) -> list[dict]:
 
 
 def _stats(rows: list[dict], **match) -> tuple[float, float, int]:
+    """Mean, sample std (ddof=1; 0 for one seed) and count of the matching rows' success rates."""
     values = [r["success_rate"] for r in rows if all(r.get(k) == v for k, v in match.items())]
-    return float(np.mean(values)), float(np.std(values)), len(values)
+    summary = seed_summary(values)
+    return summary["mean"], summary["std"] or 0.0, summary["n"]
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -130,7 +133,7 @@ def plot(rows: list[dict], path: Path) -> None:
         left.errorbar(sizes, [100 * m for m, _, _ in stats], yerr=[100 * s for _, s, _ in stats], marker=marker,
                       capsize=3, label="warm start (no RL)" if method == "untrained" else "AT-GRPO")  # fmt: skip
     left.set_xlabel("agents in the team (N - 1 proposers + aggregator)")
-    left.set_ylabel("success rate (%), mean ± std over seeds")
+    left.set_ylabel("success rate (%), mean ± sample std over seeds")
     left.set_title(f"{ENV_ID}: team size")
     left.set_xticks(sizes)
     left.legend()
@@ -167,7 +170,7 @@ def write_section(rows: list[dict], args: argparse.Namespace, results_md: Path) 
         f"`{ENV_ID}` (5x5), the built-in tiny model, CPU; {len(args.seeds)} seeds ({', '.join(map(str, args.seeds))}); "
         f"{args.steps} AT-GRPO steps, K=4, lr 1e-4, `scale_rewards: none`; an equal budget of ~{args.budget} "
         f"instance-agents per step (instances per step = round({args.budget} / N)); greedy evaluation on "
-        f"{args.eval_episodes} evaluation-split grids. Success rate in %, mean ± std over seeds.",
+        f"{args.eval_episodes} evaluation-split grids. Success rate in %, mean ± sample std (ddof=1) over seeds.",
         "",
         "Regenerate: `.venv/bin/python scripts/scaling_study.py` (resumes; rows in `docs/results/scaling.json`).",
         "",

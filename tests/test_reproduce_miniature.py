@@ -59,6 +59,10 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
                 "method": method,
                 "seed": seed,
                 "success_rate": success,
+                # 10 episodes: single solves 0-2, the team 0-3 or 0-4 depending on the seed
+                "episode_success": {"single": "1110000000", "mas": "1100000000"}.get(
+                    method, "1111000000" if seed == 0 else "1111100000"
+                ),
             }
             if method.startswith("mas+"):
                 row.update(steps=10, sampled_completions=1600, train_wall_s=60.0,
@@ -75,7 +79,10 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     study.write_report(rows, args, results_md)
     text = results_md.read_text()
     assert text.count(study.START) == 1 and "kept text" in text
-    assert "| mas+at-grpo-per-role | 45.0 ± 5.0 (n=2) | 1600 | 10.0 | 97 |" in text
+    assert "| mas+at-grpo-per-role | 45.0 ± 7.1 (n=2) | 1600 | 10.0 | 97 |" in text  # sample std, ddof=1
     assert "| single | 30.0 ± 0.0 (n=2) | 0 (no RL) | 0 | 5 |" in text
-    assert "| K | 2 | 25.0 ± 0.0 (n=1) | 1650 |" in text
+    assert "| K | 2 | 25.0 (n=1) | 1650 |" in text
+    # per episode (averaged over seeds): the team 1,1,1,1,0.5 against single 1,1,1,0,0: +15 points, two wins
+    line = next(line for line in text.splitlines() if line.startswith("| mas+at-grpo-per-role | single |"))
+    assert "| +15.0 |" in line and "sign-flip permutation" in line and "| 10 |" in line
     assert (tmp_path / "miniature_curves.png").stat().st_size > 5_000

@@ -36,6 +36,6 @@ def test_rows_plot_and_section(study, tmp_path):
     study.write_section(rows, args, results_md)  # idempotent: the section is replaced, not appended
     text = results_md.read_text()
     assert text.count(study.START) == 1 and "kept text" in text
-    assert "| 3 | 25.0 ± 0.0 | 46.0 ± 1.0 | +21.0 | 100 |" in text
+    assert "| 3 | 25.0 ± 0.0 | 46.0 ± 1.4 | +21.0 | 100 |" in text  # 45 and 47: sample std (ddof=1) 1.4
     assert "| outcome | 38.0 ± 0.0 | 40.0 ± 0.0 | +2.0 |" in text
     json.dumps(rows)  # JSON-ready

@@ -151,6 +151,8 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
             )
         result = metrics.summarize(env_id, records, samples_per_problem=args.samples)
         result.update(settings, wall_time_s=round(time.perf_counter() - started, 2))
+        # per episode, in suite order, for paired comparisons between policies (pettingllms.eval.stats)
+        result["per_episode"] = {"keys": [r.key for r in records], "success": [int(r.success) for r in records]}
         report["results"][env_id] = result
     if pool is not None:
         pool.close()
