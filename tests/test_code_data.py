@@ -203,11 +203,43 @@ class _Sly(int):
 
 
 @pytest.mark.parametrize(
-    "value", [_Sly(1), object(), [1, _Sly(2)], {"k": object()}, collections.OrderedDict(), iter([1]), print]
+    "value",
+    [
+        _Sly(1),
+        object(),
+        [1, _Sly(2)],
+        {"k": object()},
+        collections.OrderedDict(),
+        iter([object()]),
+        type("MyMap", (map,), {})(int, "12"),
+        __import__("itertools").count(),
+        (i for i in __import__("itertools").count()),  # endless: refused after MAX_ITEMS
+        print,
+    ],
 )
 def test_the_codec_refuses_anything_but_exact_plain_types(value):
     with pytest.raises(judge_candidate.Unsupported):
         judge_candidate.encode(value)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: map(int, "123"),
+        lambda: (x * x for x in range(3)),
+        lambda: filter(None, [0, 1, 2]),
+        lambda: zip("ab", [1, (2,)]),
+        lambda: iter([]),
+        lambda: reversed([1, 2]),
+        lambda: enumerate([[1], {2}]),
+    ],
+)
+def test_a_finite_iterator_arrives_as_a_fresh_iterator_over_its_items(make):
+    """A returned map or generator (MBPP's `list(f(x)) == [...]`) is consumed in the candidate's process and
+    decoded as `iter(list)`: equal items, still not equal to a list (as in Python)."""
+    decoded = judge_harness.decode(json.loads(judge_candidate.dump_json(judge_candidate.encode(make()))))
+    assert iter(decoded) is decoded and decoded != list(make())
+    assert list(decoded) == list(make())
 
 
 @pytest.mark.parametrize(
@@ -223,6 +255,8 @@ def test_the_codec_refuses_anything_but_exact_plain_types(value):
         ["l", "abc"],
         ["s", [["l", []]]],
         ["d", [[1]]],
+        ["g", "abc"],
+        ["g", [["x"]]],
         {},
     ],
 )

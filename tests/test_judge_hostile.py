@@ -10,7 +10,11 @@ the same problems still pass.
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 import pettingllms
 from pettingllms.data.code.mbpp import problem_from_mbpp_row
@@ -453,3 +457,208 @@ def test_on_a_non_root_host_the_candidate_cannot_read_the_harness(world_readable
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [True, False, False, True]
+
+
+# --- model text never crashes the host's step -----------------------------------------------------------------
+
+HEX = "0x" + "f" * 3700
+CRASHING_TESTER_LINES = {  # each made env.step raise (ValueError from ast.unparse, Unsupported from encode)
+    "hex_in_a_non_literal_argument": f"assert add(x + {HEX}) == 1",
+    "hex_in_a_non_literal_expected": f"assert add(1, 2) == x + {HEX}",
+    "hex_in_a_non_literal_tolerance": f"assert abs(add(1, 2) - 3) < y - {HEX}",
+    "ellipsis_argument": "assert add([1.0, 2.0], ...) == True",
+    "ellipsis_keyword": "assert add(1, y=...) == 3",
+    "ellipsis_expected": "assert add(1, 2) == ...",
+    "ellipsis_nested": "assert add([1, (2, {3: ...})], 2) == 3",
+    "ellipsis_identity": "assert add(1, 2) is ...",
+    "ellipsis_tolerance": "assert abs(add(1, 2) - ...) < 1",
+    "ellipsis_rel_tol": "assert math.isclose(add(1, 2), 3, rel_tol=...)",
+}
+
+
+@pytest.mark.parametrize("line", sorted(CRASHING_TESTER_LINES))
+def test_a_tester_line_that_crashed_the_host_is_a_rejected_case(line):
+    env = pettingllms.make("code-v0", test_timeout=3.0)
+    env.reset(options={"problem": ADD})
+    env.step("```python\ndef add(*a, **k):\n    return None\n```")
+    env.step(f"```python\nassert add(2, 3) == 5\n{CRASHING_TESTER_LINES[line]}\n```")
+    info = env.infos["tester"]
+    assert (info["cases"], info["cases_right"], info["cases_caught"]) == (2, 1, 1)
+    observation = env.observe("coder")
+    assert "Case 2: " in observation and "not run: " in observation
+    env.step("```python\ndef add(x, y):\n    return x + y\n```")
+    env.step(f"```python\n{CRASHING_TESTER_LINES[line]}\n```")  # alone: a parse error with the reason
+    assert env.infos["tester"]["parse_error"] and "no usable test case" in env.observe("tester")
+
+
+class _RecordingSandbox:
+    """A sandbox stand-in for fuzzing the host's side: it runs nothing, checks that each program's stdin is
+    what the harness can read (two frames of JSON, every case's values decodable), and answers a failure."""
+
+    def run_batch(self, programs):
+        from pettingllms.data.code import judge_harness
+        from pettingllms.sandbox import SandboxResult
+
+        for program in programs:
+            stdin, frames = program.stdin, []
+            while stdin:
+                size = int(stdin[: judge_harness.FRAME_DIGITS])
+                frames.append(
+                    json.loads(stdin[judge_harness.FRAME_DIGITS : judge_harness.FRAME_DIGITS + size])
+                )
+                stdin = stdin[judge_harness.FRAME_DIGITS + size :]
+            assert len(frames) == 2
+            for case in frames[1].get("cases", []):
+                assert case["op"] in judge_harness.COMPARISONS
+                for key in ("args", "kwargs", "expected"):
+                    judge_harness.decode(case[key])
+        return [SandboxResult("error", "", "fuzz", 1, 0.0) for _ in programs]
+
+
+_ATOMS = st.sampled_from(
+    [
+        "1",
+        "-2.5",
+        "1e999",
+        "-1e999",
+        "0",
+        "1e-9",
+        "1e300",
+        "'x'",
+        "b'\\xff'",
+        "'\\ud800'",
+        "None",
+        "True",
+        "...",
+        "[]",
+        "{}",
+        "set()",
+        "(1,)",
+        "{1: 2j}",
+        "[...]",
+        "x",
+        "x + 1",
+        HEX,
+        "-" * 50 + "1",
+        f"x + {HEX}",
+        "float('nan')",
+        "*[1]",
+        "**{}",
+        "a=...",
+        "a=1",
+        "rel_tol=...",
+        "abs_tol=1e300",
+        "\x00",
+        "lambda: 0",
+        "(",
+        ")",
+        "[" * 45 + "]" * 45,
+        "__import__('os')._exit(0)",
+        "'\\ud800'",
+        "\ud800",
+        "'" * 3,
+        '"' * 3,
+    ]
+)
+_ARGS = st.lists(_ATOMS, max_size=4).map(", ".join)
+_LINES = st.one_of(
+    st.tuples(_ARGS, st.sampled_from(["==", "!=", "is", "is not", "<", "<="]), _ATOMS).map(
+        lambda t: f"assert has_close_elements({t[0]}) {t[1]} {t[2]}"
+    ),
+    st.tuples(_ARGS, _ATOMS, st.sampled_from(["<", "<=", ">"]), _ATOMS).map(
+        lambda t: f"assert abs(has_close_elements({t[0]}) - {t[1]}) {t[2]} {t[3]}"
+    ),
+    st.tuples(_ARGS, _ATOMS, _ARGS).map(
+        lambda t: f"assert math.isclose(has_close_elements({t[0]}), {t[1]}, {t[2]})"
+    ),
+    st.tuples(st.sampled_from(["", "not "]), _ARGS).map(lambda t: f"assert {t[0]}has_close_elements({t[1]})"),
+    st.text(max_size=80).map(lambda text: "assert " + text),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(lines=["assert 1"], crash=CRASHING_TESTER_LINES["hex_in_a_non_literal_argument"], code="")
+@example(lines=["assert 1"], crash=CRASHING_TESTER_LINES["ellipsis_rel_tol"], code="")
+@given(
+    lines=st.lists(_LINES, min_size=1, max_size=10),
+    crash=st.sampled_from([None, *CRASHING_TESTER_LINES.values()]),
+    code=st.one_of(
+        st.just("def has_close_elements(*a, **k):\n    return False"), st.text(max_size=60), _LINES
+    ),
+)
+def test_env_step_never_raises_on_any_tester_text(lines, crash, code):
+    """Arbitrary assert-ish text (and the forms that crashed the host) for a HumanEval-schema tester, after
+    arbitrary code: the step returns, every line is a case or a rejected case, and what is sent to the judge is
+    what it can read."""
+    env = pettingllms.make("code-v0", dataset="humaneval", sandbox=_RecordingSandbox(), render_mode="ansi")
+    env.reset(seed=0, options={"index": 0})
+    env.step(f"```python\n{code}\n```")
+    if crash is not None:
+        lines = [*lines, crash.replace("add(", "has_close_elements(")]
+    env.step("```python\n" + "\n".join(lines) + "\n```")
+    info = env.infos["tester"]
+    assert info["parse_error"] or info["cases"] >= 1
+    env.observe("coder"), env.observe("tester"), env.render()
+
+
+# --- MBPP-style tests that rely on the solution's module, and returned iterators ------------------------------
+
+MBPP_AREA = {  # the test uses math, which only the solution imports (MBPP's harness shares one module)
+    "task_id": 90003,
+    "text": "Write a function for the area of a circle.",
+    "code": "import math\ndef area(r):\n    return math.pi * r * r\n",
+    "test_list": ["assert math.isclose(area(2), 12.566, rel_tol=0.001)"],
+    "test_setup_code": "",
+    "challenge_test_list": [],
+}
+MBPP_SQUARES = {
+    "task_id": 90004,
+    "text": "Write a function to square every item of a list.",
+    "code": "def squares(xs):\n    return map(lambda x: x * x, xs)\n",
+    "test_list": ["assert list(squares([1, 2])) == [1, 4]", "assert sorted(squares([3, -1])) == [1, 9]"],
+    "test_setup_code": "",
+    "challenge_test_list": [],
+}
+MBPP_SQUARES_EQ = {**MBPP_SQUARES, "task_id": 90005, "test_list": ["assert squares([1, 2]) == [1, 4]"]}
+MBPP_PAIR = {  # MBPP 601: the check builds instances of the solution's class: out of reach (documented)
+    "task_id": 90006,
+    "text": "Write a function for the longest chain of pairs.",
+    "code": "class Pair(object):\n    def __init__(self, a, b):\n        self.a = a\n        self.b = b\n"
+    "def max_chain_length(arr, n):\n    return n\n",
+    "test_list": ["assert max_chain_length([Pair(5, 24), Pair(15, 25)], 2) == 2"],
+    "test_setup_code": "",
+    "challenge_test_list": [],
+}
+
+
+@pytest.mark.parametrize(
+    ("row", "code", "passes"),
+    [
+        (MBPP_AREA, MBPP_AREA["code"], True),
+        # the check's math is the stdlib's even when the solution imported it otherwise (MBPP's harness would
+        # raise NameError here: the judge is lenient, the check plainly means the module)
+        (MBPP_AREA, "from math import pi\ndef area(r):\n    return pi * r * r\n", True),
+        (MBPP_AREA, "import math\ndef area(r):\n    return 3 * r * r\n", False),
+        (MBPP_SQUARES, MBPP_SQUARES["code"], True),
+        (MBPP_SQUARES, "def squares(xs):\n    for x in xs:\n        yield x * x\n", True),
+        (MBPP_SQUARES, "def squares(xs):\n    return filter(None, [x * x for x in xs])\n", True),
+        (MBPP_SQUARES, "def squares(xs):\n    return map(lambda x: x + x, xs)\n", False),
+        (MBPP_SQUARES, "import itertools\ndef squares(xs):\n    return itertools.count()\n", False),
+        (MBPP_SQUARES, "def squares(xs):\n    while True:\n        yield 1\n", False),  # endless
+        (MBPP_SQUARES, "def squares(xs):\n    yield 1\n    raise ValueError\n", False),
+        (MBPP_SQUARES_EQ, MBPP_SQUARES["code"], False),  # a map is not a list, as in Python
+        (MBPP_SQUARES_EQ, "def squares(xs):\n    return [x * x for x in xs]\n", True),
+        (MBPP_PAIR, MBPP_PAIR["code"], False),  # known limit: the check's Pair cannot cross to the candidate
+    ],
+)
+def test_mbpp_checks_see_stdlib_modules_and_returned_iterators_as_mbpps_harness_does(row, code, passes):
+    info = judged(row, code)
+    assert info["success"] is passes and info["hidden_pass_ratio"] == float(passes)
+
+
+def test_a_candidate_function_named_like_a_module_is_offered_as_in_one_module():
+    """The check's `math` is the candidate's only if the candidate defines a function of that name (as when
+    both share one module); the harness never takes an object of the candidate's other than by proxy."""
+    code = "def math(*a):\n    return 0\ndef area(r):\n    return 3.14159 * r * r\n"
+    assert not judged(MBPP_AREA, code)["success"]
+    assert judged(MBPP_AREA, "def area(r):\n    return 3.14159 * r * r\n")["success"]

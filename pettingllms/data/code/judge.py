@@ -7,6 +7,14 @@ part (check, expected values) travels on stdin after the candidate's code and is
 the candidate's process exists. :func:`read_verdicts` accepts exactly one thing as a pass: a clean exit of the
 harness whose last stdout line carries this run's random nonce and a well-formed verdict list; anything else
 (a crash, a timeout, a missing or malformed line) is a failure of every verdict. Nothing here runs code.
+
+The candidate's process runs, before the candidate's code, the problem's public prelude (:func:`prelude`): the
+check's import lines and, for HumanEval, the prompt itself, as HumanEval's harness runs prompt + completion (so
+a right answer may call the prompt's helpers: ``decode_cyclic`` -> ``encode_cyclic``, ``find_zero`` -> ``poly``).
+What the candidate returns must be plain data (or a finite iterator of it: a ``map``, generator... comes back
+to the check as a fresh iterator over its items); an instance of a class the solution defines (MBPP 601's
+``Pair``) cannot cross to the check's process, so a check that builds such objects fails for every answer (a
+known limit: those few problems are out of reach).
 """
 
 from __future__ import annotations
@@ -36,8 +44,8 @@ STARTUP_S = 1.0
 class CaseCall:
     """One tester case as data: ``name(*args, **kwargs)`` compared by ``op`` (a key of
     ``judge_harness.COMPARISONS``) with ``expected`` (for ``abs<``/``abs<=``: ``(value, tolerance)``; for
-    ``isclose``: ``(value, rel_tol, abs_tol)``; ignored by ``truthy``/``falsy``). Every value is plain data
-    (what ``ast.literal_eval`` makes)."""
+    ``isclose``: ``(value, rel_tol, abs_tol)``; for ``is``: True, False or None). Every value is plain data
+    (what ``ast.literal_eval`` makes and ``encode`` accepts: ``asserts.parse_assert`` checks both)."""
 
     name: str
     args: tuple
@@ -62,7 +70,7 @@ def check_judgement(problem: CodeProblem, code: str, *, timeout: float, memory_m
         raise ValueError(f"{problem.id} is a {problem.kind} problem; only function problems have a check")
     secret = {
         "mode": "check",
-        "setup": problem.statement if problem.source == "humaneval" else "",
+        "setup": _setup(problem),
         "check": problem.check,
         "entry_point": problem.entry_point,
     }
@@ -117,7 +125,7 @@ def _judgement(problem, code, secret, count, timeout, total, memory_mb) -> Judge
     nonce = secrets.token_hex(16)
     public = {
         "source": CANDIDATE_SOURCE,
-        "prelude": _imports(problem.check),
+        "prelude": prelude(problem),
         "code": code,
         "timeout": timeout,
     }
@@ -129,6 +137,17 @@ def _frame(obj: dict) -> str:
     """One stdin frame for the harness: the length in ``FRAME_DIGITS`` digits, then ASCII JSON."""
     payload = json.dumps(obj, ensure_ascii=True)
     return f"{len(payload):0{judge_harness.FRAME_DIGITS}d}{payload}"
+
+
+def prelude(problem: CodeProblem) -> str:
+    """What the candidate's process runs before the candidate's code: the check's import lines and the public
+    ``_setup`` (HumanEval's prompt: its helpers, and a stub of the entry point that the candidate replaces)."""
+    return "\n\n".join(part for part in (_imports(problem.check), _setup(problem)) if part)
+
+
+def _setup(problem: CodeProblem) -> str:
+    """The public code that the dataset's own harness runs with the check: HumanEval's prompt, else nothing."""
+    return problem.statement if problem.source == "humaneval" else ""
 
 
 def _imports(check: str | None) -> str:

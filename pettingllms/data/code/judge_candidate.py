@@ -4,7 +4,8 @@ Started by the judging harness (``judge_harness``) as ``python -I -S -c <this so
 0-2 on /dev/null, requests on fd 3 and replies on fd 4, and nothing else; stdlib-only and light to import (it
 starts once per judgement). Requests come from the trusted harness as ``marshal`` data (4-byte big-endian
 length, then the bytes): first ``{"prelude", "code", "path"}``, then calls ``{"name", "args", "kwargs"}``.
-Replies are ASCII JSON (same framing) of ``{"ready": [names]}`` or ``{"error": text}`` after loading, then per
+Replies are ASCII JSON (same framing) of ``{"ready": [names]}`` or ``{"error": text}`` after loading (the
+``prelude``, the problem's public code, runs first), then per
 call ``{"value": encoded}``, ``{"raised": text}`` or ``{"unsupported": text}``. The harness decodes them
 strictly; whatever this process does (it runs the candidate's code) it can only send data.
 
@@ -12,6 +13,7 @@ On the host, ``encode`` and ``dump_json`` are the codec's writing half (the harn
 """
 
 import builtins
+import itertools
 import marshal
 import os
 import sys
@@ -20,7 +22,33 @@ from _json import encode_basestring_ascii
 
 MAX_DEPTH = 100
 """Deepest nesting of plain data the codec accepts."""
+MAX_ITEMS = 100_000
+"""Most items an iterator may yield to be encoded (an endless one is ``Unsupported``)."""
 _SEQUENCE_TAGS = {list: "l", tuple: "t", set: "s", frozenset: "F"}
+_ITERATOR_TYPES = frozenset(
+    {map, filter, zip, enumerate, reversed, types.GeneratorType}
+    | {type(iter(x)) for x in ([], (), "", b"", range(0), set(), {}, {}.values(), {}.items())}
+    | {type(reversed([])), type(reversed(range(0)))}
+    | {
+        itertools.chain,
+        itertools.islice,
+        itertools.starmap,
+        itertools.accumulate,
+        itertools.compress,
+        itertools.dropwhile,
+        itertools.takewhile,
+        itertools.filterfalse,
+        itertools.zip_longest,
+        itertools.product,
+        itertools.permutations,
+        itertools.combinations,
+        itertools.combinations_with_replacement,
+        itertools.pairwise,
+    }
+)
+"""Iterators (exact types) that ``encode`` consumes, up to ``MAX_ITEMS`` items, as tag ``"g"``; the harness
+gives the check a fresh ``iter`` over the items, so ``list(f(x)) == [...]`` holds and ``f(x) == [...]`` does not,
+as in Python."""
 
 
 class Unsupported(TypeError):
@@ -32,7 +60,8 @@ def encode(value, depth=0):
 
     Only exact types count (``type(x) is int``: an int subclass with its own ``__eq__`` is not plain data);
     every float (nan, inf, -0.0) survives exactly through ``float.hex``, as do big ints (hex), tuple vs list
-    and set vs frozenset. ``Unsupported`` for anything else."""
+    and set vs frozenset. A finite iterator of ``_ITERATOR_TYPES`` (``map``, generators...) is consumed (in the
+    candidate's process: its own code runs) into tag ``"g"``. ``Unsupported`` for anything else."""
     kind = type(value)
     if depth > MAX_DEPTH:
         raise Unsupported(f"nested deeper than {MAX_DEPTH}")
@@ -50,6 +79,13 @@ def encode(value, depth=0):
         return [_SEQUENCE_TAGS[kind], [encode(item, depth + 1) for item in value]]
     if kind is dict:
         return ["d", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in dict.items(value)]]
+    if kind in _ITERATOR_TYPES:
+        items = []
+        for item in value:
+            if len(items) == MAX_ITEMS:
+                raise Unsupported(f"an iterator of more than {MAX_ITEMS} items")
+            items.append(encode(item, depth + 1))
+        return ["g", items]
     raise Unsupported(
         f"unsupported type {kind.__name__!r} (only plain data: numbers, str, bytes, containers)"
     )
@@ -108,7 +144,7 @@ def candidate_main(requests=3, replies=4):
     sys.modules["__main__"] = module
     sys.argv = ["<solution>"]
     try:
-        exec(compile(load["prelude"], "<imports>", "exec"), module.__dict__)
+        exec(compile(load["prelude"], "<prelude>", "exec"), module.__dict__)
         exec(compile(load["code"], "<solution>", "exec"), module.__dict__)
     except BaseException as error:  # noqa: BLE001  (reported to the harness, which fails the verdict)
         _reply(replies, {"error": describe(error)})
@@ -123,9 +159,14 @@ def candidate_main(requests=3, replies=4):
             _reply(replies, {"raised": describe(error)})
             continue
         try:
-            _reply(replies, {"value": encode(value)})
+            encoded = encode(value)
         except (Unsupported, RecursionError) as error:
             _reply(replies, {"unsupported": describe(error)})
+            continue
+        except BaseException as error:  # noqa: BLE001  (an iterator's own code raised while consumed)
+            _reply(replies, {"raised": describe(error)})
+            continue
+        _reply(replies, {"value": encoded})
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--candidate"]:

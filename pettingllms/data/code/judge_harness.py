@@ -17,8 +17,13 @@ then reads the secret frame. The harness runs the dataset's ``check(candidate)``
 prompt ``setup`` first, for helpers such as ``poly``) or compares each tester case (mode "cases") with
 ``candidate`` a ``Proxy``: each call sends the arguments (``marshal``: plain data only) and decodes the reply
 strictly (``decode``: None, bool, int, float, complex, str, bytes and list/tuple/set/frozenset/dict of those,
-exact types only). A candidate that exits, dies, hangs, answers garbage or returns anything else makes that
-call raise ``CandidateFailed`` (a ``BaseException``, so a check cannot swallow it) and fails the verdict.
+exact types only; a finite iterator the candidate returned, such as a ``map`` or a generator, arrives as a fresh
+``iter`` over its items). A name the check needs that is a stdlib module and that neither the check, the
+prompt nor the candidate (a function of that name) provides, e.g. ``math`` in an MBPP test relying on the
+solution's ``import math``, is imported by the harness itself (the candidate's objects never cross). Instances
+of classes the solution defines cannot cross either (a check that builds MBPP 601's ``Pair`` fails: a known
+limit). A candidate that exits, dies, hangs, answers garbage or returns anything else makes that call raise
+``CandidateFailed`` (a ``BaseException``, so a check cannot swallow it) and fails the verdict.
 ``random`` is seeded, so checks with random inputs are reproducible.
 
 Output: one line on the run's stdout, ``<nonce> <json>`` with ``{"verdicts": [[passed, detail], ...]}`` (one
@@ -29,6 +34,7 @@ prints go to /dev/null. The host trusts nothing else (see ``judge.read_verdicts`
 import builtins
 import contextlib
 import ctypes
+import dis
 import fcntl
 import json
 import marshal
@@ -89,6 +95,8 @@ def decode(node, depth=0):
             return complex(float.fromhex(rest[0]), float.fromhex(rest[1]))
         if tag in _SEQUENCE_TAGS and len(rest) == 1 and type(rest[0]) is list:
             return _SEQUENCE_TAGS[tag](decode(item, depth + 1) for item in rest[0])
+        if tag == "g" and len(rest) == 1 and type(rest[0]) is list:  # a consumed iterator: a fresh one
+            return iter([decode(item, depth + 1) for item in rest[0]])
         if tag == "d" and len(rest) == 1 and type(rest[0]) is list:
             pairs = rest[0]
             if not all(type(pair) is list and len(pair) == 2 for pair in pairs):
@@ -296,9 +304,28 @@ def run_check(candidate, secret, deadline):
             namespace[name] = Proxy(candidate, name, lambda: deadline)
     exec(setup, namespace)
     exec(check, namespace)
+    for name in sorted(_loaded_globals(setup) | _loaded_globals(check)):
+        if name not in namespace and name in sys.stdlib_module_names and not hasattr(builtins, name):
+            try:
+                namespace[name] = __import__(name)
+            except Exception:  # noqa: BLE001  (not importable here: the check gets its NameError as before)
+                pass
     entry = namespace[secret["entry_point"]] = Proxy(candidate, secret["entry_point"], lambda: deadline)
     namespace["check"](entry)
     return [[True, "passed"]]
+
+
+def _loaded_globals(code):
+    """The names ``code`` (and the functions in it) reads as globals (not attribute names): those a check may
+    use as a module that the solution imported (MBPP's tests share the solution's module)."""
+    names = set()
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and type(instruction.argval) is str:
+            names.add(instruction.argval)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _loaded_globals(constant)
+    return names
 
 
 def _global_names(code):
@@ -339,18 +366,15 @@ def _reason(error):
 
 COMPARISONS = {
     "==": lambda value, expected: value == expected,
-    "!=": lambda value, expected: value != expected,
     "is": lambda value, expected: value is expected,
-    "is not": lambda value, expected: value is not expected,
-    "truthy": lambda value, expected: bool(value),
-    "falsy": lambda value, expected: not value,
     "abs<": lambda value, expected: abs(value - expected[0]) < expected[1],
     "abs<=": lambda value, expected: abs(value - expected[0]) <= expected[1],
     "isclose": lambda value, expected: math.isclose(
         value, expected[0], rel_tol=expected[1], abs_tol=expected[2]
     ),
 }
-"""How a tester case compares the call's value with its expected data (``is`` only for True/False/None)."""
+"""How a tester case compares the call's value with its expected data (``is`` only for True/False/None). Only
+forms that pin the value (``asserts`` refuses ``!=``, ``is not``, bare and negated calls, loose tolerances)."""
 
 
 def harness_main():

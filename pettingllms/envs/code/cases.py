@@ -4,8 +4,9 @@ Formats (explained in the tester's observation):
 - stdio problems: each case is `<input>...</input>` followed by `<output>...</output>` (stdin text and expected
   stdout; whitespace-separated tokens are compared on the host, and only a clean exit counts).
 - function problems: a ```python block of `assert` statements, one case per `assert` line, e.g.
-  `assert add(2, 3) == 5`. Each line is read as data (`pettingllms.envs.code.asserts`), never run; a line of
-  another form is kept as a case that is never right, with the reason shown.
+  `assert add(2, 3) == 5`. Each line is read as data (`pettingllms.envs.code.asserts`), never run, and must pin
+  the value (`==` a literal, `is True/False/None`, a tight tolerance); a line of another form, or one that cannot
+  be read for any reason, is kept as a case that is never right, with the reason shown.
 
 At most `MAX_CASES` cases are read from one answer. Function-kind code is judged by
 `pettingllms.data.code.judge` (the verdict is decided outside the candidate's process); nothing here
@@ -102,7 +103,7 @@ def parse_cases(text: str, problem: CodeProblem) -> list[TestCase | AssertCase]:
         raise ParseError(
             f"no test case found: write one ```python block of assert lines, e.g. assert {problem.entry_point}(2) == 4"
         )
-    cases = [_assert_case(line, problem.entry_point) for line in lines]
+    cases = [assert_case(line, problem.entry_point) for line in lines]
     if not any(usable(case) for case in cases):
         reasons = "; ".join(f"`{case.input[:80]}`: {case.error}" for case in cases[:3])
         raise ParseError(f"no usable test case: {reasons}")
@@ -114,11 +115,15 @@ def usable(case: TestCase | AssertCase) -> bool:
     return not isinstance(case, AssertCase) or case.call is not None
 
 
-def _assert_case(line: str, entry_point: str) -> AssertCase:
+def assert_case(line: str, entry_point: str) -> AssertCase:
+    """The case of one assert line; any failure to read it (not only a `ParseError`: the line is model text)
+    makes a rejected case, never an exception."""
     try:
         return AssertCase(line, call=parse_assert(line, entry_point))
     except ParseError as error:
         return AssertCase(line, error=str(error))
+    except Exception as error:  # noqa: BLE001  (a parser bug on hostile text must not crash the host's step)
+        return AssertCase(line, error=f"the line could not be read ({type(error).__name__})")
 
 
 def hidden_runs(problem: CodeProblem, code: str, *, timeout: float, memory_mb: int) -> Runs:

@@ -8,7 +8,7 @@ sandbox and both agents see the mismatches. Success: the code passes the problem
 | agents (workflow "mas") | `coder`, `tester` (in that order each turn; the tester sees this turn's code) |
 | agents (workflow "single") | `coder` |
 | action, coder | any text; the last ```python block is the solution: for function problems (HumanEval's schema) the function with its imports, for stdio problems a complete program that reads stdin and prints the answer |
-| action, tester | any text; stdio problems: cases `<input>STDIN</input><output>EXPECTED</output>`; function problems: one ```python block of `assert` lines (one case each), read as data, never run: the function called with literal arguments and compared with a literal (`==`, `!=`, `is True/False/None`, a bare or negated call, `abs(f(...) - x) < tol`, `math.isclose`); a line of another form is a case that is never right. At most 10 cases |
+| action, tester | any text; stdio problems: cases `<input>STDIN</input><output>EXPECTED</output>`; function problems: one ```python block of `assert` lines (one case each), read as data, never run: the function called with literal arguments and its value pinned (`== VALUE`, `is True/False/None`, `abs(f(...) - x) < tol` with `0 < tol <= 1e-3 * max(1, abs(x))`, `math.isclose` with tolerances at most 1e-3); a line of another form (`!=`, `is not`, a bare or negated call, a loose tolerance: they hold for almost any answer) is a case that is never right, with the reason shown. At most 10 cases |
 | observation | text: the problem, the current code, the tester's cases with the code's results on them (mismatches shown), and the answer format |
 | instances | `dataset` (default `"bundled"`: 60 stdin/stdout problems, a train/eval hash split; `"humaneval"`: 164 function problems, evaluation only; `"mbpp"`, `"apps"`, `"codecontests"`, `"livecodebench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": DICT})` takes a problem in HumanEval's schema or the stdio schema as it is; `options={"split": "train"|"eval"}`; `options={"index": i}` takes the split's i-th problem (fixed evaluation suites) |
 
@@ -40,6 +40,7 @@ hidden-test success. (No ensemble workflow: the coder/tester roles are not inter
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,6 +54,7 @@ from pettingllms.envs.code.cases import (
     AssertCase,
     CaseResult,
     Runs,
+    assert_case,
     case_runs,
     hidden_runs,
     parse_cases,
@@ -235,8 +237,9 @@ class CodeEnv(TextAECEnv):
             return (
                 f"Write up to 10 cases as assert lines in one ```python block, e.g. assert "
                 f"{self.problem.entry_point}(...) == ... Each line calls {self.problem.entry_point} with literal "
-                "arguments and compares the result with a literal (==, !=, is True/False/None, "
-                "abs(f(...) - x) < tol, math.isclose); other lines are not run."
+                "arguments and pins the result: == a literal, is True/False/None, abs(f(...) - x) < tol with "
+                "0 < tol <= 1e-3 * max(1, abs(x)), or math.isclose(f(...), x) with rel_tol/abs_tol at most 1e-3. "
+                "Other lines (!=, is not, a bare or negated call, a looser tolerance) are not run and never count."
             )
         return "Write up to 10 cases, each as <input>STDIN</input><output>EXPECTED STDOUT</output>."
 
@@ -273,7 +276,8 @@ class CodeEnv(TextAECEnv):
 
         coder: the reference solution (an empty block when the problem has none). tester: up to 10 of the
         problem's hidden tests as cases (stdio), or the single-line `assert`s of its `check` with `candidate`
-        renamed to the entry point (function problems; `assert True` when it has none).
+        renamed to the entry point that are cases of a supported form, a bare `assert f(x)` / `assert not f(x)`
+        written as `assert f(x) is True` / `is False` (function problems; `assert True` when it has none).
         """
         if (agent or self.agent_selection) == "coder":
             return f"```python\n{self.problem.reference or ''}\n```"
@@ -282,11 +286,13 @@ class CodeEnv(TextAECEnv):
                 f"<input>{case.input}</input><output>{case.output}</output>\n"
                 for case in self.problem.tests[:MAX_CASES]
             )
-        asserts = [
-            line.strip().replace("candidate(", f"{self.problem.entry_point}(")
+        entry_point = self.problem.entry_point
+        lines = [
+            _pinned(line.strip().replace("candidate(", f"{entry_point}("), entry_point)
             for line in (self.problem.check or "").splitlines()
             if line.strip().startswith("assert ") and "candidate(" in line
         ]
+        asserts = [line for line in lines if usable(assert_case(line, entry_point))]
         return "```python\n" + ("\n".join(asserts[:MAX_CASES]) or "assert True") + "\n```"
 
     def random_answer(self, agent: str, rng: np.random.Generator) -> str:
@@ -298,3 +304,23 @@ class CodeEnv(TextAECEnv):
         if self.problem.kind == "stdio":
             return f"<input>{int(rng.integers(0, 101))}</input><output>{value}</output>"
         return f"```python\nassert {self.problem.entry_point}({int(rng.integers(0, 101))}) == {value}\n```"
+
+
+def _pinned(line: str, entry_point: str) -> str:
+    """A dataset's `assert f(x)` / `assert not f(x)` (a truthiness case, refused from testers) as
+    `assert f(x) is True` / `assert f(x) is False`; any other line as it is. Only for the oracle's trusted text."""
+    try:
+        [statement] = ast.parse(line).body
+    except (SyntaxError, ValueError):
+        return line
+    if not isinstance(statement, ast.Assert):
+        return line
+    test, suffix = statement.test, " is True"
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, suffix = test.operand, " is False"
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == entry_point):
+        return line
+    text = line.encode()  # ast offsets count UTF-8 bytes
+    call = text[test.col_offset : test.end_col_offset].decode()
+    rest = text[statement.test.end_col_offset :].decode()
+    return f"assert {call}{suffix}{rest}"
