@@ -391,3 +391,16 @@ def test_the_trainers_evaluation_is_what_pettingllms_eval_reports_for_the_same_w
         )
     report = json.loads(output.read_text())["results"][LETTERS_ENV]
     assert ours["eval/success_rate"] == report["success_rate"]
+
+
+def test_training_seeds_never_meet_the_warm_starts_demonstration_seeds():
+    from pettingllms.models.warmstart import WarmStartSettings
+    from pettingllms.trainers.at_grpo import TRAIN_SEED_BASE, training_seeds
+
+    default = parse([])  # the embedded default run, on the default warm start
+    demos = set(range(WarmStartSettings().episodes))
+    seen = [seed for step in range(default.max_steps) for seed in training_seeds(default, step)]
+    assert len(seen) == len(set(seen)) == default.max_steps * default.instances_per_step  # no instance twice
+    assert min(seen) >= TRAIN_SEED_BASE and not demos & set(seen)
+    other = parse(["--seed", "3"])
+    assert not set(training_seeds(other, 0)) & set(seen)  # another run seed, other instances

@@ -1,7 +1,8 @@
 """`ATGRPOTrainer`: the AT-GRPO loop over policies, rollouts, updates, evaluations and checkpoints.
 
 One step: the rollout engine plays `instances_per_step` training instances (their seeds follow from the step
-number, so the data position needs no state); advantages are computed per group; every sample is routed to the
+number, so the data position needs no state, and start at `TRAIN_SEED_BASE`, clear of the warm start's
+demonstration seeds); advantages are computed per group; every sample is routed to the
 policy that produced it, and every policy takes one optimizer step on its own samples only. Evaluations play
 `pettingllms-eval`'s suite of the env (`build_suite`: the same episodes, chunks, reseeding and completion budget)
 with each policy's evaluation sampling (greedy by default), so that the trainer's `eval/success_rate` is the
@@ -45,6 +46,17 @@ from pettingllms.trainers.advantages import compute_advantages, informative
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.policies import PolicySet, build_policies
 from pettingllms.trainers.rollout import Rollout, RolloutEngine, Sample
+
+TRAIN_SEED_BASE = 1_000_000
+"""Training instances are reset with seeds from here on: disjoint from the warm start's demonstration seeds
+(`0 .. demo_episodes - 1`, a few thousand), so RL never trains on the instances supervised fine-tuning saw."""
+
+
+def training_seeds(args: ATGRPOConfig, step: int) -> list[int]:
+    """The reset seeds of step `step`'s `instances_per_step` training instances (a function of the step alone,
+    so a resumed run needs no data state)."""
+    first = TRAIN_SEED_BASE + args.seed * 7_919 + step * args.instances_per_step
+    return list(range(first, first + args.instances_per_step))
 
 
 class ATGRPOTrainer:
@@ -216,10 +228,7 @@ class ATGRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One AT-GRPO step: rollout, advantages, routed updates."""
         args = self.args
-        seeds = [
-            args.seed * 7_919 + self.step * args.instances_per_step + i
-            for i in range(args.instances_per_step)
-        ]
+        seeds = training_seeds(args, self.step)
         start = time.perf_counter()
         rollout = self.engine.collect(seeds, {"split": "train"})
         rollout_s = time.perf_counter() - start
