@@ -303,6 +303,17 @@ ADD = {
     "test": "def check(candidate):\n    assert candidate(2, 3) == 5\n",
     "entry_point": "add",
 }
+
+
+def play_add_problem(code: str, asserts: str):
+    """The `code-v0` env on the ADD problem after the coder answered `code` and the tester `asserts`."""
+    env = pettingllms.make("code-v0", test_timeout=3.0)
+    env.reset(options={"problem": ADD})
+    env.step(f"```python\n{code}\n```")
+    env.step(f"```python\n{asserts}\n```")
+    return env
+
+
 HOSTILE_CASES = {
     "os_exit_or": "assert __import__('os')._exit(0) or add(1, 1) == 3",
     "sys_exit_or": "assert __import__('sys').exit(0) or add(1, 1) == 3",
@@ -318,11 +329,8 @@ HOSTILE_CASES = {
 
 @pytest.mark.parametrize("case", sorted(HOSTILE_CASES))
 def test_a_hostile_tester_case_is_never_right(case):
-    env = pettingllms.make("code-v0", test_timeout=3.0)
-    env.reset(options={"problem": ADD})
-    env.step("```python\ndef add(x, y):\n    return x - y\n```")  # wrong code
-    env.step(f"```python\n{HOSTILE_CASES[case]}\n```")
-    info = env.infos["tester"]
+    wrong = "def add(x, y):\n    return x - y"
+    info = play_add_problem(wrong, HOSTILE_CASES[case]).infos["tester"]
     assert info.get("cases_right", 0) == 0 and info.get("cases_caught", 0) == 0, case
     assert info["reward_local"] <= 0.0
 
@@ -478,10 +486,9 @@ CRASHING_TESTER_LINES = {  # each made env.step raise (ValueError from ast.unpar
 
 @pytest.mark.parametrize("line", sorted(CRASHING_TESTER_LINES))
 def test_a_tester_line_that_crashed_the_host_is_a_rejected_case(line):
-    env = pettingllms.make("code-v0", test_timeout=3.0)
-    env.reset(options={"problem": ADD})
-    env.step("```python\ndef add(*a, **k):\n    return None\n```")
-    env.step(f"```python\nassert add(2, 3) == 5\n{CRASHING_TESTER_LINES[line]}\n```")
+    env = play_add_problem(
+        "def add(*a, **k):\n    return None", f"assert add(2, 3) == 5\n{CRASHING_TESTER_LINES[line]}"
+    )
     info = env.infos["tester"]
     assert (info["cases"], info["cases_right"], info["cases_caught"]) == (2, 1, 1)
     observation = env.observe("coder")

@@ -394,6 +394,8 @@ def harness_main():
     verdict_fd = os.dup(1)
     for fd in (0, 1):
         os.dup2(null, fd)
+    # the dataset's checks call the `random` module's own functions (e.g. HumanEval/38's random strings), so the
+    # module generator of this sandboxed process is what must be seeded for reproducible verdicts
     random.seed(0)
     if secret["mode"] == "check":
         try:
