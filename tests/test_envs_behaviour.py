@@ -62,6 +62,32 @@ def test_tool_code_runs_in_the_sandbox_and_the_plan_agent_sees_it():
 
 
 @needs_bwrap
+def test_a_tool_program_reads_the_board_on_stdin_and_the_warm_starts_bfs_solves_every_grid():
+    from pettingllms.models.tool_programs import BFS, BUGGY_BFS, as_tool_call
+
+    env = pettingllms.make("plan-path-v0")
+    solved = dict.fromkeys(["bfs", *BUGGY_BFS], 0)
+    for seed in range(12):
+        for name, program in [("bfs", BFS), *BUGGY_BFS.items()]:
+            env.reset(seed=seed)
+            env.step(as_tool_call(program))
+            info = env.infos["tool"]
+            assert info["code_status"] == "ok"
+            solved[name] += "it would solve the puzzle" in env.observe("plan")
+    assert solved["bfs"] == 12  # the program computed every path from the map it read
+    assert all(solved[name] < 12 for name in BUGGY_BFS)  # each imperfect variant fails some grid
+
+
+@needs_bwrap
+def test_the_tool_programs_stdin_is_the_board_as_shown():
+    env = pettingllms.make("plan-path-v0")
+    env.reset(options={"grid": GRID})
+    env.step("```python\nimport sys\nprint(repr(sys.stdin.read()))\n```")
+    board = env.unwrapped._board_text(env.unwrapped.state)
+    assert repr(board + "\n") in env.observe("plan") and board in env.observe("tool")
+
+
+@needs_bwrap
 @pytest.mark.parametrize(
     "code, status",
     [

@@ -96,16 +96,41 @@ def test_rgb_and_ansi_rendering(env_id):
 
 
 @pytest.mark.parametrize("env_id", PUZZLE_IDS)
-def test_train_and_eval_instances_are_disjoint(env_id):
+def test_train_val_and_eval_instances_are_disjoint(env_id):
     env = pettingllms.make(env_id).unwrapped
     keys = {}
-    for split in ("train", "eval"):
+    for split in ("train", "val", "eval"):
         found = set()
         for seed in range(150):
             env.reset(seed=seed, options={"split": split})
-            found.add(pettingllms.envs.splits.canonical(env._instance_key(env.initial_state)))
+            key = env._instance_key(env.initial_state)
+            assert pettingllms.envs.splits.split_of(key) == split
+            found.add(pettingllms.envs.splits.canonical(key))
         keys[split] = found
-    assert keys["train"] and keys["eval"] and not keys["train"] & keys["eval"]
+    assert all(keys.values())
+    assert (
+        not keys["train"] & keys["eval"]
+        and not keys["train"] & keys["val"]
+        and not keys["val"] & keys["eval"]
+    )
+
+
+def test_the_validation_split_is_carved_out_of_training_and_leaves_evaluation_unchanged():
+    """ "eval" is still the hash's 1-in-5 bucket (suites built before "val" existed are unchanged); "val" is one in
+    eight of the rest, computed here from the hash independently of `split_of`."""
+    import hashlib
+
+    counts = dict.fromkeys(("train", "val", "eval"), 0)
+    for number in range(4000):
+        key = ("instance", number, frozenset({number % 7, 3}))
+        value = int.from_bytes(
+            hashlib.blake2b(repr(pettingllms.envs.splits.canonical(key)).encode(), digest_size=8).digest(),
+            "little",
+        )
+        expected = "eval" if value % 5 == 0 else ("val" if value // 5 % 8 == 0 else "train")
+        assert pettingllms.envs.splits.split_of(key) == expected
+        counts[expected] += 1
+    assert 700 < counts["eval"] < 900 and 330 < counts["val"] < 470
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

@@ -273,6 +273,33 @@ def test_dataset_suites_walk_problems_in_order():
         env.reset(seed=0, options={"split": "eval", "index": 164})
 
 
+def test_a_validation_suite_holds_other_grids_than_the_reported_one(tmp_path):
+    from pettingllms.envs.splits import split_of
+
+    reported, validation = build_suite("plan-path-v0", 20), build_suite("plan-path-v0", 20, split="val")
+    assert reported.to_json()["split"] == "eval" and validation.to_json()["split"] == "val"
+    assert {e.key for e in reported.episodes}.isdisjoint(e.key for e in validation.episodes)
+    grids = {}
+    for suite in (reported, validation):
+        env = pettingllms.make("plan-path-v0").unwrapped
+        keys = set()
+        for episode in suite.episodes:
+            env.reset(seed=episode.seed, options=dict(episode.options))
+            assert split_of(env._instance_key(env.initial_state)) == suite.split
+            keys.add(env._instance_key(env.initial_state))
+        grids[suite.split] = keys
+    assert not grids["eval"] & grids["val"]
+    with pytest.raises(ValueError, match="no validation split"):
+        build_suite("code-v0", 5, split="val")
+    with pytest.raises(ValueError, match="allowed values"):
+        build_suite("plan-path-v0", 5, split="train")
+    output = tmp_path / "val.json"
+    argv = ["--env", "plan-path-v0", "--policy", "oracle", "--episodes", "3", "--split", "val",
+            "--output", str(output), "--no_progress"]  # fmt: skip
+    assert eval_main(argv) == 0
+    assert json.loads(output.read_text())["results"]["plan-path-v0"]["success_rate"] == 1.0
+
+
 def test_cli_writes_results_with_settings_and_resumes(tmp_path, capsys):
     output = tmp_path / "results" / "mixed.json"
     argv = [

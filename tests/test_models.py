@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,9 @@ from pettingllms.models.tokenizer import IM_END, IM_START, PAD_TOKEN, train_toke
 from pettingllms.models.warmstart import ensure_tiny_model, read_manifest, tiny_model_dir  # noqa: E402
 from pettingllms.policies.base import SamplingConfig  # noqa: E402
 from pettingllms.policies.hf import HFPolicy  # noqa: E402
+from pettingllms.sandbox import _bwrap  # noqa: E402
+
+needs_bwrap = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,7 @@ def tokenizer(corpus):
 def test_home_from_env_var(monkeypatch, tmp_path):
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path / "h"))
     assert home.pettingllms_home() == tmp_path / "h"
-    assert tiny_model_dir("plan-path-v0", "mas") == tmp_path / "h" / "models" / "tiny-plan-path-v0-mas-v1"
+    assert tiny_model_dir("plan-path-v0", "mas") == tmp_path / "h" / "models" / "tiny-plan-path-v0-mas-v2"
     monkeypatch.delenv("PETTINGLLMS_HOME")
     assert home.pettingllms_home() == Path.home() / ".cache" / "pettingllms"
 
@@ -108,6 +112,74 @@ def test_demonstrations_are_oracle_answers_and_deterministic():
     assert any("Last turn" in demo.prompt for demo in demos) or len(demos) == 20
 
 
+def test_demonstrations_stop_at_the_same_count_per_role():
+    import itertools
+
+    team = collect_demonstrations("plan-path-v0", itertools.count(), np.random.default_rng(0), per_role=25)
+    alone = collect_demonstrations(
+        "plan-path-v0", itertools.count(), np.random.default_rng(0), workflow="single", per_role=25
+    )
+    assert Counter(d.agent for d in team) == {"tool": 25, "plan": 25}
+    assert Counter(d.agent for d in alone) == {"plan": 25}
+    with pytest.raises(ValueError, match="fewer than per_role"):
+        collect_demonstrations("plan-path-v0", range(2), np.random.default_rng(0), per_role=25)
+    with pytest.raises(ValueError, match="no tool programs"):
+        collect_demonstrations("sokoban-v0", range(2), np.random.default_rng(0), tool_programs=0.5)
+
+
+def test_the_plan_agent_is_taught_to_keep_a_solving_proposal_and_to_solve_a_wrong_one_itself():
+    """Noisy direct proposals: a right one is copied as shown (never edited), a wrong one answered from the map."""
+    demos = collect_demonstrations(
+        "plan-path-v0", range(40), np.random.default_rng(2), tool_noise=0.5, plan_noise=0.0
+    )
+    env = pettingllms.make("plan-path-v0")
+    kept = solved_alone = 0
+    for tool, plan in zip(demos[::2], demos[1::2], strict=True):
+        assert (tool.agent, plan.agent) == ("tool", "plan")
+        shown = plan.prompt.split("Proposal: proposed ", 1)[1].split(";", 1)[0]
+        if "it would solve the puzzle" in plan.prompt:
+            assert plan.target == f"<answer>{shown}</answer>"
+            kept += 1
+        else:
+            assert plan.target != f"<answer>{shown}</answer>"
+            solved_alone += 1
+    assert kept and solved_alone
+    env.close()
+
+
+@needs_bwrap
+def test_tool_demonstrations_mix_programs_imperfect_programs_and_answers_and_the_plan_copies_what_solves():
+    from pettingllms.models.tool_programs import BFS, BUGGY_BFS, as_tool_call
+
+    demos = collect_demonstrations(
+        "plan-path-v0",
+        range(30),
+        np.random.default_rng(0),
+        tool_programs=0.6,
+        program_bugs=0.5,
+        plan_noise=0.0,
+    )
+    tool = [d.target for d in demos if d.agent == "tool"]
+    kinds = Counter(
+        "bfs"
+        if t == as_tool_call(BFS)
+        else "buggy"
+        if t in map(as_tool_call, BUGGY_BFS.values())
+        else "answer"
+        for t in tool
+    )
+    assert set(kinds) == {"bfs", "buggy", "answer"}
+    for tool_demo, plan_demo in zip(demos[::2], demos[1::2], strict=True):
+        if tool_demo.target == as_tool_call(
+            BFS
+        ):  # the program ran on the map it read from stdin and solved it
+            assert (
+                "Output (status ok):" in plan_demo.prompt and "it would solve the puzzle" in plan_demo.prompt
+            )
+            shown = plan_demo.prompt.split("Proposal: proposed ", 1)[1].split(";", 1)[0]
+            assert plan_demo.target == f"<answer>{shown}</answer>"
+
+
 def test_ensure_tiny_model_builds_then_reuses(monkeypatch, tmp_path):
     torch.set_num_threads(1)
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
@@ -116,7 +188,7 @@ def test_ensure_tiny_model_builds_then_reuses(monkeypatch, tmp_path):
     folder = ensure_tiny_model("plan-path-v0", sft_steps=4, **options)
     assert torch.equal(rng_states[0], torch.get_rng_state()) and rng_states[1] == random.getstate()
     assert np.array_equal(rng_states[2], np.random.get_state()[1])
-    assert folder == tmp_path / "models" / "tiny-plan-path-v0-mas-v1"
+    assert folder == tmp_path / "models" / "tiny-plan-path-v0-mas-v2"
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_dir()) == ["models", folder.name]
     manifest = read_manifest(folder)
     assert manifest["settings"]["sft_steps"] == 4 and manifest["settings"]["env_id"] == "plan-path-v0"
@@ -145,7 +217,7 @@ def test_one_warm_start_can_cover_several_workflows(monkeypatch, tmp_path):
     folder = ensure_tiny_model(
         "plan-path-v0", workflow="mas+single", sft_steps=2, demo_episodes=8, eval_episodes=1, batch_size=8
     )
-    assert folder.name == "tiny-plan-path-v0-mas+single-v1"
+    assert folder.name == "tiny-plan-path-v0-mas+single-v2"
     manifest = read_manifest(folder)
     rng = np.random.default_rng(0)
     team = collect_demonstrations("plan-path-v0", range(0, 8, 2), rng, workflow="mas")

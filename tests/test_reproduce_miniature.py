@@ -31,11 +31,22 @@ def test_trained_rows_are_the_papers_methods(study):
         workflow, flags = study.method_flags(method)
         assert workflow == "mas" and flag(flags, "--grouping") == grouping
         assert flag(flags, "--policy_layout") == layout
-    assert all(
-        int(flag(flags, "--num_generations")) * int(flag(flags, "--instances_per_step")) == 32
-        for name, flags in study.ABLATIONS.items()
-        if name.startswith("K=") and flags
-    )  # the K ablation keeps candidates per step equal
+    assert study.ABLATIONS["commit=greedy"] == ([], {})  # the main table's per-role run
+    assert flag(study.ABLATIONS["commit=tool-random,plan-greedy"][0], "--commit") == "tool=random"
+    assert study.ABLATIONS["reward=outcome"][1] == {"reward": "outcome"}
+    assert (
+        flag(study.COMMON, "--eval_split") == "val"
+    )  # curves on the validation split, never the reported one
+
+
+def test_the_two_warm_starts_see_as_many_demonstrations_and_sft_steps_per_role(study):
+    team, single = study.TEAM_WARM_START, study.SINGLE_WARM_START
+    assert (team["workflow"], single["workflow"]) == ("mas", "single")
+    assert team["demos_per_role"] == single["demos_per_role"]
+    assert team["sft_steps"] == 2 * single["sft_steps"]  # two roles, twice the examples
+    assert (
+        0 < team["tool_programs"] < 0.5 and 0 < team["program_bugs"] < 1
+    )  # direct answers stay the majority
 
 
 def test_a_run_counts_as_finished_only_after_its_final_evaluation(study, tmp_path):
@@ -68,10 +79,15 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
                 row.update(steps=10, sampled_completions=1600, train_wall_s=60.0,
                            curve=[[0, 0, 0.2], [5, 800, 0.3], [10, 1600, success]])  # fmt: skip
             rows.append(row)
-    rows.append({"part": "ablations", "env": "plan-path-v0", "method": "K=2", "seed": 0, "success_rate": 0.25,
-                 "steps": 12, "sampled_completions": 1650})  # fmt: skip
+    rows.append({"part": "ablations", "env": "plan-path-v0", "method": "commit=random", "seed": 0,
+                 "success_rate": 0.25, "steps": 12, "sampled_completions": 1650})  # fmt: skip
+    rows.append({"part": "warmstart", "env": "plan-path-v0", "method": "mas, oracle tool", "seed": 0,
+                 "success_rate": 0.93})  # fmt: skip
+    rows.append({"part": "warmstart", "env": "plan-path-v0", "method": "tool completions", "seed": 0,
+                 "greedy_program_share": 0.0, "greedy_correct_bfs_share": 0.0, "sampled_program_share": 0.4,
+                 "sampled_correct_bfs_share": 0.25})  # fmt: skip
     args = argparse.Namespace(
-        budget=1600, eval_episodes=300, curve_episodes=50, scale_budget=4800, out=tmp_path / "miniature.json"
+        budget=1600, eval_episodes=300, curve_episodes=50, val_episodes=200, out=tmp_path / "miniature.json"
     )
     results_md = tmp_path / "results.md"
     results_md.write_text("# Results\n\nkept text\n")
@@ -79,9 +95,12 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     study.write_report(rows, args, results_md)
     text = results_md.read_text()
     assert text.count(study.START) == 1 and "kept text" in text
-    assert "| mas+at-grpo-per-role | 45.0 ± 7.1 (n=2) | 1600 | 10.0 | 97 |" in text  # sample std, ddof=1
-    assert "| single | 30.0 ± 0.0 (n=2) | 0 (no RL) | 0 | 5 |" in text
-    assert "| K | 2 | 25.0 (n=1) | 1650 |" in text
+    # sample std (ddof=1) 7.1; t-interval 45 ± 12.706 * 7.07 / sqrt(2) = 45 ± 63.5
+    assert "| mas+at-grpo-per-role | 45.0 ± 7.1 [-18.5, 108.5] (n=2) | 1600 | 10.0 | 97 |" in text
+    assert "| single | 30.0 ± 0.0 [30.0, 30.0] (n=2) | 0 (no RL) | 0 | 5 |" in text
+    assert "| commit | random | 25.0 (n=1) | 1650 |" in text
+    assert "| mas, oracle tool | 93.0 (n=1) |" in text
+    assert "sampled at temperature 1, 40% programs (25% the correct BFS)" in text
     # per episode (averaged over seeds): the team 1,1,1,1,0.5 against single 1,1,1,0,0: +15 points, two wins
     line = next(line for line in text.splitlines() if line.startswith("| mas+at-grpo-per-role | single |"))
     assert "| +15.0 |" in line and "sign-flip permutation" in line and "| 10 |" in line

@@ -301,7 +301,9 @@ def test_batch_scaling_divides_every_group_by_the_std_of_the_whole_batch():
     )
     assert stds == pytest.approx({"a": np.std([0, 1], ddof=1), "b": np.std([0, 10], ddof=1), "c": 0.0})
     compute_advantages(samples, scale_rewards="group")
-    assert samples[0].advantage == pytest.approx(samples[2].advantage, abs=1e-3)  # per group: both ~ -1/sqrt(2)
+    assert samples[0].advantage == pytest.approx(
+        samples[2].advantage, abs=1e-3
+    )  # per group: both ~ -1/sqrt(2)
     with pytest.raises(ValueError, match="scale_rewards"):
         compute_advantages(samples, scale_rewards="policy")
 
@@ -327,6 +329,55 @@ def test_random_commit_is_seeded():
     first = engine(commit="random", seed=1).collect(range(4))
     second = engine(commit="random", seed=1).collect(range(4))
     assert [s.committed for s in first.samples] == [s.committed for s in second.samples]
+
+
+def test_a_per_role_commit_draws_the_tool_at_random_and_commits_the_best_plan():
+    env_fn = functools.partial(pettingllms.make, "plan-path-v0", workflow="mas")
+    recorder = RecordingEngine(
+        env_fn,
+        {"shared": ScriptedPolicy(random_moves, seed=3)},
+        {"tool": "shared", "plan": "shared"},
+        {"shared": SamplingConfig()},
+        num_generations=K,
+        commit="tool=random",
+        seed=3,
+    )
+    recorder.collect(range(12))
+    best = {"tool": 0, "plan": 0}
+    other = {"tool": 0, "plan": 0}
+    for _, agent, _, rows, chosen, _ in recorder.steps:
+        rewards = [row.reward for row in rows]
+        if len(set(rewards)) > 1:
+            (best if chosen == int(np.argmax(rewards)) else other)[agent] += 1
+    assert other["plan"] == 0 and best["plan"] > 0
+    assert other["tool"] > 0  # some tool commits were not the best candidate
+
+
+@pytest.mark.parametrize(
+    ("spec", "modes"),
+    [
+        ("greedy", {"*": "greedy"}),
+        ("random", {"*": "random"}),
+        ("tool=random", {"*": "greedy", "tool": "random"}),
+        ("tool=random, plan=greedy", {"*": "greedy", "tool": "random", "plan": "greedy"}),
+    ],
+)
+def test_commit_specs_parse(spec, modes):
+    from pettingllms.trainers.rollout import parse_commit
+
+    assert parse_commit(spec) == modes
+
+
+@pytest.mark.parametrize("spec", ["best", "tool=best", "tool", "=random", "tool=random,tool=greedy"])
+def test_bad_commit_specs_are_refused_with_the_allowed_forms(spec):
+    from pettingllms.errors import ConfigError
+    from pettingllms.trainers.config import ATGRPOConfig
+    from pettingllms.trainers.rollout import parse_commit
+
+    with pytest.raises(ValueError, match="role=mode"):
+        parse_commit(spec)
+    with pytest.raises(ConfigError, match="commit"):
+        ATGRPOConfig(output_dir="unused", commit=spec)
 
 
 def test_single_agent_workflow_trains_the_plan_agent_alone():

@@ -393,6 +393,27 @@ def test_the_trainers_evaluation_is_what_pettingllms_eval_reports_for_the_same_w
     assert ours["eval/success_rate"] == report["success_rate"]
 
 
+def test_periodic_evaluations_can_use_the_validation_split(tiny_model, tmp_path, monkeypatch):
+    from pettingllms.trainers import at_grpo
+
+    splits = []
+    real = at_grpo.build_suite
+
+    def recording(*args, **kwargs):
+        suite = real(*args, **kwargs)
+        splits.append(suite.split)
+        return suite
+
+    monkeypatch.setattr(at_grpo, "build_suite", recording)
+    flags = ("--max_steps", "1", "--eval_episodes", "2", "--eval_every", "0", "--eval_split", "val")
+    ATGRPOTrainer(args_for(tiny_model, tmp_path, *flags), log=lambda _: None).train()
+    assert splits and set(splits) == {"val"}
+    with pytest.raises(
+        ConfigError, match="eval_split='test' is not supported; allowed values: \\['val', 'eval'\\]"
+    ):
+        args_for(tiny_model, tmp_path, "--eval_split", "test")
+
+
 def test_training_seeds_never_meet_the_warm_starts_demonstration_seeds():
     from pettingllms.models.warmstart import WarmStartSettings
     from pettingllms.trainers.at_grpo import TRAIN_SEED_BASE, training_seeds

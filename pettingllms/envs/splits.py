@@ -1,8 +1,11 @@
-"""Train/evaluation split of procedurally generated instances, disjoint by construction.
+"""Train/validation/evaluation splits of instances, disjoint by construction.
 
-An instance belongs to the evaluation split iff the BLAKE2b hash of its canonical key falls in a fixed
-1-in-`EVAL_SHARE_DENOMINATOR` bucket. Generators draw instances until one lands in the requested split, so no
-instance can ever be drawn in both splits, whatever the seeds.
+An instance's split is a function of the BLAKE2b hash `h` of its canonical key: "eval" iff
+`h % EVAL_SHARE_DENOMINATOR == 0` (1 in 5), else "val" iff `(h // EVAL_SHARE_DENOMINATOR) % VAL_SHARE_DENOMINATOR
+== 0` (1 in 8 of the rest), else "train". The validation split is carved out of what was the training split, so
+the evaluation split (and every evaluation suite built on it) is the same as before it existed. Generators draw
+instances until one lands in the requested split, so no instance can ever be drawn in two splits, whatever the
+seeds. Recipes (learning rates, SFT lengths, reward settings) are tuned on "val" and reported on "eval".
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-SPLITS = ("train", "eval")
+SPLITS = ("train", "val", "eval")
 EVAL_SHARE_DENOMINATOR = 5
+VAL_SHARE_DENOMINATOR = 8
 MAX_DRAWS = 1_000
 
 T = TypeVar("T")
@@ -30,14 +34,18 @@ def canonical(key: Any) -> Any:
 
 
 def split_of(key: Any) -> str:
-    """Return "train" or "eval" for an instance key (a hashable tuple of ints, strings and sets)."""
+    """Return "train", "val" or "eval" for an instance key (a hashable tuple of ints, strings and sets)."""
     digest = hashlib.blake2b(repr(canonical(key)).encode(), digest_size=8).digest()
-    return "eval" if int.from_bytes(digest, "little") % EVAL_SHARE_DENOMINATOR == 0 else "train"
+    value = int.from_bytes(digest, "little")
+    if value % EVAL_SHARE_DENOMINATOR == 0:
+        return "eval"
+    return "val" if (value // EVAL_SHARE_DENOMINATOR) % VAL_SHARE_DENOMINATOR == 0 else "train"
 
 
-def check_split(split: str) -> str:
-    if split not in SPLITS:
-        raise ValueError(f"split={split!r} is not supported; allowed values: {list(SPLITS)}")
+def check_split(split: str, allowed: tuple[str, ...] = SPLITS) -> str:
+    """Return `split` if it is one of `allowed`, else raise `ValueError` naming the allowed values."""
+    if split not in allowed:
+        raise ValueError(f"split={split!r} is not supported; allowed values: {list(allowed)}")
     return split
 
 

@@ -3,7 +3,9 @@
 Each turn, in order:
 
 1. `tool` (workflow "mas" only) answers either with a fenced ```python block or directly with an answer in
-   `<answer>...</answer>`. Code runs in the sandbox (`pettingllms.sandbox`); its printed output is read for an
+   `<answer>...</answer>`. Code runs in the sandbox (`pettingllms.sandbox`) with the current board on its
+   standard input, exactly as the observation shows it under "Current state" (plus a final newline), so a
+   program can compute from the board without copying it; its printed output is read for an
    `<answer>...</answer>`, or else its last non-empty line is read as the answer. The proposed actions are
    simulated on a *copy* of the state; the real state does not change.
 2. `plan` sees the task, the tool agent's code, output and proposed actions with their simulated result, and
@@ -23,6 +25,7 @@ Rewards (version 0), with `potential(state)` in [0, 1] defined per game (1 iff s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -149,7 +152,17 @@ class ToolPlanEnv(TextAECEnv):
     def solution(self, agent: str | None = None) -> str:
         """The oracle's answer for the current state, in the answer format (e.g. `<answer>U R</answer>`); the
         same for every agent."""
-        return f"<answer>{self._format_actions(self.solution_actions())}</answer>"
+        return self.answer_text(self.solution_actions())
+
+    def answer_text(self, actions: Sequence[Any]) -> str:
+        """`actions` in the answer format, e.g. `<answer>U R</answer>`."""
+        return f"<answer>{self._format_actions(list(actions))}</answer>"
+
+    def solves(self, actions: Sequence[Any]) -> bool:
+        """Whether `actions`, executed in order from the current real state (on a copy), solve the puzzle."""
+        simulated = self.state.copy()
+        self._run(simulated, list(actions))
+        return self._solved(simulated)
 
     def random_answer(self, agent: str, rng: np.random.Generator) -> str:
         """A random answer in the answer format (the random baseline): `random_actions`, formatted."""
@@ -254,7 +267,12 @@ class ToolPlanEnv(TextAECEnv):
 
         try:
             sandbox = self._sandbox if self._sandbox is not None else default_sandbox()
-            result = sandbox.run(code, timeout=self.tool_timeout, memory_mb=self.tool_memory_mb)
+            result = sandbox.run(
+                code,
+                stdin=self._board_text(self.state) + "\n",
+                timeout=self.tool_timeout,
+                memory_mb=self.tool_memory_mb,
+            )
         except SandboxUnavailable as error:
             return "", "unavailable", "", f"the code could not run: {error}"
         shown = result.stdout + (("\n[stderr]\n" + result.stderr) if result.stderr else "")
@@ -307,14 +325,15 @@ class ToolPlanEnv(TextAECEnv):
             return (
                 f"You are {agent}, one of {self.ensemble_size - 1} TOOL agents proposing independently. You may "
                 "write Python that computes the answer: put it in one ```python block; it runs in a sandbox "
-                f"(standard library, numpy and sympy, no network, {self.tool_timeout:g} s) and must print the "
-                "answer. Your proposal is simulated on a copy and shown to the aggregator, who decides. You may "
+                f"(standard library, numpy and sympy, no network, {self.tool_timeout:g} s), reads the current "
+                "state as shown below on standard input, and must print the answer. Your proposal is simulated on a copy and shown to the aggregator, who decides. You may "
                 "also answer directly."
             )
         return (
             "You are the TOOL agent. You may write Python that computes the answer (a search such as BFS or A*): "
             "put it in one ```python block; it runs in a sandbox (standard library, numpy and sympy, no network, "
-            f"{self.tool_timeout:g} s) and must print the answer, e.g. print('<answer>...</answer>'). Your "
+            f"{self.tool_timeout:g} s), reads the current state as shown below on standard input, and must print "
+            "the answer, e.g. print('<answer>...</answer>'). Your "
             "proposal is simulated on a copy and shown to the plan agent, who decides. You may also answer directly."
         )
 

@@ -39,6 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--episodes", type=int, default=100, help="episodes per env (dataset suites: at most all)"
     )
     parser.add_argument("--seed", type=int, default=0, help="first seed of generated suites; sampling seed")
+    parser.add_argument(
+        "--split",
+        default="eval",
+        choices=["eval", "val"],
+        help="'eval' (default: the reported suites) or 'val' (the validation split of generated instances, for "
+        "tuning a recipe without looking at the reported suites)",
+    )
     parser.add_argument("--label", default=None, help="the row name on a leaderboard (default: --policy)")
     parser.add_argument("--workflow", default="mas", help="'mas' (default) or 'single'")
     parser.add_argument("--env_kwargs", default="{}", help="JSON keyword arguments for every env")
@@ -105,14 +112,16 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     }
     for env_id in env_ids:
         started = time.perf_counter()
-        suite = build_suite(env_id, args.episodes, args.seed, env_kwargs, workflow=args.workflow)
+        suite = build_suite(
+            env_id, args.episodes, args.seed, env_kwargs, workflow=args.workflow, split=args.split
+        )
         if args.samples > 1:
             replicated = tuple(
                 Episode(f"{e.key}#{j}", e.seed, e.options)
                 for e in suite.episodes
                 for j in range(args.samples)
             )
-            suite = Suite(suite.env_id, suite.env_kwargs, replicated, suite.description)
+            suite = Suite(suite.env_id, suite.env_kwargs, replicated, suite.description, suite.split)
         agents = pettingllms.make(env_id, workflow=args.workflow, **dict(suite.env_kwargs)).possible_agents
         specs = parse_policy_arg(args.policy, agents)
         loaded = load_policies(
@@ -152,7 +161,10 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
         result = metrics.summarize(env_id, records, samples_per_problem=args.samples)
         result.update(settings, wall_time_s=round(time.perf_counter() - started, 2))
         # per episode, in suite order, for paired comparisons between policies (pettingllms.eval.stats)
-        result["per_episode"] = {"keys": [r.key for r in records], "success": [int(r.success) for r in records]}
+        result["per_episode"] = {
+            "keys": [r.key for r in records],
+            "success": [int(r.success) for r in records],
+        }
         report["results"][env_id] = result
     if pool is not None:
         pool.close()

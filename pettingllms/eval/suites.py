@@ -50,12 +50,13 @@ class Suite:
     env_kwargs: Mapping[str, Any]
     episodes: tuple[Episode, ...]
     description: str
+    split: str = "eval"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "env_id": self.env_id,
             "env_kwargs": dict(self.env_kwargs),
-            "split": "eval",
+            "split": self.split,
             "episodes": len(self.episodes),
             "first_key": self.episodes[0].key if self.episodes else None,
             "description": self.description,
@@ -69,14 +70,22 @@ def build_suite(
     env_kwargs: Mapping[str, Any] | None = None,
     *,
     workflow: str = "mas",
+    split: str = "eval",
 ) -> Suite:
     """The suite of `episodes` episodes for `env_id` (module docstring); `env_kwargs` override the defaults and,
-    with `workflow`, must make a valid env (an ensemble's `num_agents` needs `workflow="ensemble"`)."""
+    with `workflow`, must make a valid env (an ensemble's `num_agents` needs `workflow="ensemble"`).
+
+    `split="val"` draws the same seeds from the validation split instead (generated instances only: what recipes
+    are tuned on, never reported); a dataset suite with it raises `ValueError`."""
     if episodes < 1:
         raise ValueError(f"episodes={episodes} must be >= 1")
+    if split not in ("val", "eval"):
+        raise ValueError(f"split={split!r} is not supported; allowed values: ['val', 'eval']")
     kwargs = {**DATASET_SUITES.get(env_id, {}), **dict(env_kwargs or {})}
     env = pettingllms.make(env_id, workflow=workflow, **kwargs).unwrapped
     dataset = kwargs.get("dataset")
+    if dataset is not None and dataset != "generated" and split != "eval":
+        raise ValueError(f"the {dataset!r} dataset has no validation split; use split='eval'")
     if dataset is not None and dataset != "generated":
         size = len(env.problems("eval"))
         count = min(episodes, size)
@@ -85,9 +94,11 @@ def build_suite(
         )
         description = f"{dataset}: problems 0..{count - 1} of {size} (evaluation split)"
     else:
+        prefix = "seed" if split == "eval" else f"{split}-seed"
         chosen = tuple(
-            Episode(f"seed/{seed + index}", seed + index, {"split": "eval"}) for index in range(episodes)
+            Episode(f"{prefix}/{seed + index}", seed + index, {"split": split}) for index in range(episodes)
         )
-        description = f"generated instances, evaluation split, seeds {seed}..{seed + episodes - 1}"
+        name = {"eval": "evaluation", "val": "validation"}[split]
+        description = f"generated instances, {name} split, seeds {seed}..{seed + episodes - 1}"
     env.close()
-    return Suite(env_id, kwargs, chosen, description)
+    return Suite(env_id, kwargs, chosen, description, split)

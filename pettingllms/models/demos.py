@@ -1,14 +1,21 @@
 """Solver demonstrations for the supervised warm start of a model on a puzzle environment.
 
 `collect_demonstrations` plays `pettingllms.make(env_id, workflow=...)` on training seeds. At every agent step
-it records `Demo(agent, prompt=str(env.observe(agent)), target=env.unwrapped.solution())` — the oracle's answer
-for the current state — and then steps the env with an *executed* answer, which is usually the target but, with
-probability `tool_noise` for the `tool` agent and `plan_noise` for every other agent, a perturbed copy
-(`perturb_answer`: one move dropped, or replaced by a different move). The targets stay clean; the noise only
-shapes the states and prompts the data covers:
+it records `Demo(agent, prompt=str(env.observe(agent)), target)` and then steps the env with an *executed*
+answer:
 
-- noisy tool proposals (every `tool_i` of an ensemble too) teach the plan agent (or the aggregator) to answer from the map instead of copying the proposal it is shown;
-- noisy plan answers leave the puzzle unsolved, so later turns (with their "Last turn" report) appear too.
+- a `tool` agent's target is, with probability `tool_programs`, a program that computes the answer
+  (`pettingllms.models.tool_programs`: the BFS, or with probability `program_bugs` one of its imperfect
+  variants, uniformly), executed as written; otherwise the oracle's answer for the current state
+  (`env.unwrapped.solution()`), executed as is or, with probability `tool_noise`, as a perturbed copy
+  (`perturb_answer`: one move dropped, or replaced by a different move);
+- any other agent's target is the tool's proposal of this turn, copied, when that proposal solves the puzzle
+  (`env.unwrapped.solves`), else the oracle's answer; it is executed as is or, with probability `plan_noise`,
+  perturbed.
+
+So the plan agent learns to keep a right proposal and to answer from the map when the proposal is wrong
+(perturbed direct answers, buggy programs), and never to edit a right one; perturbed plan answers leave the
+puzzle unsolved, so later turns (with their "Last turn" report) appear too.
 
 Everything random comes from the `numpy.random.Generator` passed in; the envs are seeded by their seeds.
 Perturbation assumes the answer is a space-separated list inside `<answer>...</answer>`; items outside
@@ -25,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from pettingllms.envs.base import agent_role
+from pettingllms.models.tool_programs import BFS, BUGGY_BFS, PROGRAM_ENVS, as_tool_call
 
 MOVES = ("U", "D", "L", "R")
 ENSEMBLE_DEMO_SIZES = (1, 2, 3, 5, 7)
@@ -78,22 +86,38 @@ def collect_demonstrations(
     env_kwargs: Mapping[str, Any] | None = None,
     tool_noise: float = TOOL_NOISE,
     plan_noise: float = PLAN_NOISE,
+    tool_programs: float = 0.0,
+    program_bugs: float = 0.0,
+    per_role: int | None = None,
 ) -> list[Demo]:
     """Play one episode per seed (training split) and return every agent step as a `Demo`, in play order.
 
     Args:
         env_id: a registered environment whose unwrapped env has `solution()` (the puzzle envs).
-        seeds: reset seeds, one episode each.
-        rng: the source of the noise decisions.
+        seeds: reset seeds, one episode each (may be endless when `per_role` is set).
+        rng: the source of the noise and program decisions.
         workflow, env_kwargs: passed to `pettingllms.make`.
-        tool_noise: probability that the `tool` agent's executed proposal is perturbed.
+        tool_noise: probability that the `tool` agent's executed direct answer is perturbed.
         plan_noise: probability that another agent's executed answer is perturbed.
+        tool_programs: probability that a `tool` demonstration is a program (only for `PROGRAM_ENVS`).
+        program_bugs: probability that such a program is one of the imperfect variants.
+        per_role: stop once every role of the workflow has this many demonstrations, and keep the first
+            `per_role` of each (warm starts of different workflows then see as many per role).
     """
     import pettingllms
 
-    for name, value in (("tool_noise", tool_noise), ("plan_noise", plan_noise)):
+    for name, value in (
+        ("tool_noise", tool_noise),
+        ("plan_noise", plan_noise),
+        ("tool_programs", tool_programs),
+        ("program_bugs", program_bugs),
+    ):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name}={value} must be in [0, 1]")
+    if tool_programs > 0 and env_id not in PROGRAM_ENVS:
+        raise ValueError(f"tool_programs needs one of {list(PROGRAM_ENVS)}; {env_id!r} has no tool programs")
+    if per_role is not None and per_role < 1:
+        raise ValueError(f"per_role={per_role} must be >= 1")
     kwargs = dict(env_kwargs or {})
     sizes = ENSEMBLE_DEMO_SIZES if workflow == "ensemble" and "num_agents" not in kwargs else (None,)
     envs = {
@@ -102,8 +126,12 @@ def collect_demonstrations(
         )
         for size in sizes
     }
+    roles = {agent_role(agent) for env in envs.values() for agent in env.possible_agents}
     demos: list[Demo] = []
+    counts = dict.fromkeys(roles, 0)
     for seed in seeds:
+        if per_role is not None and min(counts.values()) >= per_role:
+            break
         env = envs[sizes[int(seed) % len(sizes)]]
         env.reset(seed=int(seed))
         for agent in env.agent_iter():
@@ -111,10 +139,51 @@ def collect_demonstrations(
             if termination or truncation:
                 env.step(None)
                 continue
-            target = env.unwrapped.solution()
+            target, executed = _demonstrate(
+                env.unwrapped, agent, rng, tool_noise, plan_noise, tool_programs, program_bugs
+            )
             demos.append(Demo(agent, str(env.observe(agent)), target))
-            noise = tool_noise if agent_role(agent) == "tool" else plan_noise
-            env.step(perturb_answer(target, rng) if rng.random() < noise else target)
+            counts[agent_role(agent)] += 1
+            env.step(executed)
     for env in envs.values():
         env.close()
-    return demos
+    if per_role is None:
+        return demos
+    if min(counts.values()) < per_role:
+        raise ValueError(f"the seeds gave fewer than per_role={per_role} demonstrations for a role: {counts}")
+    kept = dict.fromkeys(roles, 0)
+    trimmed = []
+    for demo in demos:
+        role = agent_role(demo.agent)
+        if kept[role] < per_role:
+            kept[role] += 1
+            trimmed.append(demo)
+    return trimmed
+
+
+def _demonstrate(
+    env: Any,
+    agent: str,
+    rng: np.random.Generator,
+    tool_noise: float,
+    plan_noise: float,
+    tool_programs: float,
+    program_bugs: float,
+) -> tuple[str, str]:
+    """(target, executed answer) of one step (module docstring)."""
+    if agent_role(agent) == "tool":
+        if tool_programs > 0 and rng.random() < tool_programs:
+            if rng.random() < program_bugs:
+                program = BUGGY_BFS[sorted(BUGGY_BFS)[int(rng.integers(len(BUGGY_BFS)))]]
+            else:
+                program = BFS
+            call = as_tool_call(program)
+            return call, call
+        target = env.solution()
+        return target, perturb_answer(target, rng) if rng.random() < tool_noise else target
+    proposal = env.proposal
+    if proposal is not None and proposal.actions and env.solves(proposal.actions):
+        target = env.answer_text(proposal.actions)
+    else:
+        target = env.solution()
+    return target, perturb_answer(target, rng) if rng.random() < plan_noise else target

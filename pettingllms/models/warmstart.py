@@ -1,7 +1,8 @@
 """The built-in warm-started tiny model: built once from solver demonstrations, then cached.
 
-`ensure_tiny_model(env_id, workflow=...)` returns `<home>/models/tiny-<env_id>-<workflow>-v1/` (home from
-`pettingllms.models.home`; with `sft_steps=0`, the untrained baseline, `...-v1-untrained/`), a folder loadable
+`ensure_tiny_model(env_id, workflow=...)` returns `<home>/models/tiny-<env_id>-<workflow>-v2/` (home from
+`pettingllms.models.home`; with `sft_steps=0`, the untrained baseline, `...-v2-untrained/`; with `tag="name"`,
+`tiny-<env_id>-<workflow>-name-v2/`, a variant built with other settings beside the default one), a folder loadable
 with `HFPolicy.from_pretrained` or transformers' `from_pretrained`: `config.json`, `model.safetensors`,
 `generation_config.json`, the tokenizer files and `warmstart.json` (settings, seeds, token counts, wall times,
 SFT losses, greedy success before/after).
@@ -9,7 +10,9 @@ SFT losses, greedy success before/after).
 If the folder holds `warmstart.json` it is returned as is, even if it was built with other settings (a warning
 names the differences; pass `rebuild=True` to rebuild). Otherwise it is built:
 
-1. demonstrations on training seeds `0 .. demo_episodes-1` (`pettingllms.models.demos`);
+1. demonstrations on training seeds `0 .. demo_episodes-1`, or from seed 0 on until every role has
+   `demos_per_role` of them (`pettingllms.models.demos`; `tool_programs`, `program_bugs`: the tool agent's
+   share of programs and of imperfect ones among them);
 2. a byte-level BPE tokenizer trained on their prompts and targets (`pettingllms.models.tokenizer`);
 3. the tiny Qwen3 initialised from `seed` (`pettingllms.models.tiny`);
 4. supervised fine-tuning with TRL's `SFTTrainer`, loss on the assistant turn only (`pettingllms.models.training`);
@@ -27,12 +30,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import json
 import os
 import shutil
 import tempfile
 import time
 import warnings
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,7 +47,7 @@ import numpy as np
 from pettingllms.models import home, training
 from pettingllms.models.demos import PLAN_NOISE, TOOL_NOISE, collect_demonstrations
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 DEFAULT_SFT_STEPS = 250
 MANIFEST = "warmstart.json"
 
@@ -57,6 +62,11 @@ class WarmStartSettings:
     sft_steps: int = DEFAULT_SFT_STEPS  # optimizer steps (0: save the untrained model)
     seed: int = 0  # model init, demonstration noise, trainer
     demo_episodes: int | None = None  # default: sft_steps * batch_size / 2, about one pass over the examples
+    demos_per_role: int | None = (
+        None  # instead of demo_episodes: play until every role has this many, keep them
+    )
+    tool_programs: float = 0.0  # share of the tool agent's demonstrations that are programs (demos module)
+    program_bugs: float = 0.0  # share of those programs that are imperfect variants
     eval_episodes: int = 200  # evaluation-split episodes for the before/after success (0: skip)
     batch_size: int = 32
     learning_rate: float = 1e-3
@@ -79,11 +89,14 @@ class WarmStartSettings:
         return json.loads(json.dumps({**dataclasses.asdict(self), "env_kwargs": dict(self.env_kwargs)}))
 
 
-def tiny_model_dir(env_id: str = "plan-path-v0", workflow: str = "mas", *, untrained: bool = False) -> Path:
+def tiny_model_dir(
+    env_id: str = "plan-path-v0", workflow: str = "mas", *, untrained: bool = False, tag: str | None = None
+) -> Path:
     """The cache folder of the tiny model for `env_id` and `workflow` (it may not exist yet); `untrained`: the
-    folder of the same model saved before fine-tuning (`sft_steps=0`), a baseline."""
-    return (
-        home.models_dir() / f"tiny-{env_id}-{workflow}-v{FORMAT_VERSION}{'-untrained' if untrained else ''}"
+    folder of the same model saved before fine-tuning (`sft_steps=0`), a baseline; `tag`: a named variant."""
+    variant = f"-{tag}" if tag else ""
+    return home.models_dir() / (
+        f"tiny-{env_id}-{workflow}{variant}-v{FORMAT_VERSION}{'-untrained' if untrained else ''}"
     )
 
 
@@ -95,12 +108,14 @@ def ensure_tiny_model(
     rebuild: bool = False,
     sft_steps: int = DEFAULT_SFT_STEPS,
     seed: int = 0,
+    tag: str | None = None,
     **options: Any,
 ) -> Path:
     """Return the cached tiny model folder for `env_id`/`workflow`, building it first if needed (module docs).
 
-    `options` are the other `WarmStartSettings` fields: `demo_episodes`, `eval_episodes`, `batch_size`,
-    `learning_rate`. `workflow` may join several workflows with "+" (e.g. "mas+single"): one model whose
+    `options` are the other `WarmStartSettings` fields: `demo_episodes`, `demos_per_role`, `tool_programs`,
+    `program_bugs`, `eval_episodes`, `batch_size`, `learning_rate`; `tag` names a variant's folder
+    (`tiny_model_dir`), so that a build with other settings does not replace the default one. `workflow` may join several workflows with "+" (e.g. "mas+single"): one model whose
     demonstrations alternate between them (episode i plays workflow i mod n), evaluated on the first; the
     comparisons of single agents with teams start from it. For the "ensemble" workflow `num_agents` is ignored: the demonstrations cycle through the
     team sizes of `pettingllms.models.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size; `reward` is
@@ -118,7 +133,9 @@ def ensure_tiny_model(
         seed=seed,
         **options,
     )
-    target = tiny_model_dir(env_id, workflow, untrained=sft_steps == 0)
+    if tag is not None and not tag.replace("_", "").isalnum():
+        raise ValueError(f"tag={tag!r} must be letters, digits and underscores")
+    target = tiny_model_dir(env_id, workflow, untrained=sft_steps == 0, tag=tag)
     if (target / MANIFEST).is_file() and not rebuild:
         _warn_if_different(target, settings)
         return target
@@ -174,8 +191,20 @@ def build_into(folder: Path, settings: WarmStartSettings) -> dict[str, Any]:
     workflows = s.workflow.split("+")
     demos = []
     for index, workflow in enumerate(workflows):  # episode i plays workflow i mod len(workflows)
-        seeds = range(index, s.episodes, len(workflows))
-        demos += collect_demonstrations(s.env_id, seeds, rng, workflow=workflow, env_kwargs=s.env_kwargs)
+        if s.demos_per_role is None:
+            seeds = range(index, s.episodes, len(workflows))
+        else:
+            seeds = itertools.count(index, len(workflows))
+        demos += collect_demonstrations(
+            s.env_id,
+            seeds,
+            rng,
+            workflow=workflow,
+            env_kwargs=s.env_kwargs,
+            tool_programs=s.tool_programs,
+            program_bugs=s.program_bugs,
+            per_role=s.demos_per_role,
+        )
     lap("demonstrations_s")
     tokenizer = train_tokenizer(text for demo in demos for text in (demo.prompt, demo.target))
     model = build_model(config_for_tokenizer(tokenizer), s.seed)
@@ -215,8 +244,11 @@ def build_into(folder: Path, settings: WarmStartSettings) -> dict[str, Any]:
         "format_version": FORMAT_VERSION,
         "settings": s.to_json(),
         "demonstrations": {
-            "train_seeds": [0, s.episodes],
+            "train_seeds": [0, s.episodes] if s.demos_per_role is None else "from 0 until demos_per_role",
             "examples": len(demos),
+            "examples_per_agent": dict(Counter(demo.agent for demo in demos)),
+            "tool_programs": s.tool_programs,
+            "program_bugs": s.program_bugs,
             "tool_noise": TOOL_NOISE,
             "plan_noise": PLAN_NOISE,
             "prompt_tokens": training.prompt_token_stats(tokenizer, demos),

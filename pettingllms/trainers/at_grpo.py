@@ -279,7 +279,9 @@ class ATGRPOTrainer:
         args = self.args
         start = time.perf_counter()
         make_kwargs = {"alpha": args.alpha, "max_turns": args.max_turns, **args.env_kwargs}
-        suite = build_suite(args.env_id, args.eval_episodes, 0, make_kwargs, workflow=args.workflow)
+        suite = build_suite(
+            args.env_id, args.eval_episodes, 0, make_kwargs, workflow=args.workflow, split=args.eval_split
+        )
         backends = self.policies.backends
         saved = {name: sampler_state(b) for name, b in backends.items() if has_sampler_state(b)}
         try:

@@ -20,7 +20,7 @@ from trl import GRPOConfig
 import pettingllms
 from pettingllms.errors import ConfigError
 from pettingllms.trainers.advantages import SCALE_REWARDS
-from pettingllms.trainers.rollout import COMMITS, GROUPINGS, TEAM_CREDITS, TREE_GROUPINGS
+from pettingllms.trainers.rollout import GROUPINGS, TEAM_CREDITS, TREE_GROUPINGS, parse_commit
 
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
 GENERATION_BACKENDS = ("hf", "vllm")
@@ -51,7 +51,11 @@ class ATGRPOConfig(GRPOConfig):
         },
     )
     commit: str = dataclasses.field(
-        default="greedy", metadata={"help": "Candidate committed each step: 'greedy' (best) or 'random'."}
+        default="greedy",
+        metadata={
+            "help": "Candidate committed each step: 'greedy' (best), 'random', or per-role pairs such as "
+            "'tool=random' (that role random, the others greedy)."
+        },
     )
     team_credit: str = dataclasses.field(
         default="turn",
@@ -161,8 +165,13 @@ class ATGRPOConfig(GRPOConfig):
     eval_every: int = dataclasses.field(
         default=10, metadata={"help": "Evaluate every N steps (0: only at the ends)."}
     )
-    eval_episodes: int = dataclasses.field(
-        default=100, metadata={"help": "Evaluation-split episodes per evaluation."}
+    eval_episodes: int = dataclasses.field(default=100, metadata={"help": "Episodes per evaluation."})
+    eval_split: str = dataclasses.field(
+        default="eval",
+        metadata={
+            "help": "Split of the periodic evaluations: 'eval' (pettingllms-eval's suite) or 'val' (the "
+            "validation split, disjoint from it: for tuning a recipe without looking at the reported suite)."
+        },
     )
     dump_rollouts: bool = dataclasses.field(
         default=False, metadata={"help": "Write every sample to rollouts/step_N.jsonl."}
@@ -226,7 +235,11 @@ class ATGRPOConfig(GRPOConfig):
         if self.bf16 is None:
             self.bf16 = False
         self._check_choice("grouping", GROUPINGS)
-        self._check_choice("commit", COMMITS)
+        try:
+            parse_commit(self.commit)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        self._check_choice("eval_split", ("val", "eval"))
         self._check_choice("team_credit", TEAM_CREDITS)
         self.scale_rewards = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
         self._check_choice("scale_rewards", SCALE_REWARDS)

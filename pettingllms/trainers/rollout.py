@@ -15,7 +15,10 @@ AT-GRPO (`grouping="agent_turn"`), for every instance, turn and agent in workflo
 4. the K samples form one group keyed `(instance, turn, agent)`, with identical prompts;
 5. the best candidate (highest reward, lowest index on ties) is committed: its copy *becomes* the real state,
    so the next agent acts on exactly the state that candidate produced. With `commit="random"` a uniformly
-   drawn candidate is committed instead (an ablation).
+   drawn candidate is committed instead (an ablation); `commit="tool=random"` (comma-separated `role=mode`
+   pairs, `parse_commit`) draws the commit of the named roles' agents at random and commits the best for the
+   others (the ablation "random tool, greedy plan": the plan agent then trains on the proposals a sampled tool
+   makes, not on best-of-K ones).
 
 Trajectory baseline (`grouping="trajectory"`): K independent episodes per instance, one completion per step;
 every sample of an episode carries the episode's return (the sum of the rewards of its steps), and the group is
@@ -39,6 +42,7 @@ from typing import Any
 import numpy as np
 from pettingzoo import AECEnv
 
+from pettingllms.envs.base import agent_role
 from pettingllms.envs.pool import EnvPool
 from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig, StatePolicy
 
@@ -46,8 +50,27 @@ GROUPINGS = ("agent_turn", "agent", "turn", "trajectory")
 TREE_GROUPINGS = ("agent_turn", "agent", "turn")
 """Groupings whose rollouts sample K candidates per agent step and commit one (the others play K episodes)."""
 COMMITS = ("greedy", "random")
+"""How a turn's committed candidate is picked; `parse_commit` also takes per-role pairs such as "tool=random"."""
 TEAM_CREDITS = ("turn", "step")
 """How a candidate's team reward is measured: over the rest of its turn, or its own step alone (module docstring)."""
+
+
+def parse_commit(spec: str) -> dict[str, str]:
+    """`commit` as {role: mode}, with the key "*" for roles not named: "greedy" -> {"*": "greedy"}, "random" ->
+    {"*": "random"}, "tool=random" -> {"*": "greedy", "tool": "random"} (pairs separated by commas; a role is an
+    agent's name without its `_<index>`). Raises `ValueError` naming the allowed forms."""
+    if spec in COMMITS:
+        return {"*": spec}
+    modes = {"*": "greedy"}
+    for pair in spec.split(","):
+        role, _, mode = pair.strip().partition("=")
+        if not role or mode not in COMMITS or role in modes:
+            raise ValueError(
+                f"commit={spec!r} is not supported; allowed values: {list(COMMITS)} or comma-separated "
+                "role=mode pairs with each role once and mode in those values (e.g. 'tool=random')"
+            )
+        modes[role] = mode
+    return modes
 
 
 @dataclasses.dataclass
@@ -132,7 +155,7 @@ class RolloutEngine:
         sampling: policy name -> sampling settings.
         num_generations: K.
         grouping: "agent_turn" (AT-GRPO), "trajectory" (the baseline), or the ablations "agent" / "turn".
-        commit: "greedy" (the best candidate) or "random".
+        commit: "greedy" (the best candidate), "random", or per-role pairs such as "tool=random" (`parse_commit`).
         team_credit: "turn" (a candidate's team reward includes its turn's greedy completion) or "step".
         seed: seeds the engine's own generator (random commits).
         pool: an `EnvPool` (worker processes) or `RayEnvPool` (Ray actors) that steps the K candidate copies
@@ -155,8 +178,7 @@ class RolloutEngine:
     ):
         if grouping not in GROUPINGS:
             raise ValueError(f"grouping={grouping!r} is not supported; allowed values: {list(GROUPINGS)}")
-        if commit not in COMMITS:
-            raise ValueError(f"commit={commit!r} is not supported; allowed values: {list(COMMITS)}")
+        self.commit_modes = parse_commit(commit)
         if team_credit not in TEAM_CREDITS:
             raise ValueError(
                 f"team_credit={team_credit!r} is not supported; allowed values: {list(TEAM_CREDITS)}"
@@ -380,8 +402,9 @@ class RolloutEngine:
         copies: Sequence[AECEnv],
         team: Sequence[float] | None = None,
     ) -> tuple[AECEnv, list[_Candidate], int]:
-        """Every candidate's row, and the committed copy: the best (first maximum) or, with `commit="random"`, a
-        uniformly drawn one. `team`: each candidate's team reward of its turn (None: its own step's)."""
+        """Every candidate's row, and the committed copy: the best (first maximum) or, where the agent's role
+        commits at random, a uniformly drawn one. `team`: each candidate's team reward of its turn (None: its own
+        step's)."""
         rows = []
         for position, (generation, copy) in enumerate(zip(candidates, copies, strict=True)):
             info = dict(copy.infos[agent])
@@ -392,7 +415,7 @@ class RolloutEngine:
             else:
                 reward = copy.unwrapped.alpha * team[position] + float(info["reward_local"])
                 rows.append(_Candidate(generation, info, reward, team[position]))
-        if self.commit == "greedy":
+        if self.commit_modes.get(agent_role(agent), self.commit_modes["*"]) == "greedy":
             chosen = int(
                 np.argmax([row.reward for row in rows])
             )  # the first maximum: a deterministic tie-break

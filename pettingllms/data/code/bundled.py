@@ -8,8 +8,9 @@ sandbox). The problems are written in ``bundled_easy``/``bundled_medium``/``bund
 ``bundled_problems.jsonl`` next to this module is generated from them by
 ``python -m pettingllms.data.code.build_bundled``.
 
-The train/eval split is ``pettingllms.envs.splits.split_of(problem.id)``: a hash of the id, so the two
-splits are disjoint and together cover the set, whatever order the problems are in.
+The eval split is the problems whose ``pettingllms.envs.splits.split_of(problem.id)`` is "eval" (a hash of the
+id), the train split all the others (the set is too small to carve out a validation split), so the two splits
+are disjoint and together cover the set, whatever order the problems are in.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def load_bundled(path: str | PathLike[str] | None = None, split: str | None = No
     ``path`` is None; all of them when ``split`` is None, else those of ``split`` ("train" or "eval";
     ValueError for anything else)."""
     if split is not None:
-        check_split(split)
+        check_split(split, ("train", "eval"))
     if path is None:
         text = resources.files(__package__).joinpath(DATA_FILE).read_text(encoding="utf-8")
     else:
@@ -42,4 +43,4 @@ def load_bundled(path: str | PathLike[str] | None = None, split: str | None = No
     problems = [
         problem_from_dict(json.loads(row), source="bundled") for row in text.splitlines() if row.strip()
     ]
-    return [p for p in problems if split is None or split_of(p.id) == split]
+    return [p for p in problems if split is None or (split_of(p.id) == "eval") == (split == "eval")]

@@ -103,10 +103,11 @@ class MathEnv(TextAECEnv):
 
     # ----------------------------------------------------------------- instances
     def problems(self, split: str) -> tuple[MathProblem, ...]:
-        """The problems of `split` ("train" or "eval") of this env's dataset (not for generated problems)."""
+        """The problems of `split` ("train" or "eval") of this env's dataset (not for generated problems, the
+        only ones with a "val" split)."""
         if self.dataset == "generated":
             raise ConfigError("generated problems have no fixed list: they are drawn from seeds")
-        return _load_split(self.dataset, self.dataset_path, check_split(split))
+        return _load_split(self.dataset, self.dataset_path, check_split(split, tuple(NATIVE_SPLITS)))
 
     def _reset_task(self, options: dict[str, Any]) -> None:
         self.problem = problem_option(options, problem_from_dict)

@@ -6,7 +6,7 @@ Walk from the start `S` to the goal `G` of a grid with walls, moving up, down, l
 |---|---|
 | agents (workflow "mas") | `tool`, `plan` (in that order each turn) |
 | agents (workflow "single") | `plan` |
-| action | any text; moves inside `<answer>...</answer>` as up/down/left/right or U/D/L/R, separated by spaces or commas; the `tool` agent may instead give a ```python block that prints the moves |
+| action | any text; moves inside `<answer>...</answer>` as up/down/left/right or U/D/L/R, separated by spaces or commas; the `tool` agent may instead give a ```python block that prints the moves (it reads the map, as the observation shows it, on standard input) |
 | observation | text: the task, the map (`@` you, `G` goal, `#` wall, `.` free), last turn's result, and for `plan` the tool agent's code, output and proposal |
 | instances | seeded generator (`size`, `obstacle_density`); `reset(options={"grid": TEXT})` loads a map (`#` wall, `.` free, `S` start, `G` goal); `options={"split": "eval"}` draws from the evaluation split, disjoint from training |
 
