@@ -208,6 +208,21 @@ def test_ensure_tiny_model_builds_then_reuses(monkeypatch, tmp_path):
     assert len(generation) == 2 and all(len(g.completion_ids) >= 1 for g in generation)
 
 
+def test_a_tagged_warm_start_with_programs_lives_beside_the_default_and_counts_its_demonstrations(
+    monkeypatch, tmp_path
+):
+    torch.set_num_threads(1)
+    monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
+    options = {"demos_per_role": 12, "eval_episodes": 0, "batch_size": 8, "sft_steps": 1}
+    folder = ensure_tiny_model("plan-path-v0", tag="mini", tool_programs=0.5, program_bugs=0.5, **options)
+    assert folder.name == "tiny-plan-path-v0-mas-mini-v2" and folder != tiny_model_dir("plan-path-v0", "mas")
+    manifest = read_manifest(folder)
+    assert manifest["demonstrations"]["examples_per_agent"] == {"tool": 12, "plan": 12}
+    assert manifest["settings"]["tool_programs"] == 0.5 and manifest["settings"]["demos_per_role"] == 12
+    with pytest.raises(ValueError, match="tag="):
+        ensure_tiny_model("plan-path-v0", tag="../elsewhere", **options)
+
+
 def test_one_warm_start_can_cover_several_workflows(monkeypatch, tmp_path):
     """ "mas+single": episode i demonstrates workflow i mod 2, so the single agent's prompts are in the data too."""
     from pettingllms.models.demos import collect_demonstrations

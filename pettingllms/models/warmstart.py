@@ -62,9 +62,7 @@ class WarmStartSettings:
     sft_steps: int = DEFAULT_SFT_STEPS  # optimizer steps (0: save the untrained model)
     seed: int = 0  # model init, demonstration noise, trainer
     demo_episodes: int | None = None  # default: sft_steps * batch_size / 2, about one pass over the examples
-    demos_per_role: int | None = (
-        None  # instead of demo_episodes: play until every role has this many, keep them
-    )
+    demos_per_role: int | None = None  # instead of demo_episodes: play until each role has this many
     tool_programs: float = 0.0  # share of the tool agent's demonstrations that are programs (demos module)
     program_bugs: float = 0.0  # share of those programs that are imperfect variants
     eval_episodes: int = 200  # evaluation-split episodes for the before/after success (0: skip)
@@ -115,7 +113,8 @@ def ensure_tiny_model(
 
     `options` are the other `WarmStartSettings` fields: `demo_episodes`, `demos_per_role`, `tool_programs`,
     `program_bugs`, `eval_episodes`, `batch_size`, `learning_rate`; `tag` names a variant's folder
-    (`tiny_model_dir`), so that a build with other settings does not replace the default one. `workflow` may join several workflows with "+" (e.g. "mas+single"): one model whose
+    (`tiny_model_dir`), so that a build with other settings does not replace the default one. `workflow` may
+    join several workflows with "+" (e.g. "mas+single"): one model whose
     demonstrations alternate between them (episode i plays workflow i mod n), evaluated on the first; the
     comparisons of single agents with teams start from it. For the "ensemble" workflow `num_agents` is ignored: the demonstrations cycle through the
     team sizes of `pettingllms.models.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size; `reward` is
