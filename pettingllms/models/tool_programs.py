@@ -5,7 +5,7 @@ The tool agent of `plan-path-v0` may answer with a ```python block that the env 
 current map on standard input (`pettingllms.envs.tool_plan`). `BFS` is such a program: a breadth-first search
 over the map as shown (`@` the agent, `G` the goal, `#` walls), printing a shortest path as space-separated
 moves. It is written for the tiny model's tokenizer (`pettingllms.models.tokenizer`): multi-letter names and few
-dots and digits, so that it is 83 tokens under a tokenizer trained on the demonstrations.
+dots and digits, so that it is 79 tokens under the tokenizer of the miniature's team warm start.
 
 `BUGGY_BFS` holds three imperfect variants, each a plausible slip, with the share of 100 training grids (5x5,
 density 0.2, seeds 0..99) it still solves, measured when they were written: `"wraps"` forgets that a left or

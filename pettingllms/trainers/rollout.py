@@ -196,7 +196,6 @@ class RolloutEngine:
         self.sampling = sampling
         self.num_generations = num_generations
         self.grouping = grouping
-        self.commit = commit
         self.team_credit = team_credit
         self.rng = np.random.default_rng(seed)
         self.pool = pool
