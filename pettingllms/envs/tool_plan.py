@@ -326,7 +326,8 @@ class ToolPlanEnv(TextAECEnv):
                 f"You are {agent}, one of {self.ensemble_size - 1} TOOL agents proposing independently. You may "
                 "write Python that computes the answer: put it in one ```python block; it runs in a sandbox "
                 f"(standard library, numpy and sympy, no network, {self.tool_timeout:g} s), reads the current "
-                "state as shown below on standard input, and must print the answer. Your proposal is simulated on a copy and shown to the aggregator, who decides. You may "
+                "state as shown below on standard input, and must print the answer. Your proposal is simulated "
+                "on a copy and shown to the aggregator, who decides. You may "
                 "also answer directly."
             )
         return (
