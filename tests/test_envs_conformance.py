@@ -51,8 +51,13 @@ def test_clone_is_cheap_and_independent(env_id):
     env.reset(seed=5)
     clone = env.clone()
     assert type(clone) is type(env) and clone.unwrapped is not env.unwrapped
+    selection, seen = env.agent_selection, env.observe(env.agent_selection)
     clone.step(clone.unwrapped.solution())
-    assert env.unwrapped.state != clone.unwrapped.state or env.agent_selection != clone.agent_selection
+    assert clone.agent_selection != selection  # the clone moved on
+    assert env.agent_selection == selection and env.observe(selection) == seen  # the original did not
+    fresh = pettingllms.make(env_id)
+    fresh.reset(seed=5)
+    assert env.unwrapped.state == fresh.unwrapped.state
     assert copy.deepcopy(env).observe(env.agent_selection) == env.observe(env.agent_selection)
 
 

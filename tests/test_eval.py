@@ -52,6 +52,8 @@ def test_random_baseline_is_seeded(tmp_path):
     again = _play("plan-path-v0", RandomPolicy(seed=5), tmp_path / "c")
     assert first == again  # reseeded per chunk from the run's seed: the policy's own seed does not matter
     assert first == second
+    other_run = _play("plan-path-v0", RandomPolicy(seed=5), tmp_path / "d", seed=4)
+    assert other_run != first  # the run's seed does matter
 
 
 def test_resume_skips_finished_episodes(tmp_path):

@@ -257,9 +257,22 @@ def test_trajectory_grouping_has_k_episodes_per_instance_and_the_return_on_every
     rollout = engine(grouping="trajectory").collect(range(4))
     assert {s.group_id for s in rollout.samples} == {"0", "1", "2", "3"}
     assert Counter(e.instance for e in rollout.episodes) == Counter({i: K for i in range(4)})
-    compute_advantages(rollout.samples)
+    compute_advantages(rollout.samples, scale_rewards="none")
     # all samples of one episode share one reward (its return), so their advantages are equal
-    assert all(s.reward_team is not None for s in rollout.samples)
+    by_episode = defaultdict(list)
+    for sample in rollout.samples:
+        by_episode[sample.episode].append(sample)
+    assert len(by_episode) == 4 * K
+    for members in by_episode.values():
+        assert len({m.reward for m in members}) == 1 and len({m.advantage for m in members}) == 1
+    # each instance's K episode advantages are centred: the baseline is the mean of the K returns
+    for instance in range(4):
+        episodes = [m[0] for m in by_episode.values() if m[0].instance == instance]
+        assert len(episodes) == K
+        assert sum(e.advantage for e in episodes) == pytest.approx(0.0, abs=1e-9)
+        assert [e.advantage for e in episodes] == pytest.approx(
+            [e.reward - np.mean([o.reward for o in episodes]) for e in episodes]
+        )
 
 
 def test_trajectory_advantages_are_computed_over_the_k_episodes_not_their_steps():
@@ -325,10 +338,25 @@ def test_a_long_failed_episode_does_not_pull_the_baseline_down():
         compute_advantages(samples)
 
 
-def test_random_commit_is_seeded():
+def test_random_commit_is_seeded_and_commits_other_than_the_best():
     first = engine(commit="random", seed=1).collect(range(4))
     second = engine(commit="random", seed=1).collect(range(4))
     assert [s.committed for s in first.samples] == [s.committed for s in second.samples]
+    env_fn = functools.partial(pettingllms.make, "plan-path-v0", workflow="mas")
+    recorder = RecordingEngine(
+        env_fn,
+        {"shared": ScriptedPolicy(random_moves, seed=1)},
+        {"tool": "shared", "plan": "shared"},
+        {"shared": SamplingConfig()},
+        num_generations=K,
+        commit="random",
+        seed=1,
+    )
+    recorder.collect(range(8))
+    contested = [
+        (rows, chosen) for _, _, _, rows, chosen, _ in recorder.steps if len({r.reward for r in rows}) > 1
+    ]
+    assert contested and any(chosen != int(np.argmax([r.reward for r in rows])) for rows, chosen in contested)
 
 
 def test_a_per_role_commit_draws_the_tool_at_random_and_commits_the_best_plan():
