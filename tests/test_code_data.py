@@ -497,6 +497,7 @@ def test_bundled_data_file_is_generated_from_the_specs(bundled):
 
 
 @needs_sandbox
+@pytest.mark.slow  # ~2,100 sandbox runs re-validating committed data: CI runs the slow tests in a step of their own
 def test_every_bundled_reference_passes_all_its_hidden_tests(sandbox, bundled):
     tests = [(p, t) for p in bundled for t in p.tests]
     results = sandbox.run_batch([Program(p.reference, stdin=t.input) for p, t in tests])
@@ -509,6 +510,7 @@ def test_every_bundled_reference_passes_all_its_hidden_tests(sandbox, bundled):
 
 
 @needs_sandbox
+@pytest.mark.slow  # ~2,100 sandbox runs per wrong program (see above)
 @pytest.mark.parametrize("wrong", sorted(WRONG_PROGRAMS))
 def test_a_wrong_program_fails_a_test_of_every_bundled_problem(sandbox, bundled, wrong):
     tests = [(p, t) for p in bundled for t in p.tests]

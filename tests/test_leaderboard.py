@@ -5,14 +5,11 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from pettingllms.cli import main as cli_main
 from pettingllms.eval.leaderboard import build_leaderboard, read_results
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _result(label, rates, episodes=100):
@@ -98,9 +95,7 @@ def test_page_renders_table_and_plots_in_a_headless_browser(results_dir, tmp_pat
     assert re.search(r'<table id="leaderboard">', dom)
     assert dom.count("<tr>") == 4  # header + three policies
     assert re.search(r'data-plots-rendered="3"', dom), "the page's three plots did not all load"
-    artifacts = ROOT / "artifacts"
-    artifacts.mkdir(exist_ok=True)
-    shot = artifacts / "leaderboard_screenshot.png"
+    shot = tmp_path / "leaderboard_screenshot.png"  # under the test's tmp dir: the checkout stays clean
     subprocess.run(
         [*flags, "--window-size=1200,1200", f"--screenshot={shot}", url],
         capture_output=True,
