@@ -202,33 +202,28 @@ def _engine_kwargs():
     )
 
 
-def test_advantages_match_their_group_rewards():
-    rollout = engine().collect(range(6))
-    stds = compute_advantages(rollout.samples)
-    groups = defaultdict(list)
-    for sample in rollout.samples:
-        groups[sample.group_id].append(sample)
-    for group_id, members in groups.items():
-        rewards = np.array([m.reward for m in members])
-        advantages = np.array([m.advantage for m in members])
-        if rewards.std() == 0:
-            assert np.all(advantages == 0) and stds[group_id] == 0
-        else:
-            np.testing.assert_allclose(advantages, (rewards - rewards.mean()) / (rewards.std(ddof=1) + 1e-4))
-    unscaled = engine().collect(range(6))
-    compute_advantages(unscaled.samples, scale_rewards="none")
-    by_group = defaultdict(list)
-    for sample in unscaled.samples:
-        by_group[sample.group_id].append(sample)
-    for members in by_group.values():
-        mean = np.mean([m.reward for m in members])
-        for member in members:
-            assert (
-                member.advantage == pytest.approx(member.reward - mean)
-                or np.std([m.reward for m in members]) == 0
-            )
-    kept = informative(rollout.samples, stds)
-    assert all(stds[s.group_id] > 0 for s in kept)
+def test_advantages_are_the_hand_computed_group_statistics():
+    """Group "a" has rewards 0, 1, 1, 2: mean 1, sample std sqrt(2/3); group "b" is flat (no signal)."""
+    from pettingllms.trainers.rollout import Sample
+
+    def samples():
+        rewards = {"a": [0.0, 1.0, 1.0, 2.0], "b": [0.5] * 4}
+        return [
+            Sample(group, 0, 0, "plan", "p", "x", "", reward, 0.0, reward, Generation(""))
+            for group, values in rewards.items()
+            for reward in values
+        ]
+
+    scaled = samples()
+    stds = compute_advantages(scaled, scale_rewards="group")
+    spread = np.sqrt(2 / 3)
+    assert stds == pytest.approx({"a": spread, "b": 0.0})
+    unit = 1 / (spread + 1e-4)  # TRL's epsilon
+    assert [s.advantage for s in scaled] == pytest.approx([-unit, 0.0, 0.0, unit, 0.0, 0.0, 0.0, 0.0])
+    centred = samples()
+    compute_advantages(centred, scale_rewards="none")
+    assert [s.advantage for s in centred] == pytest.approx([-1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    assert [s.group_id for s in informative(scaled, stds)] == ["a"] * 4
 
 
 def test_rewards_are_the_envs_alpha_composition():
