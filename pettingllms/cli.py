@@ -41,16 +41,24 @@ def _ask(prompt: str) -> str | None:
 
 
 def _play(args: argparse.Namespace) -> int:
+    from pettingllms.envs.tool_plan import ToolPlanEnv
+
+    playable = sorted(
+        env_id
+        for env_id in pettingllms.registry
+        if isinstance(pettingllms.make(env_id).unwrapped, ToolPlanEnv)
+    )
+    if args.env in pettingllms.registry and args.env not in playable:
+        print(
+            f"{args.env} cannot be played in the terminal: `play` gives you the plan agent of a puzzle with a "
+            f"solver to script the tool agent; playable: {', '.join(playable)}",
+            file=sys.stderr,
+        )
+        return 2
     workflow = "single" if args.tool == "skip" and not args.demo else "mas"
     env = pettingllms.make(args.env, workflow=workflow, render_mode="ansi", max_turns=args.max_turns)
     env.reset(seed=args.seed)
     raw = env.unwrapped
-    if not hasattr(raw, "solution"):
-        print(
-            f"{args.env} cannot be played in the terminal (it has no solver to script the team)",
-            file=sys.stderr,
-        )
-        return 2
     human: Callable[[str], str | None] = (lambda agent: raw.solution()) if args.demo else _human_turn(raw)
     print(f"{args.env}, seed {args.seed}. {raw.TASK}\n{raw.ANSWER_FORMAT}\n")
     for agent in env.agent_iter():

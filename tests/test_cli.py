@@ -50,6 +50,25 @@ def test_bad_answers_are_explained_and_end_of_input_quits():
     assert done.stdout.rstrip().endswith("bye")
 
 
+@pytest.mark.parametrize("env_id", ["code-v0", "math-v0"])
+def test_envs_without_a_plan_agent_are_refused_clearly(env_id, capsys):
+    assert main(["play", env_id, "--demo"]) == 2
+    error = capsys.readouterr().err
+    assert f"{env_id} cannot be played in the terminal" in error
+    assert "playable: plan-path-v0, sokoban-v0, sudoku-v0" in error
+
+
+def test_every_registered_env_is_played_or_refused(capsys):
+    import pettingllms
+    from pettingllms.envs.tool_plan import ToolPlanEnv
+
+    for env_id in sorted(pettingllms.registry):
+        puzzle = isinstance(pettingllms.make(env_id).unwrapped, ToolPlanEnv)
+        assert main(["play", env_id, "--demo", "--seed", "1"]) == (0 if puzzle else 2), env_id
+        out, err = capsys.readouterr()
+        assert ("Solved in 1 turn(s)!" in out) if puzzle else ("cannot be played in the terminal" in err)
+
+
 def test_unknown_env_is_a_clear_error():
     done = run_cli("play", "sokobn-v0")
     assert done.returncode == 2
