@@ -16,7 +16,7 @@ from typing import Any
 
 from pettingzoo import AECEnv
 
-from pettingllms.errors import DependencyNotInstalled, NameNotFound, VersionNotFound
+from pettingllms.errors import ConfigError, DependencyNotInstalled, NameNotFound, VersionNotFound
 
 _ID_PATTERN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]*?)-v(?P<version>\d+)$")
 
@@ -126,5 +126,39 @@ def make(env_id: str, **kwargs: Any) -> AECEnv:
     from pettingllms.envs.wrappers import wrap
 
     env_spec = spec(env_id)
-    raw = env_spec.load()(**{**env_spec.kwargs, **kwargs})
+    factory = env_spec.load()
+    _check_arguments(env_id, factory, kwargs)
+    raw = factory(**{**env_spec.kwargs, **kwargs})
     return wrap(raw)
+
+
+def accepted_arguments(factory: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword arguments `factory` (a class, or a callable) accepts, following `**kwargs` up a class's MRO to
+    the first `__init__` that takes none; None when that cannot be known (a callable taking `**kwargs`)."""
+    import inspect
+
+    names: set[str] = set()
+    functions = (
+        [klass.__init__ for klass in factory.__mro__ if "__init__" in vars(klass)]
+        if isinstance(factory, type)
+        else [factory]
+    )
+    for function in functions:
+        parameters = inspect.signature(function).parameters.values()
+        names |= {p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {
+            "self"
+        }
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return frozenset(names)
+    return None
+
+
+def _check_arguments(env_id: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> None:
+    """Raise `ConfigError` for a keyword argument the env does not take, naming the ones it does."""
+    accepted = accepted_arguments(factory)
+    unknown = sorted(set(kwargs) - accepted) if accepted is not None else []
+    if unknown:
+        hints = [f" (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, accepted, n=1))
+                 else "" for name in unknown]  # fmt: skip
+        named = ", ".join(f"{name!r}{hint}" for name, hint in zip(unknown, hints, strict=True))
+        raise ConfigError(f"{env_id} has no argument {named}; its arguments: {', '.join(sorted(accepted))}")

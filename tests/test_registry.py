@@ -87,6 +87,26 @@ def test_bad_arguments_name_the_field_and_allowed_values(kwargs, field):
         pettingllms.make("sokoban-v0", **kwargs)
 
 
+@pytest.mark.parametrize("env_id", sorted(pettingllms.registry))
+def test_an_argument_the_env_does_not_take_is_named_with_the_ones_it_does(env_id):
+    with pytest.raises(
+        ConfigError, match=f"{env_id} has no argument 'colour'; its arguments: .*alpha.*workflow"
+    ):
+        pettingllms.make(env_id, colour="red")
+
+
+def test_a_misspelt_argument_gets_a_suggestion_and_a_kwargs_factory_is_not_second_guessed():
+    with pytest.raises(ConfigError, match="no argument 'sise' \\(did you mean 'size'\\?\\)"):
+        pettingllms.make("plan-path-v0", sise=7)
+    from pettingllms.registration import accepted_arguments
+
+    assert accepted_arguments(lambda **kwargs: None) is None
+    assert accepted_arguments(lambda *, size=3: None) == {"size"}
+    assert {"size", "obstacle_density", "alpha", "workflow"} <= accepted_arguments(
+        pettingllms.registration.spec("plan-path-v0").load()
+    )
+
+
 def test_importing_the_package_imports_no_env_module_and_no_torch():
     code = (
         "import sys, pettingllms; "
