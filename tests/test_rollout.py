@@ -70,6 +70,21 @@ class RecordingEngine(RolloutEngine):
         return committed, rows, chosen
 
 
+def recorded_team(commit: str, seed: int, instances: int) -> RecordingEngine:
+    """A `RecordingEngine` over the plan-path team (one scripted random policy) after collecting `instances`."""
+    recorder = RecordingEngine(
+        functools.partial(pettingllms.make, "plan-path-v0", workflow="mas"),
+        {"shared": ScriptedPolicy(random_moves, seed=seed)},
+        {"tool": "shared", "plan": "shared"},
+        {"shared": SamplingConfig()},
+        num_generations=K,
+        commit=commit,
+        seed=seed,
+    )
+    recorder.collect(range(instances))
+    return recorder
+
+
 def test_one_group_per_instance_turn_agent_with_k_identical_prompts():
     rollout = engine().collect(range(6))
     groups = defaultdict(list)
@@ -337,17 +352,7 @@ def test_random_commit_is_seeded_and_commits_other_than_the_best():
     first = engine(commit="random", seed=1).collect(range(4))
     second = engine(commit="random", seed=1).collect(range(4))
     assert [s.committed for s in first.samples] == [s.committed for s in second.samples]
-    env_fn = functools.partial(pettingllms.make, "plan-path-v0", workflow="mas")
-    recorder = RecordingEngine(
-        env_fn,
-        {"shared": ScriptedPolicy(random_moves, seed=1)},
-        {"tool": "shared", "plan": "shared"},
-        {"shared": SamplingConfig()},
-        num_generations=K,
-        commit="random",
-        seed=1,
-    )
-    recorder.collect(range(8))
+    recorder = recorded_team(commit="random", seed=1, instances=8)
     contested = [
         (rows, chosen) for _, _, _, rows, chosen, _ in recorder.steps if len({r.reward for r in rows}) > 1
     ]
@@ -355,17 +360,7 @@ def test_random_commit_is_seeded_and_commits_other_than_the_best():
 
 
 def test_a_per_role_commit_draws_the_tool_at_random_and_commits_the_best_plan():
-    env_fn = functools.partial(pettingllms.make, "plan-path-v0", workflow="mas")
-    recorder = RecordingEngine(
-        env_fn,
-        {"shared": ScriptedPolicy(random_moves, seed=3)},
-        {"tool": "shared", "plan": "shared"},
-        {"shared": SamplingConfig()},
-        num_generations=K,
-        commit="tool=random",
-        seed=3,
-    )
-    recorder.collect(range(12))
+    recorder = recorded_team(commit="tool=random", seed=3, instances=12)
     best = {"tool": 0, "plan": 0}
     other = {"tool": 0, "plan": 0}
     for _, agent, _, rows, chosen, _ in recorder.steps:
