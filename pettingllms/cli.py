@@ -45,8 +45,8 @@ def _play(args: argparse.Namespace) -> int:
 
     playable = sorted(
         env_id
-        for env_id in pettingllms.registry
-        if isinstance(pettingllms.make(env_id).unwrapped, ToolPlanEnv)
+        for env_id, env_spec in pettingllms.registry.items()
+        if isinstance(factory := env_spec.load(), type) and issubclass(factory, ToolPlanEnv)
     )
     if args.env in pettingllms.registry and args.env not in playable:
         print(

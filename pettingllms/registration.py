@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import importlib
 import re
 from collections.abc import Callable, Mapping
@@ -132,9 +133,11 @@ def make(env_id: str, **kwargs: Any) -> AECEnv:
     return wrap(raw)
 
 
+@functools.cache
 def accepted_arguments(factory: Callable[..., Any]) -> frozenset[str] | None:
     """The keyword arguments `factory` (a class, or a callable) accepts, following `**kwargs` up a class's MRO to
-    the first `__init__` that takes none; None when that cannot be known (a callable taking `**kwargs`)."""
+    the first `__init__` that takes none; None when that cannot be known (a callable taking `**kwargs`). Cached per
+    factory: `make` calls it for every env it builds."""
     import inspect
 
     names: set[str] = set()
