@@ -18,7 +18,7 @@ import json
 import time
 
 import pettingllms
-from pettingllms.envs.pool import EnvPool
+from pettingllms.pools.env_pool import EnvPool
 
 BFS = """```python
 from collections import deque

@@ -64,8 +64,8 @@ def tokens_per_second(backend, prompts, sampling, repeats: int) -> dict:
 
 def rollout_overhead(make_backend, model: str) -> dict:
     import pettingllms
-    from pettingllms.policies.base import SamplingConfig
-    from pettingllms.trainers.rollout import RolloutEngine
+    from pettingllms.backends.base import SamplingConfig
+    from pettingllms.rollout.engine import RolloutEngine
 
     sampling = SamplingConfig(temperature=1.0, max_new_tokens=24, stop=("</answer>",))
     backends = {agent: TimedBackend(make_backend(model, seed)) for seed, agent in enumerate(("tool", "plan"))}
@@ -101,16 +101,16 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="write the figures here")
     args = parser.parse_args()
 
+    from pettingllms.backends.base import SamplingConfig
+    from pettingllms.backends.hf import HFPolicy
     from pettingllms.models.warmstart import ensure_tiny_model
-    from pettingllms.policies.base import SamplingConfig
-    from pettingllms.policies.hf import HFPolicy
 
     model = str(ensure_tiny_model("plan-path-v0"))
     prompts = prompts_for(32)
     sampling = SamplingConfig(temperature=1.0, max_new_tokens=24, stop=("</answer>",))
     makers = {"hf": lambda path, seed: HFPolicy.from_pretrained(path, seed=seed)}
     if importlib.util.find_spec("vllm") is not None:
-        from pettingllms.policies.vllm_engine import VLLMPolicy
+        from pettingllms.backends.vllm_engine import VLLMPolicy
 
         engines: dict[int, VLLMPolicy] = {}  # one engine per seed, reused by both measurements
         makers["vllm"] = lambda path, seed: engines.setdefault(seed, VLLMPolicy(path, seed=seed))

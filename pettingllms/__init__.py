@@ -11,7 +11,7 @@ Importing this package imports no environment module and no heavy dependency.
 """
 
 from pettingllms import envs as _envs  # noqa: F401  (registers the built-in environments)
-from pettingllms.errors import (
+from pettingllms.core.errors import (
     ConfigError,
     DependencyNotInstalled,
     NameNotFound,
@@ -19,7 +19,7 @@ from pettingllms.errors import (
     UnknownEnvError,
     VersionNotFound,
 )
-from pettingllms.registration import EnvSpec, make, register, registry, spec
+from pettingllms.core.registration import EnvSpec, make, register, registry, spec
 
 __version__ = "0.1.0"
 

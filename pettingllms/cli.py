@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 import pettingllms
-from pettingllms.parsing import extract_answer
+from pettingllms.core.parsing import extract_answer
 
 
 def _list(args: argparse.Namespace) -> int:

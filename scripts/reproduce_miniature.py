@@ -189,13 +189,13 @@ class Study:
 
     def tool_after_rl(self) -> None:
         """Part `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`)."""
-        from pettingllms.trainers.checkpoint import latest
+        from pettingllms.runs.layout import RunLayout
 
         for seed in self.args.seeds:
             folder = self.args.runs / f"main_mas+at-grpo-per-role_s{seed}"
-            checkpoint = latest(folder, log=lambda _: None) if folder.is_dir() else None
+            checkpoint = RunLayout(folder).latest_intact(log=lambda _: None) if folder.is_dir() else None
             if checkpoint is not None:
-                shares = tool_completion_shares(checkpoint / "policy_tool", self.args.val_episodes)
+                shares = tool_completion_shares(checkpoint.model("tool"), self.args.val_episodes)
                 self.record({"part": "mechanism", "env": ENV_ID, "method": "tool completions after AT-GRPO (per role)",
                              "seed": seed, **shares})  # fmt: skip
 
@@ -227,9 +227,9 @@ def tool_completion_shares(model: Path, episodes: int) -> dict:
     """What the team warm start's tool agent writes on the first turn of `episodes` validation grids: the share
     of programs and of exact correct BFS programs, greedy and sampled (temperature 1, 4 samples per grid)."""
     import pettingllms
+    from pettingllms.backends.base import SamplingConfig
+    from pettingllms.backends.hf import HFPolicy
     from pettingllms.models.tool_programs import BFS, as_tool_call
-    from pettingllms.policies.base import SamplingConfig
-    from pettingllms.policies.hf import HFPolicy
 
     env = pettingllms.make(ENV_ID, workflow="mas", **ENV_KWARGS)
     prompts = []

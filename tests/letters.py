@@ -5,7 +5,7 @@ signal.
 """
 
 import pettingllms
-from pettingllms.envs.base import StepOutcome, TextAECEnv
+from pettingllms.core.env import StepOutcome, TextAECEnv
 from pettingllms.trainers.cli import parse
 
 LETTERS_ENV = "test-letters-v0"
@@ -36,7 +36,7 @@ class LettersEnv(TextAECEnv):
 def register_letters():
     """Register `LETTERS_ENV`; returns a function that unregisters it."""
     pettingllms.register(LETTERS_ENV, entry_point=LettersEnv)
-    return lambda: pettingllms.registration._REGISTRY.pop(LETTERS_ENV)
+    return lambda: pettingllms.core.registration._REGISTRY.pop(LETTERS_ENV)
 
 
 def build_tiny_model(folder) -> str:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from pettingllms.core.errors import DependencyNotInstalled
+from pettingllms.core.splits import split_of
 from pettingllms.data.code import (
     DATASETS,
     CodeProblem,
@@ -30,8 +32,6 @@ from pettingllms.data.code.bundled import SPECS
 from pettingllms.data.code.judge import HARNESS_SOURCE, read_verdicts
 from pettingllms.data.code.livecodebench import decode_test_cases, plain_unpickle
 from pettingllms.data.code.mbpp import problem_from_mbpp_row
-from pettingllms.envs.splits import split_of
-from pettingllms.errors import DependencyNotInstalled
 from pettingllms.sandbox import Program, Sandbox, SandboxResult, _bwrap
 
 FIXTURES = Path(__file__).parent / "fixtures" / "code"

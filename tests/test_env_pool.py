@@ -7,10 +7,10 @@ import time
 import pytest
 
 import pettingllms
-from pettingllms.envs.base import StepOutcome, TextAECEnv
-from pettingllms.envs.pool import EnvPool, PoolError
-from pettingllms.policies.base import SamplingConfig, ScriptedPolicy
-from pettingllms.trainers.rollout import RolloutEngine
+from pettingllms.backends.base import SamplingConfig, ScriptedPolicy
+from pettingllms.core.env import StepOutcome, TextAECEnv
+from pettingllms.pools.env_pool import EnvPool, PoolError
+from pettingllms.rollout.engine import RolloutEngine
 
 
 class SlowEnv(TextAECEnv):

@@ -109,8 +109,8 @@ def test_train_val_and_eval_instances_are_disjoint(env_id):
         for seed in range(150):
             env.reset(seed=seed, options={"split": split})
             key = env._instance_key(env.initial_state)
-            assert pettingllms.envs.splits.split_of(key) == split
-            found.add(pettingllms.envs.splits.canonical(key))
+            assert pettingllms.core.splits.split_of(key) == split
+            found.add(pettingllms.core.splits.canonical(key))
         keys[split] = found
     assert all(keys.values())
     assert (
@@ -129,11 +129,11 @@ def test_the_validation_split_is_carved_out_of_training_and_leaves_evaluation_un
     for number in range(4000):
         key = ("instance", number, frozenset({number % 7, 3}))
         value = int.from_bytes(
-            hashlib.blake2b(repr(pettingllms.envs.splits.canonical(key)).encode(), digest_size=8).digest(),
+            hashlib.blake2b(repr(pettingllms.core.splits.canonical(key)).encode(), digest_size=8).digest(),
             "little",
         )
         expected = "eval" if value % 5 == 0 else ("val" if value // 5 % 8 == 0 else "train")
-        assert pettingllms.envs.splits.split_of(key) == expected
+        assert pettingllms.core.splits.split_of(key) == expected
         counts[expected] += 1
     assert 700 < counts["eval"] < 900 and 330 < counts["val"] < 470
 

@@ -10,10 +10,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from pettingllms.backends.base import PolicyBackend, SamplingConfig  # noqa: E402
+from pettingllms.backends.hf import HFPolicy  # noqa: E402
 from pettingllms.models.tiny import build_model, config_for_tokenizer  # noqa: E402
 from pettingllms.models.tokenizer import train_tokenizer  # noqa: E402
-from pettingllms.policies.base import PolicyBackend, SamplingConfig  # noqa: E402
-from pettingllms.policies.hf import HFPolicy  # noqa: E402
 
 PROMPTS = [
     "Walk from @ to G.\n..G\n.#.\n@..",
@@ -193,7 +193,7 @@ def test_weights_travel_as_bytes_into_another_policy(parts):
     """What a Ray update worker sends its rollout server: the full state (lm_head included) as safetensors."""
     from safetensors.torch import load
 
-    from pettingllms.policies.weights import full_state, serialize
+    from pettingllms.backends.weights import full_state, serialize
 
     model, tokenizer = parts
     state = full_state(model)

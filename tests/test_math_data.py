@@ -18,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from latex2sympy2_extended import latex2sympy
 
+from pettingllms.core.errors import ConfigError, DependencyNotInstalled
+from pettingllms.core.splits import split_of
 from pettingllms.data.math import (
     KINDS,
     MathProblem,
@@ -32,8 +34,6 @@ from pettingllms.data.math import (
 from pettingllms.data.math.bounds import MAX_ANSWER_CHARS
 from pettingllms.data.math.latex import normalize_answer
 from pettingllms.data.math.schema import content_id
-from pettingllms.envs.splits import split_of
-from pettingllms.errors import ConfigError, DependencyNotInstalled
 
 FIXTURES = Path(__file__).parent / "fixtures" / "math"
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 import pettingllms
+from pettingllms.core.errors import ConfigError
 from pettingllms.envs.math.env import PARSE_ERROR_PENALTY
-from pettingllms.errors import ConfigError
 from pettingllms.sandbox import _bwrap
 
 needs_bwrap = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")

@@ -13,13 +13,13 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 import pettingllms  # noqa: E402
+from pettingllms.backends.base import SamplingConfig  # noqa: E402
+from pettingllms.backends.hf import HFPolicy  # noqa: E402
 from pettingllms.models import home  # noqa: E402
 from pettingllms.models.demos import collect_demonstrations, perturb_answer  # noqa: E402
 from pettingllms.models.tiny import build_model, count_parameters, tiny_config  # noqa: E402
 from pettingllms.models.tokenizer import IM_END, IM_START, PAD_TOKEN, train_tokenizer  # noqa: E402
 from pettingllms.models.warmstart import ensure_tiny_model, read_manifest, tiny_model_dir  # noqa: E402
-from pettingllms.policies.base import SamplingConfig  # noqa: E402
-from pettingllms.policies.hf import HFPolicy  # noqa: E402
 from pettingllms.sandbox import _bwrap  # noqa: E402
 
 needs_bwrap = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")

@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import pettingllms
-from pettingllms.policies.base import SamplingConfig
-from pettingllms.policies.openai_compat import EndpointError, OpenAIPolicy
-from pettingllms.trainers.rollout import RolloutEngine
+from pettingllms.backends.base import SamplingConfig
+from pettingllms.backends.openai_compat import EndpointError, OpenAIPolicy
+from pettingllms.rollout.engine import RolloutEngine
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -94,7 +94,7 @@ def test_other_errors_and_exhausted_retries_raise_clear_errors(server):
 
 
 def test_an_endpoint_plays_a_role_in_a_rollout(server):
-    from pettingllms.policies.baselines import OraclePolicy
+    from pettingllms.backends.baselines import OraclePolicy
 
     env_fn = lambda: pettingllms.make("plan-path-v0")  # noqa: E731
     engine = RolloutEngine(
@@ -133,7 +133,7 @@ def test_pettingllms_eval_takes_an_endpoint_per_role(server, tmp_path):
     ],
 )
 def test_a_stop_string_the_server_cut_off_is_restored_when_the_server_names_it(text, choice, expected):
-    from pettingllms.policies.openai_compat import _with_stop
+    from pettingllms.backends.openai_compat import _with_stop
 
     assert _with_stop(text, choice, ("</answer>",)) == expected
 

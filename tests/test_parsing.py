@@ -5,7 +5,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pettingllms.parsing import delimited, extract_answer, extract_python_block
+from pettingllms.core.parsing import delimited, extract_answer, extract_python_block
 
 _FRAGMENTS = ["<answer>", "</answer>", "<ANSWER>", "</Answer>", "U", " ", "\n", "<", ">", "/", "answer"]
 _CODE_FRAGMENTS = ["```python\n", "```py\n", "```PYTHON3 \r\n", "```", "`", "print(1)", "\n", " ", "python"]

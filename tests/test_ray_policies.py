@@ -15,9 +15,9 @@ pytest.importorskip("trl")
 
 from letters import args_for, run_interrupted  # noqa: E402
 
-from pettingllms.errors import ConfigError  # noqa: E402
+from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
-from pettingllms.trainers.ray_policies import RemoteBackend, RemoteUpdater  # noqa: E402
+from pettingllms.trainers.ray_policies import RayPolicy, RemoteBackend  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("letters_env")]
 
@@ -63,7 +63,8 @@ def test_each_policy_gets_a_placement_group_with_its_server_and_worker(tiny_mode
         pids = ray.get([a.pid.remote() for a in [*placed.servers.values(), *placed.workers.values()]])
         assert len(set(pids)) == 4 and os.getpid() not in pids  # four actors, none in the trainer's process
         assert all(isinstance(b, RemoteBackend) for b in trainer.policies.backends.values())
-        assert all(isinstance(u, RemoteUpdater) for u in trainer.policies.updaters.values())
+        assert all(isinstance(h, RayPolicy) for h in trainer.policies.handles.values())
+        assert trainer.policies.updaters == {}  # the update workers live in the actors
         metrics = trainer.train_step()
         # every policy's worker trained on its own agent's samples only: instances x K each
         assert metrics["policy/tool/samples"] == metrics["policy/plan/samples"] == 2 * 4

@@ -8,10 +8,10 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import pettingllms  # noqa: E402
-from pettingllms.envs.pool import PoolError  # noqa: E402
-from pettingllms.envs.ray_pool import RayEnvPool  # noqa: E402
-from pettingllms.policies.base import SamplingConfig, ScriptedPolicy  # noqa: E402
-from pettingllms.trainers.rollout import RolloutEngine  # noqa: E402
+from pettingllms.backends.base import SamplingConfig, ScriptedPolicy  # noqa: E402
+from pettingllms.pools.env_pool import PoolError  # noqa: E402
+from pettingllms.pools.ray_env_pool import RayEnvPool  # noqa: E402
+from pettingllms.rollout.engine import RolloutEngine  # noqa: E402
 
 pytestmark = pytest.mark.ray
 

@@ -5,8 +5,8 @@ import pytest
 from pettingzoo.utils.wrappers import BaseWrapper
 
 import pettingllms
-from pettingllms.envs.base import TextAECEnv
-from pettingllms.errors import ConfigError, DependencyNotInstalled, NameNotFound, VersionNotFound
+from pettingllms.core.env import TextAECEnv
+from pettingllms.core.errors import ConfigError, DependencyNotInstalled, NameNotFound, VersionNotFound
 
 
 def test_make_returns_wrapped_env_with_raw_unwrapped():
@@ -58,7 +58,7 @@ def test_register_rejects_duplicates_and_loads_string_entry_points():
         env = pettingllms.make("test-dummy-v3", obstacle_density=0.0)
         assert env.unwrapped.size == 4 and env.unwrapped.obstacle_density == 0.0
     finally:
-        pettingllms.registration._REGISTRY.pop("test-dummy-v3")
+        pettingllms.core.registration._REGISTRY.pop("test-dummy-v3")
 
 
 def test_missing_dependency_names_the_extra(tmp_path, monkeypatch):
@@ -69,7 +69,7 @@ def test_missing_dependency_names_the_extra(tmp_path, monkeypatch):
         with pytest.raises(DependencyNotInstalled, match=r"pettingllms\[train\]"):
             pettingllms.make("test-missing-v0")
     finally:
-        pettingllms.registration._REGISTRY.pop("test-missing-v0")
+        pettingllms.core.registration._REGISTRY.pop("test-missing-v0")
 
 
 @pytest.mark.parametrize(
@@ -98,12 +98,12 @@ def test_an_argument_the_env_does_not_take_is_named_with_the_ones_it_does(env_id
 def test_a_misspelt_argument_gets_a_suggestion_and_a_kwargs_factory_is_not_second_guessed():
     with pytest.raises(ConfigError, match="no argument 'sise' \\(did you mean 'size'\\?\\)"):
         pettingllms.make("plan-path-v0", sise=7)
-    from pettingllms.registration import accepted_arguments
+    from pettingllms.core.registration import accepted_arguments
 
     assert accepted_arguments(lambda **kwargs: None) is None
     assert accepted_arguments(lambda *, size=3: None) == {"size"}
     assert {"size", "obstacle_density", "alpha", "workflow"} <= accepted_arguments(
-        pettingllms.registration.spec("plan-path-v0").load()
+        pettingllms.core.registration.spec("plan-path-v0").load()
     )
 
 

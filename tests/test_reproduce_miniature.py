@@ -105,7 +105,10 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     assert "| commit | random | 25.0 (n=1) | 1650 |" in text
     assert "| mas, oracle tool | 93.0 (n=1) |" in text
     assert "sampled at temperature 1, 40% programs (25% the correct BFS)" in text
-    assert "writes the correct BFS on the first turn of 97-99% of validation grids greedily and in 87-89%" in text
+    assert (
+        "writes the correct BFS on the first turn of 97-99% of validation grids greedily and in 87-89%"
+        in text
+    )
     # per episode (averaged over seeds): the team 1,1,1,1,0.5 against single 1,1,1,0,0: +15 points, two wins
     line = next(line for line in text.splitlines() if line.startswith("| mas+at-grpo-per-role | single |"))
     assert "| +15.0 |" in line and "sign-flip permutation" in line and "| 10 |" in line

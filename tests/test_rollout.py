@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import pettingllms
-from pettingllms.policies import SamplingConfig, ScriptedPolicy
-from pettingllms.policies.base import Generation
+from pettingllms.backends import SamplingConfig, ScriptedPolicy
+from pettingllms.backends.base import Generation
+from pettingllms.rollout.engine import RolloutEngine
 from pettingllms.testing import _snapshot
-from pettingllms.trainers.advantages import compute_advantages, informative
-from pettingllms.trainers.rollout import RolloutEngine
+from pettingllms.trainers.advantages import compute_advantages, samples_with_signal
 
 K = 4
 
@@ -64,8 +64,8 @@ class RecordingEngine(RolloutEngine):
         finally:
             self._probing = False
 
-    def _choose(self, agent, candidates, copies, team=None):
-        committed, rows, chosen = super()._choose(agent, candidates, copies, team)
+    def _commit(self, agent, candidates, copies, team=None):
+        committed, rows, chosen = super()._commit(agent, candidates, copies, team)
         self.steps.append((self._before.pop(0), agent, candidates, rows, chosen, committed.clone()))
         return committed, rows, chosen
 
@@ -91,9 +91,10 @@ def test_one_group_per_instance_turn_agent_with_k_identical_prompts():
     for sample in rollout.samples:
         groups[sample.group_id].append(sample)
     assert Counter(len(g) for g in groups.values()) == Counter({K: len(groups)})
-    for group_id, members in groups.items():
-        instance, turn, agent = group_id.split("/")
-        assert {(m.instance, m.turn, m.agent) for m in members} == {(int(instance), int(turn), agent)}
+    triples = set()
+    for members in groups.values():
+        (triple,) = {(m.instance, m.turn, m.agent) for m in members}  # one (instance, turn, agent) per group
+        triples.add(triple)
         assert len({m.prompt for m in members}) == 1
         assert sum(m.committed for m in members) == 1
     keys = [(m.instance, m.turn, m.agent) for m in rollout.samples]
@@ -219,7 +220,7 @@ def _engine_kwargs():
 
 def test_advantages_are_the_hand_computed_group_statistics():
     """Group "a" has rewards 0, 1, 1, 2: mean 1, sample std sqrt(2/3); group "b" is flat (no signal)."""
-    from pettingllms.trainers.rollout import Sample
+    from pettingllms.rollout.samples import Sample
 
     def samples():
         rewards = {"a": [0.0, 1.0, 1.0, 2.0], "b": [0.5] * 4}
@@ -238,7 +239,7 @@ def test_advantages_are_the_hand_computed_group_statistics():
     centred = samples()
     compute_advantages(centred, scale_rewards="none")
     assert [s.advantage for s in centred] == pytest.approx([-1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
-    assert [s.group_id for s in informative(scaled, stds)] == ["a"] * 4
+    assert [s.group_id for s in samples_with_signal(scaled, stds)] == ["a"] * 4
 
 
 def test_rewards_are_the_envs_alpha_composition():
@@ -302,7 +303,7 @@ def test_trajectory_advantages_are_computed_over_the_k_episodes_not_their_steps(
 
 
 def test_batch_scaling_divides_every_group_by_the_std_of_the_whole_batch():
-    from pettingllms.trainers.rollout import Sample
+    from pettingllms.rollout.samples import Sample
 
     rewards = {"a": [0.0, 1.0], "b": [0.0, 10.0], "c": [3.0, 3.0]}
     samples = [
@@ -332,7 +333,7 @@ def test_batch_scaling_divides_every_group_by_the_std_of_the_whole_batch():
 
 
 def test_a_long_failed_episode_does_not_pull_the_baseline_down():
-    from pettingllms.trainers.rollout import Sample
+    from pettingllms.rollout.samples import Sample
 
     # four episodes of one instance: returns 0, 1, 1, 0 over 4, 1, 2 and 3 steps
     samples = [
@@ -381,16 +382,16 @@ def test_a_per_role_commit_draws_the_tool_at_random_and_commits_the_best_plan():
     ],
 )
 def test_commit_specs_parse(spec, modes):
-    from pettingllms.trainers.rollout import parse_commit
+    from pettingllms.rollout.engine import parse_commit
 
     assert parse_commit(spec) == modes
 
 
 @pytest.mark.parametrize("spec", ["best", "tool=best", "tool", "=random", "tool=random,tool=greedy"])
 def test_bad_commit_specs_are_refused_with_the_allowed_forms(spec):
-    from pettingllms.errors import ConfigError
+    from pettingllms.core.errors import ConfigError
+    from pettingllms.rollout.engine import parse_commit
     from pettingllms.trainers.config import ATGRPOConfig
-    from pettingllms.trainers.rollout import parse_commit
 
     with pytest.raises(ValueError, match="role=mode"):
         parse_commit(spec)

@@ -15,10 +15,10 @@ pytest.importorskip("trl")
 
 from letters import LETTERS_ENV, args_for  # noqa: E402
 
+from pettingllms.runs.folder import RunFolderError  # noqa: E402
+from pettingllms.runs.layout import CheckpointError  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
-from pettingllms.trainers.checkpoint import CheckpointError  # noqa: E402
 from pettingllms.trainers.metrics_log import MetricsLogError  # noqa: E402
-from pettingllms.trainers.run_folder import RunFolderError  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 
@@ -156,7 +156,7 @@ def test_a_checkpoint_killed_while_being_written_is_named_and_removed(tiny_model
 
 
 def test_evaluation_picks_the_newest_intact_checkpoint(run):
-    from pettingllms.eval.policies import load_policies
+    from pettingllms.eval.policy_specs import load_policies
 
     _truncate(run / "checkpoints" / "step_2" / "policy_tool" / "model.safetensors")
     loaded = load_policies({"tool": str(run), "plan": str(run)}, LETTERS_ENV)

@@ -16,7 +16,7 @@ pytest.importorskip("trl")
 from letters import args_for  # noqa: E402
 
 import pettingllms  # noqa: E402
-from pettingllms.errors import ConfigError  # noqa: E402
+from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
 from pettingllms.trainers.cli import parse  # noqa: E402
 
@@ -227,9 +227,9 @@ def test_group_invariants_hold_on_a_rollout_of_the_tiny_model(tiny_model):
     import functools
     from collections import defaultdict
 
-    from pettingllms.policies import SamplingConfig
-    from pettingllms.policies.hf import HFPolicy
-    from pettingllms.trainers.rollout import RolloutEngine
+    from pettingllms.backends import SamplingConfig
+    from pettingllms.backends.hf import HFPolicy
+    from pettingllms.rollout.engine import RolloutEngine
 
     policy = HFPolicy.from_pretrained(tiny_model, seed=0)
     engine = RolloutEngine(

@@ -12,10 +12,10 @@ pytest.importorskip("trl")
 from letters import args_for  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
-from pettingllms.errors import ConfigError  # noqa: E402
-from pettingllms.policies.base import Generation  # noqa: E402
-from pettingllms.trainers.policies import load_model  # noqa: E402
-from pettingllms.trainers.rollout import Sample  # noqa: E402
+from pettingllms.backends.base import Generation  # noqa: E402
+from pettingllms.backends.hf import load_pretrained as load_model  # noqa: E402
+from pettingllms.core.errors import ConfigError  # noqa: E402
+from pettingllms.rollout.samples import Sample  # noqa: E402
 from pettingllms.trainers.updater import PolicyUpdater, collate  # noqa: E402
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")

@@ -19,9 +19,9 @@ pytest.importorskip("vllm")
 from letters import args_for, run_interrupted  # noqa: E402
 
 import pettingllms  # noqa: E402
-from pettingllms.policies.base import SamplingConfig  # noqa: E402
-from pettingllms.policies.hf import HFPolicy  # noqa: E402
-from pettingllms.policies.vllm_engine import VLLMPolicy  # noqa: E402
+from pettingllms.backends.base import SamplingConfig  # noqa: E402
+from pettingllms.backends.hf import HFPolicy  # noqa: E402
+from pettingllms.backends.vllm_engine import VLLMPolicy  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
 
 GREEDY = SamplingConfig(temperature=0.0, max_new_tokens=12)
@@ -228,7 +228,7 @@ def test_openai_policy_against_vllms_own_server(vllm_server, tiny_model, prompts
     import json
     import urllib.request
 
-    from pettingllms.policies.openai_compat import OpenAIPolicy
+    from pettingllms.backends.openai_compat import OpenAIPolicy
 
     policy = OpenAIPolicy(vllm_server, "tiny", max_retries=0)
     sampled = policy.generate(prompts[:3], 4, SamplingConfig(temperature=1.0, max_new_tokens=12))

@@ -10,7 +10,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from pettingllms.errors import ConfigError, DependencyNotInstalled
+from pettingllms.core.errors import ConfigError, DependencyNotInstalled
 
 DataPath = str | PathLike[str] | Sequence[str | PathLike[str]]
 """One local file, or a list of them (parquet, json or jsonl, optionally compressed)."""

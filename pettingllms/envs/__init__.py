@@ -1,6 +1,6 @@
 """Registration of the built-in environments: one flat list, string entry points, nothing imported here."""
 
-from pettingllms.registration import register
+from pettingllms.core.registration import register
 
 register(
     id="sokoban-v0",

@@ -30,10 +30,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pettingllms.envs.base import AGGREGATOR, StepOutcome, TextAECEnv, agent_role
-from pettingllms.envs.splits import check_split, draw_in_split
-from pettingllms.parsing import ParseError, extract_answer, extract_python_block
-from pettingllms.text import truncate
+from pettingllms.core.env import AGGREGATOR, StepOutcome, TextAECEnv, agent_role
+from pettingllms.core.parsing import ParseError, extract_answer, extract_python_block
+from pettingllms.core.splits import check_split, draw_in_split
+from pettingllms.core.text import truncate
 
 PARSE_ERROR_PENALTY = 0.1
 INVALID_ACTION_PENALTY = 0.05

@@ -1,7 +1,7 @@
 """Evaluation: fixed suites per environment, baselines, metrics as local `evaluate` modules, a leaderboard.
 
 - `pettingllms.eval.suites`: the fixed evaluation episodes of each env.
-- `pettingllms.eval.policies`: what `--policy` names (random, oracle, tiny models, SmolLM2, runs, models).
+- `pettingllms.eval.policy_specs`: what `--policy` names (random, oracle, tiny models, SmolLM2, runs, models).
 - `pettingllms.eval.runner`: plays a suite in cached chunks (a rerun resumes).
 - `pettingllms.eval.metrics`: success rate with a 95% interval, turns, parse errors, tokens, pass@k.
 - `pettingllms.eval.cli`: `pettingllms-eval`.

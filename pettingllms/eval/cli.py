@@ -4,7 +4,7 @@
     pettingllms-eval --env plan-path-v0 --policy runs/default --label "tiny + AT-GRPO" --output results/at.json
     pettingllms-eval --env code-v0 --policy coder=smollm2,tester=oracle --episodes 20 --output results/mix.json
 
-Suites: `pettingllms.eval.suites`; policies: `pettingllms.eval.policies`; metrics: `pettingllms.eval.metrics`.
+Suites: `pettingllms.eval.suites`; policies: `pettingllms.eval.policy_specs`; metrics: `pettingllms.eval.metrics`.
 Decoding is greedy unless `--temperature` > 0; the settings, seeds, suites and library versions are written
 with the results. Finished episodes are cached in `OUTPUT.episodes.jsonl`, keyed by the policies' weights and
 every setting that shapes an episode (`pettingllms.eval.cache_key`): rerunning the same command resumes, while new
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pettingllms
-from pettingllms.errors import PettingLLMsError
+from pettingllms.core.errors import PettingLLMsError
 
 FORMAT = "pettingllms-eval/1"
 
@@ -81,13 +81,13 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     """Run the evaluation `args` describe; write and return the report."""
     from tqdm.auto import tqdm
 
-    from pettingllms.envs.pool import EnvPool
+    from pettingllms.backends.base import SamplingConfig
     from pettingllms.eval import metrics
     from pettingllms.eval.cache_key import run_key
-    from pettingllms.eval.policies import load_policies, parse_policy_arg
+    from pettingllms.eval.policy_specs import load_policies, parse_policy_arg
     from pettingllms.eval.runner import EpisodeCache, run_suite
     from pettingllms.eval.suites import Episode, Suite, build_suite, eval_max_new_tokens
-    from pettingllms.policies.base import SamplingConfig
+    from pettingllms.pools.env_pool import EnvPool
 
     env_ids = [env_id.strip() for env_id in args.env.split(",") if env_id.strip()]
     unknown = [env_id for env_id in env_ids if env_id not in pettingllms.registry]

@@ -27,14 +27,12 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import pettingllms
-from pettingllms.envs.pool import EnvPool
-from pettingllms.errors import PettingLLMsError
+from pettingllms.backends.base import SamplingConfig, SeededBackend
+from pettingllms.core.errors import PettingLLMsError
 from pettingllms.eval.suites import Episode, Suite
-from pettingllms.policies.base import SamplingConfig
-from pettingllms.trainers.rollout import Rollout, RolloutEngine
+from pettingllms.rollout.engine import RolloutEngine, StepPool
+from pettingllms.rollout.samples import Rollout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +185,7 @@ def run_suite(
     seed: int = 0,
     chunk_size: int = 50,
     on_progress: Callable[[int], None] | None = None,
-    pool: EnvPool | None = None,
+    pool: StepPool | None = None,
 ) -> list[EpisodeRecord]:
     """Play every episode of `suite` not yet in `cache` (None: no cache, play all); return the records of all of
     them, in suite order.
@@ -203,7 +201,8 @@ def run_suite(
         if all(episode.key in played for episode in chunk):
             continue
         for name, backend in backends.items():
-            reseed(backend, seed * 1_000_003 + index * 7_919 + sorted(backends).index(name))
+            if isinstance(backend, SeededBackend):
+                backend.reseed(seed * 1_000_003 + index * 7_919 + sorted(backends).index(name))
         rollout = engine.evaluate([e.seed for e in chunk], [dict(e.options) for e in chunk])
         records = [r for r in episode_records(chunk, rollout) if r.key not in played]
         if cache is not None:
@@ -219,14 +218,6 @@ def _chunks(episodes: tuple[Episode, ...], size: int) -> Iterator[tuple[int, tup
         raise ValueError(f"chunk_size={size} must be >= 1")
     for index, start in enumerate(range(0, len(episodes), size)):
         yield index, episodes[start : start + size]
-
-
-def reseed(backend: Any, seed: int) -> None:
-    """Reseed a backend's own generator: a torch `generator` (model backends) or a NumPy `rng` (baselines)."""
-    if hasattr(backend, "generator"):
-        backend.generator.manual_seed(seed)
-    if hasattr(backend, "rng"):
-        backend.rng = np.random.default_rng(seed)
 
 
 def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[EpisodeRecord]:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from pettingllms.envs.base import agent_role
+from pettingllms.core.env import agent_role
 from pettingllms.models.tool_programs import BFS, BUGGY_BFS, PROGRAM_ENVS, as_tool_call
 
 MOVES = ("U", "D", "L", "R")

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from pettingllms.errors import DependencyNotInstalled
+from pettingllms.core.errors import DependencyNotInstalled
 from pettingllms.models import home
 
 NAME = "smollm2-135m-instruct"

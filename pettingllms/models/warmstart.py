@@ -38,7 +38,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,11 @@ def tiny_model_dir(
     )
 
 
+def is_built(env_id: str = "plan-path-v0", workflow: str = "mas", *, tag: str | None = None) -> bool:
+    """Whether the warm-started tiny model for `env_id` and `workflow` is in the cache."""
+    return (tiny_model_dir(env_id, workflow, tag=tag) / MANIFEST).is_file()
+
+
 def ensure_tiny_model(
     env_id: str = "plan-path-v0",
     *,
@@ -107,6 +112,7 @@ def ensure_tiny_model(
     sft_steps: int = DEFAULT_SFT_STEPS,
     seed: int = 0,
     tag: str | None = None,
+    log: Callable[[str], None] | None = None,
     **options: Any,
 ) -> Path:
     """Return the cached tiny model folder for `env_id`/`workflow`, building it first if needed (module docs).
@@ -119,6 +125,7 @@ def ensure_tiny_model(
     comparisons of single agents with teams start from it. For the "ensemble" workflow `num_agents` is ignored: the demonstrations cycle through the
     team sizes of `pettingllms.models.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size; `reward` is
     ignored too (it does not change the solver's demonstrations). With the defaults a build takes ~5 minutes on one CPU thread (SFT ~4, evaluation ~1).
+    `log` receives a line as each phase of a build starts and ends (None: silent).
     """
     kwargs = dict(env_kwargs or {})
     kwargs.pop("reward", None)  # demonstrations are solver answers: the reward mode does not change them
@@ -141,7 +148,7 @@ def ensure_tiny_model(
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        manifest = build_into(staging, settings)
+        manifest = build_into(staging, settings, log or (lambda message: None))
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         _install(staging, target, replace=rebuild)
     finally:
@@ -160,7 +167,7 @@ def evaluation_success(
 ) -> float:
     """Success of `policy` serving every agent, one episode per evaluation-split seed 0..episodes-1."""
     import pettingllms
-    from pettingllms.trainers.rollout import RolloutEngine
+    from pettingllms.rollout.engine import RolloutEngine
 
     env_fn = functools.partial(pettingllms.make, env_id, workflow=workflow, **dict(env_kwargs))
     agents = env_fn().possible_agents
@@ -170,13 +177,15 @@ def evaluation_success(
     return engine.evaluate(range(episodes), {"split": "eval"}).success_rate
 
 
-def build_into(folder: Path, settings: WarmStartSettings) -> dict[str, Any]:
+def build_into(
+    folder: Path, settings: WarmStartSettings, log: Callable[[str], None] = lambda message: None
+) -> dict[str, Any]:
     """Build the warm-started model and tokenizer into `folder` (saved with `save_pretrained`); return the
-    manifest (not written)."""
+    manifest (not written). `log` gets a line per phase."""
+    from pettingllms.backends.base import SamplingConfig
+    from pettingllms.backends.hf import HFPolicy
     from pettingllms.models.tiny import build_model, config_for_tokenizer, count_parameters
     from pettingllms.models.tokenizer import train_tokenizer
-    from pettingllms.policies.base import SamplingConfig
-    from pettingllms.policies.hf import HFPolicy
 
     s, timings = settings, {}
     started = mark = time.perf_counter()
@@ -185,6 +194,7 @@ def build_into(folder: Path, settings: WarmStartSettings) -> dict[str, Any]:
         nonlocal mark
         timings[name] = round(time.perf_counter() - mark, 2)
         mark = time.perf_counter()
+        log(f"  tiny model: {name.removesuffix('_s').replace('_', ' ')} done in {timings[name]:.0f} s")
 
     rng = np.random.default_rng(s.seed)
     workflows = s.workflow.split("+")
@@ -223,6 +233,7 @@ def build_into(folder: Path, settings: WarmStartSettings) -> dict[str, Any]:
 
     success_before = measure()
     lap("eval_before_s")
+    log(f"  tiny model: supervised fine-tuning, {s.sft_steps} steps on {len(demos)} demonstrations")
     sft = training.supervised_fine_tune(
         model,
         tokenizer,

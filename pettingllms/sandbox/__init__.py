@@ -75,7 +75,7 @@ import os
 import threading
 from collections.abc import Sequence
 
-from pettingllms.sandbox.pool import Program, Sandbox, SandboxResult, SandboxUnavailable
+from pettingllms.sandbox.server_pool import Program, Sandbox, SandboxResult, SandboxUnavailable
 
 __all__ = [
     "Program",

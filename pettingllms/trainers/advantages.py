@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pettingllms.trainers.rollout import Sample
+from pettingllms.rollout.samples import Sample
 
 EPSILON = 1e-4
 """Added to the group's standard deviation, as in TRL."""
@@ -29,7 +29,7 @@ def compute_advantages(samples: Sequence[Sample], *, scale_rewards: str = "group
     and pull the baseline toward failures). The standard deviation is the unbiased one (TRL's `torch.std`); a
     group of one member, or one whose rewards are all equal, gets advantage 0 for every sample (no signal).
 
-    >>> from pettingllms.policies.base import Generation
+    >>> from pettingllms.backends.base import Generation
     >>> group = [Sample("g", 0, 0, "a", "p", "", "", r, 0.0, r, Generation("")) for r in (1.0, 0.0)]
     >>> stds = compute_advantages(group)
     >>> [round(s.advantage, 3) for s in group]
@@ -74,6 +74,6 @@ def _member_reward(group_id: str, steps: Sequence[Sample]) -> float:
     return steps[0].reward
 
 
-def informative(samples: Sequence[Sample], stds: dict[str, float]) -> list[Sample]:
+def samples_with_signal(samples: Sequence[Sample], stds: dict[str, float]) -> list[Sample]:
     """The samples of groups whose rewards vary (DAPO's dynamic sampling drops the others)."""
     return [sample for sample in samples if stds[sample.group_id] > 0.0]

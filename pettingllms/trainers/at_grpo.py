@@ -19,7 +19,7 @@ optimizer, scheduler, every random generator, the step), `learning_curve.png`, a
 
 The folder belongs to this run while the trainer lives (`run.lock`, released by `close()`, at the end of `train()`
 or when the trainer is collected); a folder holding an earlier run needs `resume` or `overwrite_output_dir`, and a
-resumed run must keep the saved settings that change results (`pettingllms.trainers.run_folder`).
+resumed run must keep the saved settings that change results (`pettingllms.runs.folder`).
 """
 
 from __future__ import annotations
@@ -37,15 +37,18 @@ from typing import Any
 import numpy as np
 
 import pettingllms
-from pettingllms.envs.pool import EnvPool
+from pettingllms.backends.base import SamplingConfig, SeededBackend
 from pettingllms.eval.runner import run_suite
 from pettingllms.eval.suites import build_suite, eval_max_new_tokens
-from pettingllms.policies.base import SamplingConfig, has_sampler_state, sampler_state, set_sampler_state
-from pettingllms.trainers import checkpoint, metrics_log, run_folder
-from pettingllms.trainers.advantages import compute_advantages, informative
+from pettingllms.pools.env_pool import EnvPool
+from pettingllms.rollout.engine import RolloutEngine
+from pettingllms.rollout.samples import Rollout, Sample
+from pettingllms.runs import folder as run_folder
+from pettingllms.runs.layout import CheckpointLayout, RunLayout
+from pettingllms.trainers import checkpoint, metrics_log
+from pettingllms.trainers.advantages import compute_advantages, samples_with_signal
 from pettingllms.trainers.config import ATGRPOConfig
-from pettingllms.trainers.policies import PolicySet, build_policies
-from pettingllms.trainers.rollout import Rollout, RolloutEngine, Sample
+from pettingllms.trainers.policy_set import PolicySet, build_policies
 
 TRAIN_SEED_BASE = 1_000_000
 """Training instances are reset with seeds from here on: disjoint from the warm start's demonstration seeds
@@ -67,6 +70,7 @@ class ATGRPOTrainer:
         self.log = log
         self.output_dir = Path(args.output_dir)
         self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.run = RunLayout(self.output_dir)
         lock = run_folder.RunLock.acquire(self.output_dir, log)
         self._release_folder = weakref.finalize(self, lock.release)
         try:
@@ -89,20 +93,23 @@ class ATGRPOTrainer:
         )
         self.agents = list(self.env_fn().possible_agents)
         last = self._checkpoint_to_resume() if args.resume else None
-        (self.output_dir / "config.json").write_text(json.dumps(config_summary(args), indent=2, default=str))
+        self.run.config.write_text(json.dumps(config_summary(args), indent=2, default=str))
         if last is None:  # step 0 starts a fresh log (a resumed folder without checkpoints may hold one)
-            (self.output_dir / "metrics.jsonl").unlink(missing_ok=True)
-        self.policies: PolicySet = build_policies(args, self.agents, resume_from=last)
+            self.run.metrics.unlink(missing_ok=True)
+        self.policies: PolicySet = build_policies(args, self.agents, resume_from=last, log=log)
         self.pool = make_pool(args)
         self.engine = self._engine(train=True)
         self.step = 0
         self.completions = 0
         """Completions sampled so far (every candidate or trajectory step, all policies)."""
         if last is not None:
-            self.step = checkpoint.load_state(last, self)
-            log(f"resumed from {last} at step {self.step}")
+            loop = checkpoint.load(last, self.policies.handles)
+            self.step, self.completions = loop.step, loop.completions
+            self.engine.rng.bit_generator.state = loop.engine_rng
+            metrics_log.truncate_after(self.run.metrics, loop.step, log)
+            log(f"resumed from {last.folder} at step {self.step}")
 
-    def _checkpoint_to_resume(self) -> Path | None:
+    def _checkpoint_to_resume(self) -> CheckpointLayout | None:
         """The newest intact checkpoint (None when the folder has no checkpoint: the run starts at step 0); raise
         `RunFolderError` when every checkpoint is corrupt or the saved settings differ in ones that change the
         run (unless `resume_with_changes`)."""
@@ -112,16 +119,16 @@ class ATGRPOTrainer:
             skipped.append(message)
             self.log(message)
 
-        last = checkpoint.latest(self.output_dir, note)
+        last = self.run.latest_intact(note)
         if last is None and skipped:
             raise run_folder.RunFolderError(
-                f"--resume true: no intact checkpoint in {self.output_dir / 'checkpoints'} ({'; '.join(skipped)}); "
+                f"--resume true: no intact checkpoint in {self.run.checkpoints} ({'; '.join(skipped)}); "
                 "delete the corrupt folders, or start over with --overwrite_output_dir true"
             )
         if last is None:
             self.log(f"--resume true: {self.output_dir} has no checkpoint yet; the run starts at step 0")
             return None
-        saved_path = self.output_dir / "config.json"
+        saved_path = self.run.config
         if not saved_path.is_file() and not self.args.resume_with_changes:
             raise run_folder.RunFolderError(
                 f"--resume true: {saved_path} is missing, so this run's settings cannot be checked against those "
@@ -200,7 +207,7 @@ class ATGRPOTrainer:
                 metrics.update(self.evaluate())
             self._log_metrics(metrics)
             if self.step % args.save_steps == 0 or self.finished:
-                checkpoint.save(self.output_dir, self)
+                checkpoint.save(self.run, self.policies.handles, self._loop_state())
             progress.update(1)
             progress.set_postfix(
                 success=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
@@ -234,18 +241,16 @@ class ATGRPOTrainer:
         rollout_s = time.perf_counter() - start
         stds = compute_advantages(rollout.samples, scale_rewards=args.scale_rewards)
         train_samples = (
-            informative(rollout.samples, stds) if args.drop_zero_variance_groups else rollout.samples
+            samples_with_signal(rollout.samples, stds) if args.drop_zero_variance_groups else rollout.samples
         )
         start = time.perf_counter()
         routed: dict[str, list[Sample]] = defaultdict(list)
         for sample in train_samples:
             routed[sample.policy].append(sample)
-        update_metrics = {
-            name: updater.update(routed[name]) for name, updater in self.policies.updaters.items()
-        }
-        for name in update_metrics:
+        update_metrics = {name: policy.update(routed[name]) for name, policy in self.policies.handles.items()}
+        for name, policy in self.policies.handles.items():
             if routed[name]:  # a policy without samples was not updated: nothing to sync
-                self.policies.sync(name)
+                policy.sync()
         update_s = time.perf_counter() - start
         self.step += 1
         self.completions += len(rollout.samples)
@@ -283,7 +288,7 @@ class ATGRPOTrainer:
             args.env_id, args.eval_episodes, 0, make_kwargs, workflow=args.workflow, split=args.eval_split
         )
         backends = self.policies.backends
-        saved = {name: sampler_state(b) for name, b in backends.items() if has_sampler_state(b)}
+        saved = {name: b.get_rng_state() for name, b in backends.items() if isinstance(b, SeededBackend)}
         try:
             records = run_suite(
                 suite,
@@ -296,7 +301,7 @@ class ATGRPOTrainer:
             )
         finally:
             for name, state in saved.items():
-                set_sampler_state(backends[name], state)
+                backends[name].set_rng_state(state)
         metrics = {
             "eval/success_rate": float(np.mean([record.success for record in records])),
             "timing/eval_s": time.perf_counter() - start,
@@ -308,16 +313,19 @@ class ATGRPOTrainer:
         return metrics
 
     # ----------------------------------------------------------------- outputs
+    def _loop_state(self) -> checkpoint.LoopState:
+        return checkpoint.LoopState(self.step, self.completions, self.engine.rng.bit_generator.state)
+
     def _log_metrics(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        metrics_log.append(self.output_dir / "metrics.jsonl", metrics)
+        metrics_log.append(self.run.metrics, metrics)
         return metrics
 
     def _dump(self, rollout: Rollout) -> None:
-        folder = self.output_dir / "rollouts"
-        folder.mkdir(exist_ok=True)
-        with (folder / f"step_{self.step}.jsonl").open("w") as handle:
+        path = self.run.rollout_dump(self.step)
+        path.parent.mkdir(exist_ok=True)
+        with path.open("w") as handle:
             for sample in rollout.samples:
-                handle.write(json.dumps(sample.record(self.step)) + "\n")
+                handle.write(json.dumps(sample.to_row(self.step)) + "\n")
 
     def _plot(self) -> None:
         import matplotlib
@@ -325,7 +333,7 @@ class ATGRPOTrainer:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        rows = metrics_log.read(self.output_dir / "metrics.jsonl", self.log)
+        rows = metrics_log.read(self.run.metrics, self.log)
         figure, axis = plt.subplots(figsize=(6, 4))
         for key, label in (
             ("train/success_rate", "train (committed episodes)"),
@@ -340,7 +348,7 @@ class ATGRPOTrainer:
         axis.set_title(f"{self.args.env_id} ({self.args.policy_layout}, {self.args.grouping})")
         axis.legend()
         figure.tight_layout()
-        figure.savefig(self.output_dir / "learning_curve.png", dpi=100)
+        figure.savefig(self.run.learning_curve, dpi=100)
         plt.close(figure)
 
 
@@ -358,7 +366,7 @@ def make_pool(args: ATGRPOConfig):
     """The env pool `args` ask for: Ray actors (`distributed="ray"`, `env_workers` of them, default 2), local
     processes (`env_workers` > 0), or None (envs step in-process)."""
     if args.distributed == "ray":
-        from pettingllms.envs.ray_pool import RayEnvPool
+        from pettingllms.pools.ray_env_pool import RayEnvPool
 
         return RayEnvPool(args.env_workers or 2, address=args.ray_address)
     return EnvPool(args.env_workers) if args.env_workers else None

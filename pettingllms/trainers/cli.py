@@ -55,12 +55,14 @@ def parse(argv: Sequence[str] | None = None):
 def main(argv: Sequence[str] | None = None) -> int:
     from transformers.utils import logging as transformers_logging
 
-    from pettingllms.errors import PettingLLMsError
+    from pettingllms.core.errors import PettingLLMsError
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
+    from pettingllms.trainers.model_source import prepare_starting_models
 
     transformers_logging.disable_progress_bar()  # keep the one progress bar that matters: the run's
     try:
         args = parse(argv)
+        prepare_starting_models(args)  # the first run builds the tiny model: visibly, before the trainer
         summary = ATGRPOTrainer(args).train()
     except PettingLLMsError as error:
         print(f"pettingllms-train: error: {error}", file=sys.stderr)

@@ -18,9 +18,10 @@ from typing import Any
 from trl import GRPOConfig
 
 import pettingllms
-from pettingllms.errors import ConfigError
+from pettingllms.core.errors import ConfigError
+from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
+from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
 from pettingllms.trainers.advantages import SCALE_REWARDS
-from pettingllms.trainers.rollout import GROUPINGS, TEAM_CREDITS, TREE_GROUPINGS, parse_commit
 
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
 GENERATION_BACKENDS = ("hf", "vllm")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pettingllms.errors import PettingLLMsError
+from pettingllms.core.errors import PettingLLMsError
 
 
 class MetricsLogError(PettingLLMsError):

@@ -5,8 +5,9 @@ For every policy the trainer reserves a placement group of two bundles, each `ra
 (the policy's generation backend, HF or vLLM, as `generation_backend` says), bundle 1 hosts `UpdateWorker` (the
 policy's TRL update worker, `PolicyUpdater`). The trainer process only routes: prompts go to each policy's server,
 samples to their policy's worker, and after every update the worker's weights (safetensors bytes of the full
-state, `lm_head` included) are loaded into the server. Checkpoints are written and read by the workers
-themselves, so `output_dir` must be a folder every node can reach (one machine, or a shared file system).
+state, `lm_head` included) are loaded into the server. Each policy is a `RayPolicy` handle. The workers write
+their weights into checkpoints themselves, so `output_dir` must be a folder every node can reach (one machine,
+or a shared file system); optimizer, scheduler and generator states travel to the trainer, which writes them.
 
 Lifetime: the actors and placement groups belong to the trainer; `close()` removes exactly those, and shuts Ray
 down only if the trainer started it (a cluster joined by address is left running). `lora_per_role` is not
@@ -16,15 +17,15 @@ offered here: its adapters share one base model, which one process must hold.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pettingllms.envs.ray_pool import connect
-from pettingllms.errors import PettingLLMsError
-from pettingllms.policies.base import Generation, SamplingConfig, sampler_state, set_sampler_state
+from pettingllms.backends.base import Generation, SamplingConfig
+from pettingllms.core.errors import PettingLLMsError
+from pettingllms.pools.ray_cluster import connect
+from pettingllms.rollout.samples import Sample
+from pettingllms.runs.layout import CheckpointLayout
 from pettingllms.trainers.config import ATGRPOConfig
-from pettingllms.trainers.rollout import Sample
 
 
 class PlacementError(PettingLLMsError):
@@ -35,10 +36,10 @@ class UpdateWorker:
     """Ray actor: the update worker of one policy (a `PolicyUpdater` over its own copy of the model)."""
 
     def __init__(self, name: str, path: str, args: ATGRPOConfig, reference: str | None = None):
-        from pettingllms.trainers.policies import load_model
+        from pettingllms.backends.hf import load_pretrained
         from pettingllms.trainers.updater import PolicyUpdater
 
-        model, tokenizer = load_model(path)
+        model, tokenizer = load_pretrained(path)
         self.updater = PolicyUpdater(name, model, tokenizer, args, reference=reference)
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
@@ -46,29 +47,25 @@ class UpdateWorker:
 
     def weights(self) -> bytes:
         """The model's full state as safetensors bytes (what `RolloutServer.load_weights` takes)."""
-        from pettingllms.policies.weights import full_state, serialize
+        from pettingllms.backends.weights import full_state, serialize
 
         return serialize(full_state(self.updater.model))
 
-    def save(self, folder: str, name: str) -> None:
-        """Write `policy_<name>/` (model and tokenizer), `optimizer_<name>.pt` and `scheduler_<name>.pt`."""
-        import torch
+    def save_weights(self, folder: str) -> None:
+        """Write the model and its tokenizer into `folder` (a path every node of the cluster reaches)."""
+        self.updater.model.save_pretrained(folder)
+        self.updater.processing_class.save_pretrained(folder)
 
-        root = Path(folder)
-        self.updater.model.save_pretrained(root / f"policy_{name}")
-        self.updater.processing_class.save_pretrained(root / f"policy_{name}")
-        torch.save(self.updater.optimizer.state_dict(), root / f"optimizer_{name}.pt")
-        torch.save(self.updater.lr_scheduler.state_dict(), root / f"scheduler_{name}.pt")
+    def training_state(self) -> dict[str, Any]:
+        """The optimizer's and the scheduler's state dicts."""
+        return {
+            "optimizer": self.updater.optimizer.state_dict(),
+            "scheduler": self.updater.lr_scheduler.state_dict(),
+        }
 
-    def load(self, folder: str, name: str) -> None:
-        """Restore the optimizer and scheduler written by `save` (the weights were loaded at construction)."""
-        import torch
-
-        root = Path(folder)
-        self.updater.optimizer.load_state_dict(torch.load(root / f"optimizer_{name}.pt", weights_only=True))
-        self.updater.lr_scheduler.load_state_dict(
-            torch.load(root / f"scheduler_{name}.pt", weights_only=True)
-        )
+    def load_training_state(self, state: dict[str, Any]) -> None:
+        self.updater.optimizer.load_state_dict(state["optimizer"])
+        self.updater.lr_scheduler.load_state_dict(state["scheduler"])
 
     def pid(self) -> int:
         import os
@@ -81,11 +78,11 @@ class RolloutServer:
 
     def __init__(self, path: str, seed: int, backend: str, engine_kwargs: dict[str, Any]):
         if backend == "vllm":
-            from pettingllms.policies.vllm_engine import VLLMPolicy
+            from pettingllms.backends.vllm_engine import VLLMPolicy
 
             self.policy = VLLMPolicy(path, seed=seed, engine_kwargs=engine_kwargs)
         else:
-            from pettingllms.policies.hf import HFPolicy
+            from pettingllms.backends.hf import HFPolicy
 
             self.policy = HFPolicy.from_pretrained(path, seed=seed)
 
@@ -98,11 +95,14 @@ class RolloutServer:
 
         self.policy.load_state(load(payload))
 
-    def rng_state(self) -> Any:
-        return sampler_state(self.policy)
+    def reseed(self, seed: int) -> None:
+        self.policy.reseed(seed)
+
+    def get_rng_state(self) -> Any:
+        return self.policy.get_rng_state()
 
     def set_rng_state(self, state: Any) -> None:
-        set_sampler_state(self.policy, state)
+        self.policy.set_rng_state(state)
 
     def pid(self) -> int:
         import os
@@ -112,7 +112,7 @@ class RolloutServer:
 
 @dataclasses.dataclass
 class RemoteBackend:
-    """The trainer's handle on a `RolloutServer`: a policy backend."""
+    """The trainer's handle on a `RolloutServer`: a policy backend and a `SeededBackend`."""
 
     actor: Any
 
@@ -121,18 +121,56 @@ class RemoteBackend:
 
         return ray.get(self.actor.generate.remote(list(prompts), n, sampling))
 
+    def reseed(self, seed: int) -> None:
+        import ray
+
+        ray.get(self.actor.reseed.remote(seed))
+
+    def get_rng_state(self) -> Any:
+        import ray
+
+        return ray.get(self.actor.get_rng_state.remote())
+
+    def set_rng_state(self, state: Any) -> None:
+        import ray
+
+        ray.get(self.actor.set_rng_state.remote(state))
+
 
 @dataclasses.dataclass
-class RemoteUpdater:
-    """The trainer's handle on an `UpdateWorker`."""
+class RayPolicy:
+    """One policy on Ray (a `PolicyHandle`): its rollout server and update worker."""
 
     name: str
-    actor: Any
+    backend: RemoteBackend
+    worker: Any
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         import ray
 
-        return ray.get(self.actor.update.remote(list(samples)))
+        return ray.get(self.worker.update.remote(list(samples)))
+
+    def sync(self) -> None:
+        """Load the updated weights into the rollout server (through the object store, no file)."""
+        import ray
+
+        ray.get(self.backend.actor.load_weights.remote(self.worker.weights.remote()))
+
+    def save_weights(self, checkpoint: CheckpointLayout) -> None:
+        import ray
+
+        ray.get(self.worker.save_weights.remote(str(checkpoint.model(self.name))))
+
+    def state_dict(self) -> dict[str, Any]:
+        import ray
+
+        return {**ray.get(self.worker.training_state.remote()), "generator": self.backend.get_rng_state()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        import ray
+
+        ray.get(self.worker.load_training_state.remote({k: state[k] for k in ("optimizer", "scheduler")}))
+        self.backend.set_rng_state(state["generator"])
 
 
 class RayPolicies:
@@ -190,34 +228,11 @@ class RayPolicies:
             )
         ray.get([actor.pid.remote() for actor in [*self.servers.values(), *self.workers.values()]])
 
-    def backends(self) -> dict[str, RemoteBackend]:
-        return {name: RemoteBackend(actor) for name, actor in self.servers.items()}
-
-    def updaters(self) -> dict[str, RemoteUpdater]:
-        return {name: RemoteUpdater(name, actor) for name, actor in self.workers.items()}
-
-    def sync(self, name: str) -> None:
-        """Load policy `name`'s updated weights into its rollout server (object store, no file)."""
-        import ray
-
-        ray.get(self.servers[name].load_weights.remote(self.workers[name].weights.remote()))
-
-    def save(self, folder: Path) -> None:
-        import ray
-        import torch
-
-        ray.get([worker.save.remote(str(folder), name) for name, worker in self.workers.items()])
-        for name, server in self.servers.items():
-            torch.save(ray.get(server.rng_state.remote()), folder / f"generator_{name}.pt")
-
-    def load(self, folder: Path) -> None:
-        import ray
-        import torch
-
-        ray.get([worker.load.remote(str(folder), name) for name, worker in self.workers.items()])
-        for name, server in self.servers.items():
-            state = torch.load(folder / f"generator_{name}.pt", weights_only=True)
-            ray.get(server.set_rng_state.remote(state))
+    def handles(self) -> dict[str, RayPolicy]:
+        return {
+            name: RayPolicy(name, RemoteBackend(self.servers[name]), self.workers[name])
+            for name in self.servers
+        }
 
     def close(self) -> None:
         """Kill this trainer's actors, remove its placement groups; shut Ray down only if it was started here."""

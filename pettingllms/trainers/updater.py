@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 import torch
 from datasets import Dataset
-from trl import GRPOTrainer
 
-from pettingllms.errors import ConfigError
+from pettingllms.core.errors import ConfigError
+from pettingllms.rollout.samples import Sample
 from pettingllms.trainers.config import ATGRPOConfig
-from pettingllms.trainers.rollout import Sample
+from pettingllms.trainers.trl_adapter import GRPOTrainerAdapter, reference_model_from
 
 SEQUENCE_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
 """TRL loss types that average over sequences; the others (bnpo, dapo, cispo, vespo) average over tokens."""
@@ -31,7 +31,7 @@ def _no_reward(completions, **kwargs) -> list[float]:
     return [0.0] * len(completions)
 
 
-class PolicyUpdater(GRPOTrainer):
+class PolicyUpdater(GRPOTrainerAdapter):
     """The update worker of policy `name` (see the module docstring)."""
 
     def __init__(self, name: str, model, tokenizer, args: ATGRPOConfig, *, reference: str | None = None):
@@ -43,10 +43,7 @@ class PolicyUpdater(GRPOTrainer):
         if temperature != args.temperature:
             args = copy.copy(args)  # TRL bakes `args.temperature` into the log-prob head at construction
             args.temperature = temperature
-        origin = model.config._name_or_path
-        if reference is not None:
-            model.config._name_or_path = reference  # TRL builds its reference model from this path
-        try:
+        with reference_model_from(model, reference):
             super().__init__(
                 model=model,
                 reward_funcs=_no_reward,
@@ -54,8 +51,6 @@ class PolicyUpdater(GRPOTrainer):
                 train_dataset=_PLACEHOLDER,
                 processing_class=tokenizer,
             )
-        finally:
-            model.config._name_or_path = origin
         if (
             args.activation_checkpointing
         ):  # transformers turns it on in `Trainer.train`, which never runs here
@@ -68,16 +63,13 @@ class PolicyUpdater(GRPOTrainer):
             )
         self.name = name
         self._chunk_weight = 1.0
-        if self._entropy_bonus_enabled and self.loss_type in SEQUENCE_MEAN_LOSSES:
+        if self.entropy_bonus_enabled and self.loss_type in SEQUENCE_MEAN_LOSSES:
             raise ConfigError(
                 f"entropy_coef with loss_type={self.loss_type!r}: TRL's entropy bonus is a mean over tokens, which "
                 "micro-batches weighted by their share of the sequences cannot keep exact; use a loss_type that "
                 "averages over tokens (bnpo, dapo, cispo, vespo) or entropy_coef=0"
             )
         self.create_optimizer_and_scheduler(num_training_steps=args.max_steps)
-
-    def _prepare_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {key: value.to(self.accelerator.device) for key, value in batch.items()}
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """TRL's loss of one micro-batch, times that micro-batch's share of the whole update (`_chunk_weight`)."""
@@ -99,10 +91,7 @@ class PolicyUpdater(GRPOTrainer):
             "samples": float(len(samples)),
             "completion_tokens": float(sum(len(s.generation.completion_ids) for s in samples)),
         }
-        for key, values in self._metrics["train"].items():
-            if values:
-                metrics[key] = float(sum(values) / len(values))
-        self._metrics["train"].clear()
+        metrics.update(self.drain_metrics())
         return metrics
 
     def accumulate_gradients(self, samples: Sequence[Sample]) -> float:
@@ -119,9 +108,7 @@ class PolicyUpdater(GRPOTrainer):
         size = self.args.per_device_train_batch_size
         chunks = [samples[start : start + size] for start in range(0, len(samples), size)]
         total_tokens = sum(len(sample.generation.completion_ids) for sample in samples)
-        self.current_gradient_accumulation_steps = (
-            1  # the weights below do TRL's accumulation scaling exactly
-        )
+        self.use_exact_accumulation()  # the weights below do TRL's accumulation scaling exactly
         self.model.train()
         loss = 0.0
         for chunk in chunks:
@@ -144,10 +131,7 @@ class PolicyUpdater(GRPOTrainer):
         mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1).to(
             self.accelerator.device
         )
-        logps, _, _ = self._get_per_token_logps_and_entropies(
-            self.ref_model, ids, mask, inputs["completion_ids"].size(1)
-        )
-        return logps
+        return self.per_token_logps(self.ref_model, ids, mask, inputs["completion_ids"].size(1))
 
 
 def collate(samples: Sequence[Sample], tokenizer, num_items: float) -> dict[str, torch.Tensor]:

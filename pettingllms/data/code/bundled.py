@@ -8,7 +8,7 @@ sandbox). The problems are written in ``bundled_easy``/``bundled_medium``/``bund
 ``bundled_problems.jsonl`` next to this module is generated from them by
 ``python -m pettingllms.data.code.build_bundled``.
 
-The eval split is the problems whose ``pettingllms.envs.splits.split_of(problem.id)`` is "eval" (a hash of the
+The eval split is the problems whose ``pettingllms.core.splits.split_of(problem.id)`` is "eval" (a hash of the
 id), the train split all the others (the set is too small to carve out a validation split), so the two splits
 are disjoint and together cover the set, whatever order the problems are in.
 """
@@ -20,9 +20,9 @@ from importlib import resources
 from os import PathLike
 from pathlib import Path
 
+from pettingllms.core.splits import check_split, split_of
 from pettingllms.data.code import bundled_easy, bundled_hard, bundled_medium
 from pettingllms.data.code.schema import CodeProblem, problem_from_dict
-from pettingllms.envs.splits import check_split, split_of
 
 SPECS = bundled_easy.SPECS + bundled_medium.SPECS + bundled_hard.SPECS
 """Every bundled problem's hand-written spec, easy first, then medium, then hard."""

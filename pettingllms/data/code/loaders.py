@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pettingllms.core.errors import DependencyNotInstalled
 from pettingllms.data.code.apps import problem_from_apps_row
 from pettingllms.data.code.bundled import load_bundled
 from pettingllms.data.code.codecontests import problem_from_codecontests_row
@@ -35,7 +36,6 @@ from pettingllms.data.code.livecodebench import problem_from_livecodebench_row
 from pettingllms.data.code.mbpp import problem_from_mbpp_row
 from pettingllms.data.code.schema import CodeProblem, SkippedRow, problem_from_dict
 from pettingllms.data.files import DataPath, datasets_module, local_rows
-from pettingllms.errors import DependencyNotInstalled
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 ``generate_problem(rng, kind=..., difficulty=...)`` draws one problem of a kind in ``KINDS`` (see
 ``templates`` for what each kind and difficulty produces). Its answer is computed exactly and written
 canonically (an integer, or a reduced ``\\frac{p}{q}``); its id is ``generated/<kind>/<12 hex digits of the
-BLAKE2b hash of the text>``, a function of the content only. ``pettingllms.envs.splits.split_of(problem.id)``
+BLAKE2b hash of the text>``, a function of the content only. ``pettingllms.core.splits.split_of(problem.id)``
 therefore puts every problem in exactly one split, whatever seed drew it: ``generate_split`` draws problems
 of one split only, so "train" and "eval" never share a problem.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from pettingllms.core.errors import ConfigError
+from pettingllms.core.splits import check_split, draw_in_split
 from pettingllms.data.math.render import latex_number
 from pettingllms.data.math.schema import MathProblem, content_id
 from pettingllms.data.math.templates import TEMPLATES
-from pettingllms.envs.splits import check_split, draw_in_split
-from pettingllms.errors import ConfigError
 
 KINDS = tuple(TEMPLATES)
 """arithmetic, fractions, linear (equations), quadratic (equations), divisibility (and primes), counting."""

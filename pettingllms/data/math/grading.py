@@ -59,9 +59,9 @@ import functools
 import threading
 from types import ModuleType
 
+from pettingllms.core.errors import DependencyNotInstalled
 from pettingllms.data.math.bounds import parsable, tractable
 from pettingllms.data.math.latex import extract_boxed, has_box, normalize_answer
-from pettingllms.errors import DependencyNotInstalled
 
 __all__ = ["DEFAULT_TIMEOUT_S", "extract_boxed", "grade", "is_equivalent", "normalize_answer"]
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pettingllms.core.errors import ConfigError
 from pettingllms.data.files import DataPath, datasets_module, local_rows
 from pettingllms.data.math.generator import generate_split
 from pettingllms.data.math.rows import CONVERTERS
 from pettingllms.data.math.schema import MathProblem
-from pettingllms.errors import ConfigError
 
 DATASETS = ("aime2024", "aime2025", "olympiadbench", "math500", "gsm8k", "generated")
 EVALUATION_ONLY = ("aime2024", "aime2025", "olympiadbench", "math500")

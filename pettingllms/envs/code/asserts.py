@@ -25,9 +25,9 @@ import ast
 import math
 from typing import Any
 
+from pettingllms.core.parsing import ParseError
 from pettingllms.data.code.judge import CaseCall
 from pettingllms.data.code.judge_candidate import Unsupported, encode
-from pettingllms.parsing import ParseError
 
 MAX_LINE_CHARS = 4_000
 MAX_NODES = 2_000

@@ -19,10 +19,10 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
+from pettingllms.core.parsing import ParseError, extract_python_block
 from pettingllms.data.code.judge import CaseCall, cases_judgement, check_judgement, read_verdicts
 from pettingllms.data.code.schema import CodeProblem, TestCase, outputs_match
 from pettingllms.envs.code.asserts import parse_assert
-from pettingllms.parsing import ParseError, extract_python_block
 from pettingllms.sandbox import Program, SandboxResult
 
 MAX_CASES = 10

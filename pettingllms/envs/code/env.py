@@ -46,9 +46,13 @@ from typing import Any
 
 import numpy as np
 
+from pettingllms.core.env import StepOutcome, TextAECEnv
+from pettingllms.core.errors import ConfigError
+from pettingllms.core.parsing import ParseError, extract_python_block
+from pettingllms.core.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
+from pettingllms.core.text import truncate
 from pettingllms.data.code.loaders import EVALUATION_ONLY, load_code_dataset
 from pettingllms.data.code.schema import CodeProblem, TestCase, problem_from_dict
-from pettingllms.envs.base import StepOutcome, TextAECEnv
 from pettingllms.envs.code.cases import (
     MAX_CASES,
     AssertCase,
@@ -60,10 +64,6 @@ from pettingllms.envs.code.cases import (
     parse_cases,
     usable,
 )
-from pettingllms.envs.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
-from pettingllms.errors import ConfigError
-from pettingllms.parsing import ParseError, extract_python_block
-from pettingllms.text import truncate
 
 PARSE_ERROR_PENALTY = 0.1
 CODE_SHOWN_CHARS = 6_000

@@ -43,16 +43,16 @@ from typing import Any
 
 import numpy as np
 
+from pettingllms.core.env import AGGREGATOR, StepOutcome, TextAECEnv
+from pettingllms.core.errors import ConfigError
+from pettingllms.core.parsing import extract_python_block
+from pettingllms.core.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
+from pettingllms.core.splits import check_split, draw_in_split, split_of
+from pettingllms.core.text import truncate
 from pettingllms.data.math.generator import generate_problem
 from pettingllms.data.math.grading import extract_boxed, is_equivalent
 from pettingllms.data.math.loaders import load_math_dataset
 from pettingllms.data.math.schema import MathProblem, problem_from_dict
-from pettingllms.envs.base import AGGREGATOR, StepOutcome, TextAECEnv
-from pettingllms.envs.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
-from pettingllms.envs.splits import check_split, draw_in_split, split_of
-from pettingllms.errors import ConfigError
-from pettingllms.parsing import extract_python_block
-from pettingllms.text import truncate
 
 PARSE_ERROR_PENALTY = 0.1
 SHOWN_CHARS = 3_000

@@ -38,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
+from pettingllms.core.errors import ConfigError
+from pettingllms.core.parsing import parse_moves
 from pettingllms.envs.sokoban import board, generator, solver
 from pettingllms.envs.tool_plan import ToolPlanEnv
-from pettingllms.errors import ConfigError
-from pettingllms.parsing import parse_moves
 
 
 class SokobanEnv(ToolPlanEnv):

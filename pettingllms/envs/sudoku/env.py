@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from pettingllms.core.errors import ConfigError
+from pettingllms.core.parsing import MAX_MOVES, ParseError
 from pettingllms.envs.sudoku import board
 from pettingllms.envs.tool_plan import ToolPlanEnv
-from pettingllms.errors import ConfigError
-from pettingllms.parsing import MAX_MOVES, ParseError
 
 _TRIPLE = re.compile(
     r"\(\s*(\d+)\s*[,\s]\s*(\d+)\s*[,\s]\s*(\d+)\s*\)|r\s*(\d+)\s*c\s*(\d+)\s*[=:]\s*(\d+)", re.I

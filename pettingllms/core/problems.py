@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from pettingllms.errors import ConfigError
+from pettingllms.core.errors import ConfigError
 
 T = TypeVar("T")
 NATIVE_SPLITS = {"train": "train", "eval": "test"}

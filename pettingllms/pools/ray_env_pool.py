@@ -1,6 +1,6 @@
 """`RayEnvPool`: the env pool with Ray actors as workers, for more than one machine (`pip install '.[ray]'`).
 
-Same contract as `pettingllms.envs.pool.EnvPool`: `step_all([(env, action), ...])` returns stepped copies in job
+Same contract as `pettingllms.pools.env_pool.EnvPool`: `step_all([(env, action), ...])` returns stepped copies in job
 order, the same envs as in-process; a free actor takes the next job; an actor that dies is replaced and its job
 re-run from the same pickled state (after `max_attempts` a job raises `PoolError`); `restarts` and `retried_jobs`
 count what happened. A failed batch never mixes into the next: each step is its own Ray call whose result comes
@@ -19,30 +19,8 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from pettingllms.envs.pool import PoolError
-from pettingllms.errors import DependencyNotInstalled
-
-
-def _ray():
-    try:
-        import ray
-    except ImportError as error:
-        raise DependencyNotInstalled("RayEnvPool needs Ray: pip install 'pettingllms[ray]'") from error
-    return ray
-
-
-def connect(address: str | None) -> bool:
-    """Make sure Ray is initialised in this process: join the cluster at `address`, or start a local one (when
-    `address` is None), unless Ray is already initialised. Returns whether a local cluster was started here (its
-    starter alone may shut it down)."""
-    ray = _ray()
-    if ray.is_initialized():
-        return False
-    if address is not None:
-        ray.init(address=address, log_to_driver=False)
-        return False
-    ray.init(include_dashboard=False, log_to_driver=False)
-    return True
+from pettingllms.pools.env_pool import PoolError
+from pettingllms.pools.ray_cluster import connect, import_ray
 
 
 class _EnvWorker:
@@ -74,7 +52,7 @@ class RayEnvPool:
     ):
         if workers < 1 or max_attempts < 1:
             raise ValueError(f"workers={workers} and max_attempts={max_attempts} must be >= 1")
-        ray = _ray()
+        ray = import_ray()
         self._started_ray = connect(address)
         self._actor_class = ray.remote(num_cpus=num_cpus, max_restarts=0)(_EnvWorker)
         self.max_attempts = max_attempts
@@ -89,14 +67,14 @@ class RayEnvPool:
 
     def pids(self) -> list[int]:
         """The actors' process ids."""
-        ray = _ray()
+        ray = import_ray()
         return ray.get([actor.pid.remote() for actor in self._actors])
 
     def step_all(self, jobs: Sequence[tuple[Any, str | None]]) -> list[Any]:
         """Step a copy of each env with its action; return the stepped copies in job order."""
         if self._closed:
             raise PoolError("the pool is closed")
-        ray = _ray()
+        ray = import_ray()
         payloads = [pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL) for job in jobs]
         results: list[Any] = [None] * len(jobs)
         attempts = [0] * len(jobs)
@@ -130,7 +108,7 @@ class RayEnvPool:
         if self._closed:
             return
         self._closed = True
-        ray = _ray()
+        ray = import_ray()
         for actor in self._actors:
             ray.kill(actor)
         if self._started_ray:

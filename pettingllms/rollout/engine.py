@@ -37,18 +37,25 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from pettingzoo import AECEnv
 
-from pettingllms.envs.base import agent_role
-from pettingllms.envs.pool import EnvPool
-from pettingllms.policies.base import Generation, PolicyBackend, SamplingConfig, StatePolicy
+from pettingllms.backends.base import Generation, PolicyBackend, SamplingConfig, StatePolicy
+from pettingllms.core.env import agent_role
+from pettingllms.core.errors import ConfigError
+from pettingllms.rollout.grouping import GROUPINGS, assign_groups
+from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample
 
-GROUPINGS = ("agent_turn", "agent", "turn", "trajectory")
-TREE_GROUPINGS = ("agent_turn", "agent", "turn")
-"""Groupings whose rollouts sample K candidates per agent step and commit one (the others play K episodes)."""
+
+class StepPool(Protocol):
+    """Where candidate copies are stepped outside this process (`pettingllms.pools`): `step_all` returns, in job
+    order, each `(env, action)` job's env after `env.step(action)`, the same env stepping it here would give."""
+
+    def step_all(self, jobs: Sequence[tuple[AECEnv, str]]) -> list[AECEnv]: ...
+
+
 COMMITS = ("greedy", "random")
 """How a turn's committed candidate is picked; `parse_commit` also takes per-role pairs such as "tool=random"."""
 TEAM_CREDITS = ("turn", "step")
@@ -58,63 +65,19 @@ TEAM_CREDITS = ("turn", "step")
 def parse_commit(spec: str) -> dict[str, str]:
     """`commit` as {role: mode}, with the key "*" for roles not named: "greedy" -> {"*": "greedy"}, "random" ->
     {"*": "random"}, "tool=random" -> {"*": "greedy", "tool": "random"} (pairs separated by commas; a role is an
-    agent's name without its `_<index>`). Raises `ValueError` naming the allowed forms."""
+    agent's name without its `_<index>`). Raises `ConfigError` naming the allowed forms."""
     if spec in COMMITS:
         return {"*": spec}
     modes = {"*": "greedy"}
     for pair in spec.split(","):
         role, _, mode = pair.strip().partition("=")
         if not role or mode not in COMMITS or role in modes:
-            raise ValueError(
+            raise ConfigError(
                 f"commit={spec!r} is not supported; allowed values: {list(COMMITS)} or comma-separated "
                 "role=mode pairs with each role once and mode in those values (e.g. 'tool=random')"
             )
         modes[role] = mode
     return modes
-
-
-@dataclasses.dataclass
-class Sample:
-    """One sampled completion with its reward; `advantage` is filled by `compute_advantages`."""
-
-    group_id: str
-    instance: int
-    turn: int
-    agent: str
-    policy: str
-    prompt: str
-    completion: str
-    reward: float
-    reward_team: float
-    reward_local: float
-    generation: Generation
-    committed: bool = True
-    advantage: float = 0.0
-    error: str | None = None
-    """Why the completion could not be used, fully or partly (`infos[agent]["error"]`), else None."""
-    parse_error: bool = False
-    """Nothing in the completion was usable (`infos[agent]["parse_error"]`)."""
-    episode: int | None = None
-    """Set by the trajectory baseline, whose group members are whole episodes: the index of the sample's episode
-    in its rollout. `compute_advantages` then counts each episode once. None for candidates of a tree group."""
-
-    def record(self, step: int) -> dict[str, Any]:
-        """The JSON-ready row of a rollout dump."""
-        fields = (
-            "group_id",
-            "instance",
-            "episode",
-            "turn",
-            "agent",
-            "policy",
-            "prompt",
-            "completion",
-            "reward",
-        )
-        row = {"step": step, **{name: getattr(self, name) for name in fields}}
-        row.update(reward_team=self.reward_team, reward_local=self.reward_local, advantage=self.advantage)
-        row.update(error=self.error, parse_error=self.parse_error)
-        return row
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,26 +86,6 @@ class _Candidate:
     info: dict[str, Any]
     reward: float
     reward_team: float
-
-
-@dataclasses.dataclass(frozen=True)
-class EpisodeResult:
-    """How one (committed) episode ended."""
-
-    instance: int
-    success: bool
-    turns: int
-    returns: Mapping[str, float]
-
-
-@dataclasses.dataclass
-class Rollout:
-    samples: list[Sample]
-    episodes: list[EpisodeResult]
-
-    @property
-    def success_rate(self) -> float:
-        return float(np.mean([e.success for e in self.episodes])) if self.episodes else 0.0
 
 
 class RolloutEngine:
@@ -158,8 +101,8 @@ class RolloutEngine:
         commit: "greedy" (the best candidate), "random", or per-role pairs such as "tool=random" (`parse_commit`).
         team_credit: "turn" (a candidate's team reward includes its turn's greedy completion) or "step".
         seed: seeds the engine's own generator (random commits).
-        pool: an `EnvPool` (worker processes) or `RayEnvPool` (Ray actors) that steps the K candidate copies
-            (None: in-process); results are the same either way.
+        pool: a `StepPool` (`pettingllms.pools`: worker processes or Ray actors) that steps the K candidate
+            copies (None: in-process); results are the same either way.
     """
 
     def __init__(
@@ -174,20 +117,20 @@ class RolloutEngine:
         commit: str = "greedy",
         team_credit: str = "turn",
         seed: int = 0,
-        pool: EnvPool | None = None,
+        pool: StepPool | None = None,
     ):
         if grouping not in GROUPINGS:
-            raise ValueError(f"grouping={grouping!r} is not supported; allowed values: {list(GROUPINGS)}")
+            raise ConfigError(f"grouping={grouping!r} is not supported; allowed values: {list(GROUPINGS)}")
         self.commit_modes = parse_commit(commit)
         if team_credit not in TEAM_CREDITS:
-            raise ValueError(
+            raise ConfigError(
                 f"team_credit={team_credit!r} is not supported; allowed values: {list(TEAM_CREDITS)}"
             )
         if num_generations < 1:
-            raise ValueError(f"num_generations={num_generations} must be >= 1")
+            raise ConfigError(f"num_generations={num_generations} must be >= 1")
         unknown = sorted(set(agent_policy.values()) - set(policies))
         if unknown:
-            raise ValueError(
+            raise ConfigError(
                 f"agent_policy names policies {unknown} that are not in policies {sorted(policies)}"
             )
         self.env_fn = env_fn
@@ -209,10 +152,7 @@ class RolloutEngine:
         if self.grouping == "trajectory":
             return self._collect_trajectories(seeds, options)
         rollout = self._collect_tree(seeds, options)
-        if self.grouping != "agent_turn":  # the ablations pool groups over one key only
-            for sample in rollout.samples:
-                key = sample.agent if self.grouping == "agent" else sample.turn
-                sample.group_id = f"{sample.instance}/{key}"
+        assign_groups(rollout.samples, self.grouping)
         return rollout
 
     def evaluate(
@@ -224,9 +164,11 @@ class RolloutEngine:
         """
         per_episode = [options] * len(seeds) if options is None or isinstance(options, Mapping) else options
         if len(per_episode) != len(seeds):
-            raise ValueError(f"{len(per_episode)} option mappings for {len(seeds)} seeds")
+            raise ConfigError(f"{len(per_episode)} option mappings for {len(seeds)} seeds")
         envs = [self._new_env(seed, opts) for seed, opts in zip(seeds, per_episode, strict=True)]
-        return self._play(envs, list(range(len(seeds))), n=1, trajectory=False, credit_turn=False)
+        played = self._play(envs, list(range(len(seeds))), n=1, trajectory=False, credit_turn=False)
+        assign_groups(played.samples, "agent_turn")
+        return played
 
     # ----------------------------------------------------------------- AT-GRPO
     def _collect_tree(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
@@ -250,7 +192,7 @@ class RolloutEngine:
             returns[sample.episode] = returns.get(sample.episode, 0.0) + sample.reward
         for sample in played.samples:
             sample.reward = returns[sample.episode]
-            sample.group_id = f"{sample.instance}"
+        assign_groups(played.samples, "trajectory")
         return played
 
     # ----------------------------------------------------------------- the loop
@@ -281,38 +223,12 @@ class RolloutEngine:
                     waiting.setdefault(env.agent_selection, []).append(index)
             active = [index for agents in waiting.values() for index in agents]
             for agent, indices in waiting.items():
-                policy = self.agent_policy[agent]
-                prompts = [str(envs[index].observe(agent)) for index in indices]
-                generations = self._generate([envs[index] for index in indices], agent, prompts, n)
-                stepped = self._step_all([envs[index] for index in indices], generations)
-                teams = self._turn_team(agent, stepped) if credit_turn else None
-                for position, (index, prompt, candidates, copies) in enumerate(
-                    zip(indices, prompts, generations, stepped, strict=True)
-                ):
-                    team = None if teams is None else teams[position]
-                    envs[index], rows, chosen = self._choose(agent, candidates, copies, team)
-                    turn = rows[chosen].info["turn"]
-                    for position, row in enumerate(rows):
-                        samples.append(
-                            Sample(
-                                group_id=f"{instances[index]}/{turn}/{agent}",
-                                instance=instances[index],
-                                episode=index if trajectory else None,
-                                turn=turn,
-                                agent=agent,
-                                policy=policy,
-                                prompt=prompt,
-                                completion=row.generation.text,
-                                reward=row.reward,
-                                reward_team=row.reward_team,
-                                reward_local=row.info["reward_local"],
-                                generation=row.generation,
-                                committed=position == chosen,
-                                error=row.info.get("error"),
-                                parse_error=bool(row.info.get("parse_error", False)),
-                            )
-                        )
-                    returns[index][agent] += rows[chosen].reward
+                for index, chosen_reward, rows in self._act(envs, indices, agent, n, credit_turn):
+                    for sample in rows:
+                        sample.instance = instances[index]
+                        sample.episode = index if trajectory else None
+                    samples.extend(rows)
+                    returns[index][agent] += chosen_reward
         episodes = [
             EpisodeResult(
                 instances[index],
@@ -323,6 +239,46 @@ class RolloutEngine:
             for index, env in enumerate(envs)
         ]
         return Rollout(samples, episodes)
+
+    def _act(
+        self, envs: list[AECEnv], indices: Sequence[int], agent: str, n: int, credit_turn: bool
+    ) -> list[tuple[int, float, list[Sample]]]:
+        """`agent` acts in every env of `indices`: `n` candidates each, stepped on copies and scored, one
+        committed (it replaces `envs[index]`). Returns, per env, its index, the committed candidate's reward and
+        one sample per candidate (their `instance`, `episode` and `group_id` are the caller's to set)."""
+        policy = self.agent_policy[agent]
+        prompts = [str(envs[index].observe(agent)) for index in indices]
+        generations = self._generate([envs[index] for index in indices], agent, prompts, n)
+        stepped = self._step_all([envs[index] for index in indices], generations)
+        teams = self._turn_team(agent, stepped) if credit_turn else None
+        acted = []
+        for position, (index, prompt, candidates, copies) in enumerate(
+            zip(indices, prompts, generations, stepped, strict=True)
+        ):
+            team = None if teams is None else teams[position]
+            envs[index], rows, chosen = self._commit(agent, candidates, copies, team)
+            turn = rows[chosen].info["turn"]
+            samples = [
+                Sample(
+                    group_id="",
+                    instance=index,
+                    turn=turn,
+                    agent=agent,
+                    policy=policy,
+                    prompt=prompt,
+                    completion=row.generation.text,
+                    reward=row.reward,
+                    reward_team=row.reward_team,
+                    reward_local=row.info["reward_local"],
+                    generation=row.generation,
+                    committed=candidate == chosen,
+                    error=row.info.get("error"),
+                    parse_error=bool(row.info.get("parse_error", False)),
+                )
+                for candidate, row in enumerate(rows)
+            ]
+            acted.append((index, rows[chosen].reward, samples))
+        return acted
 
     def _step_all(
         self, envs: Sequence[AECEnv], generations: Sequence[Sequence[Generation]]
@@ -394,7 +350,7 @@ class RolloutEngine:
                     probes.append((row, column, after, turn))
         return teams
 
-    def _choose(
+    def _commit(
         self,
         agent: str,
         candidates: Sequence[Generation],

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from pettingllms.policies.base import Generation
+from pettingllms.backends.base import Generation, NumpySeeded
 
 
-class RandomPolicy:
+class RandomPolicy(NumpySeeded):
     """Random answers in each agent's format (see the module docstring); same seed, same answers."""
 
     def __init__(self, seed: int = 0):

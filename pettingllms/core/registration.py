@@ -17,7 +17,7 @@ from typing import Any
 
 from pettingzoo import AECEnv
 
-from pettingllms.errors import ConfigError, DependencyNotInstalled, NameNotFound, VersionNotFound
+from pettingllms.core.errors import ConfigError, DependencyNotInstalled, NameNotFound, VersionNotFound
 
 _ID_PATTERN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]*?)-v(?P<version>\d+)$")
 
@@ -124,7 +124,7 @@ def make(env_id: str, **kwargs: Any) -> AECEnv:
     The wrappers, innermost first: `TextActionChecker` (actions must be `str`, or `None` for a finished agent),
     then `OrderEnforcing` (PettingZoo's call-order checks). `env.unwrapped` is the raw environment.
     """
-    from pettingllms.envs.wrappers import wrap
+    from pettingllms.core.wrappers import wrap
 
     env_spec = spec(env_id)
     factory = env_spec.load()

@@ -19,14 +19,16 @@ Agents that name the same model spec share one loaded model.
 from __future__ import annotations
 
 import dataclasses
-import json
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pettingllms.errors import ConfigError
+from pettingllms.backends.base import PolicyBackend, StatePolicy
+from pettingllms.core.errors import ConfigError
 from pettingllms.eval.cache_key import weights_digest
-from pettingllms.policies.base import PolicyBackend, StatePolicy
+from pettingllms.models.reference import check_model_reference
+from pettingllms.runs.layout import CheckpointLayout, RunLayout, open_run
 
 BASELINES = ("random", "oracle")
 
@@ -101,7 +103,7 @@ def load_policies(
 def _endpoint(spec: str):
     import os
 
-    from pettingllms.policies.openai_compat import OpenAIPolicy
+    from pettingllms.backends.openai_compat import OpenAIPolicy
 
     model, sep, url = spec.removeprefix("openai:").partition("@")
     if not sep or not model or not url.startswith(("http://", "https://")):
@@ -112,7 +114,7 @@ def _endpoint(spec: str):
 
 
 def _baseline(spec: str, seed: int) -> StatePolicy:
-    from pettingllms.policies.baselines import OraclePolicy, RandomPolicy
+    from pettingllms.backends.baselines import OraclePolicy, RandomPolicy
 
     return RandomPolicy(seed) if spec == "random" else OraclePolicy()
 
@@ -129,10 +131,9 @@ class ModelSource:
 
 
 def _hf_policy(source: ModelSource, seed: int):
-    from pettingllms.policies.hf import HFPolicy
-    from pettingllms.trainers.policies import load_model
+    from pettingllms.backends.hf import HFPolicy, load_pretrained
 
-    model, tokenizer = load_model(source.path)
+    model, tokenizer = load_pretrained(source.path)
     if source.adapter is not None:
         from peft import PeftModel
 
@@ -155,54 +156,43 @@ def _model_source(
 
         return ModelSource(str(ensure_smollm2()))
     path = Path(spec)
-    if path.is_dir() and (path / "checkpoints").is_dir():
-        return _run_source(path, _latest_checkpoint(path), agent, env_id, workflow, env_kwargs)
-    if path.is_dir() and (path / "state.json").is_file() and (path.parent.parent / "config.json").is_file():
-        from pettingllms.trainers.checkpoint import verify
-
-        verify(path)
-        return _run_source(path.parent.parent, path, agent, env_id, workflow, env_kwargs)
+    opened = open_run(path, lambda message: print(f"pettingllms-eval: {message}", file=sys.stderr))
+    if opened is not None:
+        return _run_source(*opened, agent, env_id, workflow, env_kwargs)
     if path.is_dir() and (path / "config.json").is_file():
         return ModelSource(str(path))
     if path.exists():
         raise ConfigError(
             f"policy {spec!r} is neither a run folder (with checkpoints/), a checkpoint nor a model folder"
         )
+    check_model_reference(
+        spec, "--policy", "random, oracle, tiny, tiny-untrained, smollm2, openai:MODEL@URL, a run folder"
+    )
     return ModelSource(spec)  # a Hugging Face id
 
 
-def _latest_checkpoint(run: Path) -> Path:
-    """The run's newest intact checkpoint (verified against its manifest; skipped ones are named on stderr)."""
-    import sys
-
-    from pettingllms.trainers.checkpoint import latest, step_folders
-
-    found = latest(run, lambda message: print(f"pettingllms-eval: {message}", file=sys.stderr))
-    if found is None and step_folders(run):
-        raise ConfigError(f"run folder {run} has no intact checkpoint (each was skipped, see above)")
-    if found is None:
-        raise ConfigError(f"run folder {run} has no checkpoint yet (checkpoints/step_N/)")
-    return found
-
-
 def _run_source(
-    run: Path, checkpoint: Path, agent: str, env_id: str, workflow: str, env_kwargs: Mapping[str, Any]
+    run: RunLayout,
+    checkpoint: CheckpointLayout,
+    agent: str,
+    env_id: str,
+    workflow: str,
+    env_kwargs: Mapping[str, Any],
 ) -> ModelSource:
     """`agent`'s model in a run's checkpoint: its own (per_role), the shared one, or base + its LoRA adapter."""
-    from pettingllms.trainers.policies import map_agents
-
-    config = json.loads((run / "config.json").read_text())
-    layout = config.get("policy_layout")
-    policy = map_agents(layout, config.get("agent_policies") or {}, [agent])[agent]
-    if layout == "lora_per_role":
-        adapter = checkpoint / "peft" / policy
+    config = run.read_config()
+    policy = run.policy_of(agent)
+    if config.get("policy_layout") == "lora_per_role":
+        adapter = checkpoint.adapter(policy)
         if not adapter.is_dir():
             raise ConfigError(
-                f"checkpoint {checkpoint} has no adapter for agent {agent!r} ({adapter} missing)"
+                f"checkpoint {checkpoint.folder} has no adapter for agent {agent!r} ({adapter} missing)"
             )
         base = _model_source(config.get("model_name_or_path", "tiny"), agent, env_id, workflow, env_kwargs)
         return ModelSource(base.path, str(adapter))
-    folder = checkpoint / f"policy_{policy}"
+    folder = checkpoint.model(policy)
     if not folder.is_dir():
-        raise ConfigError(f"checkpoint {checkpoint} has no model for agent {agent!r} ({folder.name} missing)")
+        raise ConfigError(
+            f"checkpoint {checkpoint.folder} has no model for agent {agent!r} ({folder.name} missing)"
+        )
     return ModelSource(str(folder))

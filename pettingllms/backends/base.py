@@ -4,7 +4,7 @@ A backend turns prompts (agents' observations) into sampled completions. The rol
 `generate(prompts, n=K, sampling=...)` once per agent step for all instances at once and gets, for each prompt,
 `n` `Generation`s. Backends that serve a trainable model also return token ids (and optionally log-probs) so that
 the update needs no re-tokenization. Implementations: `ScriptedPolicy` (here), the in-process Hugging Face
-backend (`pettingllms.policies.hf`); vLLM, OpenAI-compatible and Ray-placed servers plug in behind the same
+backend (`pettingllms.backends.hf`); vLLM, OpenAI-compatible and Ray-placed servers plug in behind the same
 method.
 """
 
@@ -61,6 +61,24 @@ class StatePolicy(Protocol):
 
 
 @runtime_checkable
+class SeededBackend(Protocol):
+    """A backend whose random draws all come from one generator of its own, in this process or its server's: a
+    torch `Generator` (`HFPolicy`) or a NumPy `Generator` (vLLM request seeds, scripted and random policies).
+
+    `reseed(seed)` starts the generator afresh from `seed` (evaluation reseeds every chunk of episodes);
+    `get_rng_state()` / `set_rng_state(state)` read and restore it exactly (checkpoints; the trainer's
+    evaluations leave the training generators as they were). Backends without it (an OpenAI-compatible
+    endpoint) draw nothing the caller can replay.
+    """
+
+    def reseed(self, seed: int) -> None: ...
+
+    def get_rng_state(self) -> Any: ...
+
+    def set_rng_state(self, state: Any) -> None: ...
+
+
+@runtime_checkable
 class PolicyBackend(Protocol):
     """Anything that samples completions: `generate(prompts, n, sampling) -> [[Generation] * n] * len(prompts)`."""
 
@@ -69,7 +87,22 @@ class PolicyBackend(Protocol):
     ) -> list[list[Generation]]: ...
 
 
-class ScriptedPolicy:
+class NumpySeeded:
+    """`SeededBackend` for a backend whose draws come from `self.rng`, a NumPy `Generator`."""
+
+    rng: np.random.Generator
+
+    def reseed(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def get_rng_state(self) -> Any:
+        return self.rng.bit_generator.state
+
+    def set_rng_state(self, state: Any) -> None:
+        self.rng.bit_generator.state = state
+
+
+class ScriptedPolicy(NumpySeeded):
     """A backend driven by a Python function, for tests, baselines and demos.
 
     `respond(prompt, rng) -> str` is called `n` times per prompt with one seeded `numpy.random.Generator`, so
@@ -88,21 +121,3 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> str | None:
     """`text` up to and including the earliest-ending stop string, or None if no stop string occurs."""
     ends = [text.find(stop) + len(stop) for stop in stops if stop and stop in text]
     return text[: min(ends)] if ends else None
-
-
-def has_sampler_state(backend: Any) -> bool:
-    """Whether `backend` keeps a random generator of its own in this process (`sampler_state` reads it)."""
-    return hasattr(backend, "generator") or hasattr(backend, "rng")
-
-
-def sampler_state(backend: Any) -> Any:
-    """The state of a model backend's own random generator: a torch `generator`'s (HF sampling) or a numpy
-    `rng`'s bit-generator state (vLLM request seeds); `set_sampler_state` restores it."""
-    return backend.generator.get_state() if hasattr(backend, "generator") else backend.rng.bit_generator.state
-
-
-def set_sampler_state(backend: Any, state: Any) -> None:
-    if hasattr(backend, "generator"):
-        backend.generator.set_state(state)
-    else:
-        backend.rng.bit_generator.state = state

@@ -1,6 +1,6 @@
 """`HFPolicy`: the in-process Hugging Face backend (a `transformers` causal LM and its tokenizer).
 
-Contract of `generate(prompts, n, sampling)` (see `pettingllms.policies.base`):
+Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
 
 - Each prompt becomes one user message rendered with the tokenizer's chat template (`add_generation_prompt=True`;
   special-token strings inside the prompt are encoded as plain text where transformers supports it). The rows
@@ -35,8 +35,20 @@ from typing import Any
 
 import torch
 
-from pettingllms.policies.base import Generation, SamplingConfig, cut_at_stop
-from pettingllms.policies.chat import chat_prompt_ids
+from pettingllms.backends.base import Generation, SamplingConfig, cut_at_stop
+from pettingllms.backends.chat import chat_prompt_ids
+
+
+def load_pretrained(path: str | Path):
+    """(model, tokenizer) in float32 from a local folder or a Hugging Face id; left padding for generation."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    return model, tokenizer
 
 
 class HFPolicy:
@@ -95,6 +107,16 @@ class HFPolicy:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=dtype)
         return cls(model, tokenizer, seed=seed, device=device, **kwargs)
+
+    def reseed(self, seed: int) -> None:
+        """Start the policy's generator afresh from `seed` (`SeededBackend`)."""
+        self.generator.manual_seed(seed)
+
+    def get_rng_state(self) -> torch.Tensor:
+        return self.generator.get_state()
+
+    def set_rng_state(self, state: torch.Tensor) -> None:
+        self.generator.set_state(state)
 
     def load_state(self, weights: dict[str, torch.Tensor]) -> None:
         """Replace the model's parameters by `weights` (checkpoint names, every parameter; `lm_head.weight` may
@@ -156,7 +178,7 @@ class HFPolicy:
         texts: list[str | None] = [None] * batch  # set when a row ends at a stop string
         done = [False] * batch
         for step in range(sampling.max_new_tokens):
-            tokens = self._choose(logits, sampling)
+            tokens = self._sample_next(logits, sampling)
             chosen = torch.log_softmax(logits.float(), dim=-1).gather(-1, tokens[:, None])[:, 0]
             for i, (token, logprob) in enumerate(zip(tokens.tolist(), chosen.tolist())):
                 if done[i]:
@@ -198,7 +220,7 @@ class HFPolicy:
         )
         return output.logits[:, -1, :]
 
-    def _choose(self, logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
+    def _sample_next(self, logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
         """The next token of every row: argmax at temperature 0, else a draw from the filtered distribution."""
         if sampling.temperature == 0:
             return logits.argmax(dim=-1)

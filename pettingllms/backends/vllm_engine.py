@@ -1,6 +1,6 @@
 """`VLLMPolicy`: a vLLM engine as a policy backend, with weight sync after every update.
 
-Contract of `generate(prompts, n, sampling)`: the same as `HFPolicy`'s (see `pettingllms.policies.hf`), so a
+Contract of `generate(prompts, n, sampling)`: the same as `HFPolicy`'s (see `pettingllms.backends.hf`), so a
 run can switch backends without changing what the trainer sees:
 
 - prompts are rendered by the same chat template into the same token ids (`chat_prompt_ids`) and sent to vLLM as
@@ -16,7 +16,7 @@ run can switch backends without changing what the trainer sees:
 
 Weights: the engine loads the model folder once; `sync_weights(model)` then pushes an updated `transformers`
 model's parameters into it (vLLM's worker method `reload_weights`, reached through the worker extension
-`pettingllms.policies.vllm_worker.WeightSync`, which works in-process and with vLLM's worker processes alike) and
+`pettingllms.backends.vllm_worker.WeightSync`, which works in-process and with vLLM's worker processes alike) and
 clears the prefix cache, whose entries were computed with the old weights. The update is checked against the
 engine's parameter names and shapes first: a partial reload would leave the engine broken. `lm_head.weight` is
 always sent (a tied model's `state_dict` may omit it; vLLM would keep the old head silently).
@@ -42,17 +42,17 @@ from typing import Any
 
 import numpy as np
 
-from pettingllms.policies.base import Generation, SamplingConfig, cut_at_stop
-from pettingllms.policies.chat import chat_prompt_ids
-from pettingllms.policies.weights import full_state, serialize
+from pettingllms.backends.base import Generation, NumpySeeded, SamplingConfig, cut_at_stop
+from pettingllms.backends.chat import chat_prompt_ids
+from pettingllms.backends.weights import full_state, serialize
 
 CPU_KV_CACHE_BYTES = 1 << 30
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 """The values vLLM accepts for `max_lora_rank` (its LoRAConfig validation)."""
-WORKER_EXTENSION = "pettingllms.policies.vllm_worker.WeightSync"
+WORKER_EXTENSION = "pettingllms.backends.vllm_worker.WeightSync"
 
 
-class VLLMPolicy:
+class VLLMPolicy(NumpySeeded):
     """Sample completions from a vLLM engine (see the module docstring for the contract).
 
     Args:
@@ -234,7 +234,7 @@ class VLLMPolicy:
         return shapes
 
 
-class AdapterView:
+class AdapterView(NumpySeeded):
     """One LoRA adapter of a shared `VLLMPolicy` engine, as a backend (shares the engine's request seeds)."""
 
     def __init__(self, engine: VLLMPolicy, adapter: str):

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pettingllms.errors import PettingLLMsError
-from pettingllms.policies.base import Generation, SamplingConfig
+from pettingllms.backends.base import Generation, SamplingConfig
+from pettingllms.core.errors import PettingLLMsError
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 

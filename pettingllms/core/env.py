@@ -40,8 +40,8 @@ import numpy as np
 from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
-from pettingllms.errors import ConfigError
-from pettingllms.text import (
+from pettingllms.core.errors import ConfigError
+from pettingllms.core.text import (
     ACTION_MAX_CHARS,
     OBSERVATION_MAX_CHARS,
     PrintableText,
@@ -195,6 +195,18 @@ class TextAECEnv(AECEnv):
     def _render_rgb(self) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} has no rgb_array rendering")
 
+    # ----------------------------------------------------------------- the oracle API (baselines, play, demos)
+    def solution(self, agent: str | None = None) -> str:
+        """An action text that is right for `agent` (default: the agent to act) in the current state: the
+        solver's answer or the reference solution. The `oracle` policy and `pettingllms play --demo` use it."""
+        raise NotImplementedError(f"{type(self).__name__} declares no solution(); the oracle cannot play it")
+
+    def random_answer(self, agent: str, rng: np.random.Generator) -> str:
+        """A uniformly random action text in `agent`'s answer format, drawn from `rng` (the `random` policy)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} declares no random_answer(); the random policy cannot play it"
+        )
+
     # ----------------------------------------------------------------- PettingZoo API
     def observation_space(self, agent: str) -> PrintableText:
         return self._observation_spaces[agent]
@@ -203,8 +215,12 @@ class TextAECEnv(AECEnv):
         return self._action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0
+        ):
+            raise ConfigError(f"reset(seed={seed!r}): a seed is a non-negative integer (or None: continue)")
         if seed is not None:
-            self.np_random, self.np_random_seed = seeding.np_random(seed)
+            self.np_random, self.np_random_seed = seeding.np_random(int(seed))
         options = dict(options or {})
         unknown = sorted(set(options) - self.RESET_OPTIONS)
         if unknown:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from pettingllms.errors import PettingLLMsError
+from pettingllms.core.errors import PettingLLMsError
 
 
 class PoolError(PettingLLMsError):

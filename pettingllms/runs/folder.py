@@ -7,7 +7,7 @@ with a message; a lock of another host cannot be checked and refuses (delete it 
 
 `prepare(folder, resume=..., overwrite=...)`, called with the lock held, decides what an old run's files mean:
 - a `checkpoints/step_N.tmp` folder is a checkpoint whose writing was killed: removed, with a message;
-- a folder holding an old run (`RUN_FILES`: checkpoints, metrics, rollout dumps) refuses a fresh run unless
+- a folder holding an old run (`RunLayout.RUN_FILES`: checkpoints, metrics, rollout dumps) refuses a fresh run unless
   `overwrite` (its run files are deleted, nothing else in the folder) or `resume`.
 
 `changed_settings(saved, current)` names the settings of a resumed run that differ from the saved ones, except
@@ -26,13 +26,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pettingllms.errors import PettingLLMsError
-
-LOCK = "run.lock"
-RUN_FILES = ("checkpoints", "metrics.jsonl", "rollouts", "learning_curve.png", "config.json")
-"""What a run writes in its folder (`--overwrite_output_dir true` deletes these and nothing else)."""
-OLD_RUN_MARKERS = ("checkpoints", "metrics.jsonl", "rollouts")
-"""Files whose presence means the folder holds a run (config.json alone is left by a run that failed to start)."""
+from pettingllms.core.errors import PettingLLMsError
+from pettingllms.runs.layout import RunLayout
 FREE_ON_RESUME = frozenset(
     {
         "output_dir",
@@ -77,7 +72,7 @@ class RunLock:
     def acquire(cls, folder: Path, log: Callable[[str], None] = print) -> RunLock:
         """Lock `folder` for this process, taking over a lock whose process is gone; raise `RunFolderError`
         when another live run (or one this host cannot check) holds it."""
-        path = folder / LOCK
+        path = RunLayout(folder).lock
         token = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "id": os.urandom(8).hex()})
         for _ in range(2):  # a second try after taking over a stale lock
             try:
@@ -141,16 +136,16 @@ def _alive(pid: int) -> bool:
 
 def prepare(folder: Path, *, resume: bool, overwrite: bool, log: Callable[[str], None] = print) -> None:
     """Make `folder` ready for a run (see the module docstring); the caller holds its lock."""
-    checkpoints = folder / "checkpoints"
-    for staging in sorted(checkpoints.glob("step_*.tmp")) if checkpoints.is_dir() else []:
+    run = RunLayout(folder)
+    for staging in run.unfinished_checkpoints():
         log(
             f"{staging}: a checkpoint that was being written when the run was killed; removing it (the run "
             "continues from the newest intact checkpoint, if any)"
         )
         shutil.rmtree(staging)
-    old = [name for name in OLD_RUN_MARKERS if _holds_something(folder / name)]
+    old = [name for name in run.OLD_RUN_MARKERS if _holds_something(folder / name)]
     if overwrite:
-        removed = [name for name in RUN_FILES if (folder / name).exists()]
+        removed = [name for name in run.RUN_FILES if (folder / name).exists()]
         for name in removed:
             target = folder / name
             if target.is_dir():

@@ -1,0 +1,86 @@
+"""What a rollout returns: `Sample`s (one sampled completion each, with its reward and group), the committed
+episodes' `EpisodeResult`s, and the `Rollout` that holds both. No torch here."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from pettingllms.backends.base import Generation
+
+ROW_FIELDS = (
+    "group_id",
+    "instance",
+    "episode",
+    "turn",
+    "agent",
+    "policy",
+    "prompt",
+    "completion",
+    "reward",
+    "reward_team",
+    "reward_local",
+    "advantage",
+    "error",
+    "parse_error",
+)
+"""The fields of a sample's rollout-dump row (`Sample.to_row`), after the row's `step`."""
+
+
+@dataclasses.dataclass
+class Sample:
+    """One sampled completion with its reward; `advantage` is filled by `compute_advantages`.
+
+    `group_id` is the key of the group the sample is compared within (`pettingllms.rollout.grouping`);
+    `instance` is the index of its instance in the rollout's seeds; `episode` is set by the trajectory baseline,
+    whose group members are whole episodes: the index of the sample's episode in its rollout (None for the
+    candidates of a tree group, whose members are single samples).
+    """
+
+    group_id: str
+    instance: int
+    turn: int
+    agent: str
+    policy: str
+    prompt: str
+    completion: str
+    reward: float
+    reward_team: float
+    reward_local: float
+    generation: Generation
+    committed: bool = True
+    advantage: float = 0.0
+    error: str | None = None
+    """Why the completion could not be used, fully or partly (`infos[agent]["error"]`), else None."""
+    parse_error: bool = False
+    """Nothing in the completion was usable (`infos[agent]["parse_error"]`)."""
+    episode: int | None = None
+
+    def to_row(self, step: int) -> dict[str, Any]:
+        """The JSON-ready row of a rollout dump: the training step, then `ROW_FIELDS`."""
+        return {"step": step, **{name: getattr(self, name) for name in ROW_FIELDS}}
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeResult:
+    """How one (committed) episode ended."""
+
+    instance: int
+    success: bool
+    turns: int
+    returns: Mapping[str, float]
+
+
+@dataclasses.dataclass
+class Rollout:
+    """Every sample of a rollout, and how each committed episode ended."""
+
+    samples: list[Sample]
+    episodes: list[EpisodeResult]
+
+    @property
+    def success_rate(self) -> float:
+        return float(np.mean([e.success for e in self.episodes])) if self.episodes else 0.0

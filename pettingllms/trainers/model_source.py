@@ -1,0 +1,39 @@
+"""Where a run's models start from: a local folder, a Hugging Face id, or `tiny`, the built-in model.
+
+`tiny` is built on first use (a tokenizer, a small Qwen3 and its warm start: minutes on a CPU) and cached
+(`pettingllms.models.warmstart`); `prepare_starting_models` does that build where the user sees it, with a
+message, before the trainer is constructed (`pettingllms-train` calls it first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pettingllms.models.reference import check_model_reference
+from pettingllms.trainers.config import ATGRPOConfig
+
+
+def starting_model(name_or_path: str, args: ATGRPOConfig, log: Callable[[str], None] = print) -> str:
+    """The folder or hub id a policy starts from: `tiny` -> the built-in model for the run's env and workflow
+    (built first, with a message, if it is not cached yet); a path that looks local must exist."""
+    if name_or_path != "tiny":
+        check_model_reference(name_or_path, "model_name_or_path", "'tiny' (the built-in model)")
+        return name_or_path
+    from pettingllms.models.warmstart import ensure_tiny_model, is_built, tiny_model_dir
+
+    if not is_built(args.env_id, args.workflow):
+        log(
+            f"building the built-in tiny model for {args.env_id} ({args.workflow}) into "
+            f"{tiny_model_dir(args.env_id, args.workflow)}: first run only, a few minutes on a CPU"
+        )
+    # the run evaluates before training anyway: skip the build's own before/after evaluation
+    folder = ensure_tiny_model(
+        args.env_id, env_kwargs=args.env_kwargs, workflow=args.workflow, eval_episodes=0, log=log
+    )
+    return str(folder)
+
+
+def prepare_starting_models(args: ATGRPOConfig, log: Callable[[str], None] = print) -> None:
+    """Locate (and build, for `tiny`) every model the run starts from, before the trainer is constructed."""
+    for name in {args.model_name_or_path, *args.agent_models.values()}:
+        starting_model(name, args, log)

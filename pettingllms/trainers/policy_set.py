@@ -1,0 +1,271 @@
+"""Building the policies of a run: models, their update workers and their generation backends, per layout.
+
+- `shared`: one model named "shared" serves and is trained by every agent.
+- `per_role`: one model per policy (from `model_name_or_path` or `agent_models`); by default one policy per
+  agent, named after it; `agent_policies` maps agents (names or fnmatch patterns) onto fewer policies, e.g. the
+  proposers of an ensemble onto one policy and its aggregator onto another.
+- `lora_per_role`: one frozen base model with one LoRA adapter per agent, named after the agent; generation
+  activates the agent's adapter, and each update trains only that adapter (the others are frozen meanwhile).
+
+With `distributed="ray"` (layouts `shared` and `per_role`) every policy's generation backend and update worker run
+as Ray actors in the policy's own placement group (`pettingllms.trainers.ray_policies`).
+
+Generation backends (`generation_backend`): `hf` samples from the update worker's own model object (nothing to
+sync); `vllm` gives every policy its own vLLM engine (the LoRA layout: one engine serving one adapter per
+policy), and the policy's `sync()` pushes its weights (or adapter) into it after each update.
+
+Every policy is a `PolicyHandle` (in this process: `LocalPolicy`, `AdapterPolicy`; on Ray: `RayPolicy`), so the
+trainer and the checkpointer treat every layout and placement alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pettingllms.backends.base import Generation, SamplingConfig, SeededBackend
+from pettingllms.backends.hf import HFPolicy, load_pretrained
+from pettingllms.rollout.samples import Sample
+from pettingllms.runs.layout import CheckpointLayout, map_agents
+from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.model_source import starting_model
+from pettingllms.trainers.updater import PolicyUpdater
+
+if TYPE_CHECKING:
+    from pettingllms.trainers.ray_policies import RayPolicies
+
+
+class PolicyHandle(Protocol):
+    """One policy of a run, wherever it lives (this process or Ray actors): what the trainer and the checkpointer
+    need of it, so that neither branches on layout or placement.
+
+    `state_dict()` is the policy's training state besides its weights: `{"optimizer", "scheduler", "generator"}`
+    (the optimizer's and scheduler's state dicts and the sampler's random-generator state); `load_state_dict`
+    restores it. Weights are written by `save_weights(checkpoint)` and read when the policy is built from a
+    checkpoint (`build_policies(resume_from=...)`).
+    """
+
+    backend: SeededBackend
+
+    def update(self, samples: Sequence[Sample]) -> dict[str, float]: ...
+
+    def sync(self) -> None: ...
+
+    def save_weights(self, checkpoint: CheckpointLayout) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+
+@dataclasses.dataclass
+class LocalPolicy:
+    """A policy in this process: its update worker and its generation backend (the worker's own model for
+    `hf`; a vLLM engine refreshed by `syncer` after each update for `vllm`)."""
+
+    name: str
+    updater: PolicyUpdater
+    backend: SeededBackend
+    syncer: Callable[[], None] | None = None
+
+    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+        return self.updater.update(samples)
+
+    def sync(self) -> None:
+        if self.syncer is not None:
+            self.syncer()
+
+    def save_weights(self, checkpoint: CheckpointLayout) -> None:
+        self.updater.model.save_pretrained(checkpoint.model(self.name))
+        self.updater.processing_class.save_pretrained(checkpoint.model(self.name))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "optimizer": self.updater.optimizer.state_dict(),
+            "scheduler": self.updater.lr_scheduler.state_dict(),
+            "generator": self.backend.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.updater.optimizer.load_state_dict(state["optimizer"])
+        self.updater.lr_scheduler.load_state_dict(state["scheduler"])
+        self.backend.set_rng_state(state["generator"])
+
+
+class AdapterPolicy(LocalPolicy):
+    """A policy that is one LoRA adapter of a PEFT model shared by every policy of the run."""
+
+    def save_weights(self, checkpoint: CheckpointLayout) -> None:
+        # PEFT writes an adapter not named "default" into a sub-folder named after it: peft/<name>/
+        self.updater.model.save_pretrained(checkpoint.adapters, selected_adapters=[self.name])
+
+
+@dataclasses.dataclass
+class PolicySet:
+    """The policies of a run: name -> handle, and agent -> policy name."""
+
+    handles: dict[str, PolicyHandle]
+    agent_policy: dict[str, str]
+    placement: RayPolicies | None = None
+    """With `distributed="ray"`: the placement groups and actors that serve and train the policies (released by
+    `close`)."""
+
+    @property
+    def backends(self) -> dict[str, SeededBackend]:
+        return {name: handle.backend for name, handle in self.handles.items()}
+
+    @property
+    def updaters(self) -> dict[str, PolicyUpdater]:
+        """The update workers of the policies that live in this process (none with Ray: they live in actors)."""
+        return {name: h.updater for name, h in self.handles.items() if isinstance(h, LocalPolicy)}
+
+    def close(self) -> None:
+        """Release what the policies hold outside this process (Ray actors and placement groups)."""
+        if self.placement is not None:
+            self.placement.close()
+            self.placement = None
+
+
+def build_policies(
+    args: ATGRPOConfig,
+    agents: Sequence[str],
+    *,
+    resume_from: CheckpointLayout | None = None,
+    log: Callable[[str], None] = print,
+) -> PolicySet:
+    """Build the policies of `args.policy_layout` for `agents` (weights from `resume_from` when resuming)."""
+    if args.policy_layout == "lora_per_role":
+        return _build_lora(args, agents, resume_from, log)
+    agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
+    names = list(dict.fromkeys(agent_policy.values()))
+
+    def start(name: str) -> str:
+        return starting_model(args.agent_models.get(name, args.model_name_or_path), args, log)
+
+    paths = {name: str(resume_from.model(name)) if resume_from is not None else start(name) for name in names}
+    # a resumed run keeps the KL anchor at the weights the run started from, not at its checkpoint
+    references = {name: start(name) for name in names} if resume_from is not None and args.beta != 0.0 else {}
+    if args.distributed == "ray":
+        from pettingllms.trainers.ray_policies import RayPolicies
+
+        placed = RayPolicies(args, paths, references)
+        return PolicySet(placed.handles(), agent_policy, placed)
+    handles: dict[str, PolicyHandle] = {}
+    for index, (name, path) in enumerate(paths.items()):
+        model, tokenizer = load_pretrained(path)
+        updater = PolicyUpdater(name, model, tokenizer, args, reference=references.get(name))
+        seed = args.seed * 1_000 + index
+        if args.generation_backend == "vllm":
+            from pettingllms.backends.vllm_engine import VLLMPolicy
+
+            engine = VLLMPolicy(path, seed=seed, engine_kwargs=args.vllm_engine_kwargs)
+            handles[name] = LocalPolicy(
+                name, updater, engine, functools.partial(engine.sync_weights, updater.model)
+            )
+        else:
+            backend = HFPolicy(updater.model, tokenizer, seed=seed, device=updater.accelerator.device)
+            handles[name] = LocalPolicy(name, updater, backend)
+    return PolicySet(handles, agent_policy)
+
+
+class AdapterBackend:
+    """Generation with one LoRA adapter of a shared PEFT model active (a `SeededBackend` sharing the sampler's
+    generator)."""
+
+    def __init__(self, backend: HFPolicy, peft_model, adapter: str):
+        self.backend, self.peft_model, self.adapter = backend, peft_model, adapter
+
+    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+        self.peft_model.set_adapter(self.adapter)
+        return self.backend.generate(prompts, n, sampling)
+
+    def reseed(self, seed: int) -> None:
+        self.backend.reseed(seed)
+
+    def get_rng_state(self) -> Any:
+        return self.backend.get_rng_state()
+
+    def set_rng_state(self, state: Any) -> None:
+        self.backend.set_rng_state(state)
+
+
+class AdapterUpdater(PolicyUpdater):
+    """A `PolicyUpdater` that trains only its adapter of a shared PEFT model."""
+
+    def __init__(self, name: str, model, tokenizer, args: ATGRPOConfig):
+        activate_adapter(model, name)  # the optimizer is built over this adapter's parameters only
+        super().__init__(name, model, tokenizer, args)
+
+    def update(self, samples):
+        activate_adapter(self.model, self.name)
+        return super().update(samples)
+
+
+def activate_adapter(peft_model, adapter: str) -> None:
+    """Make `adapter` the active one and the only trainable parameters."""
+    peft_model.set_adapter(adapter)
+    for name, parameter in peft_model.named_parameters():
+        parameter.requires_grad = "lora_" in name and f".{adapter}." in name
+
+
+def _peft_model(args: ATGRPOConfig, base, names: Sequence[str], resume_from: CheckpointLayout | None):
+    """The run's PEFT model with one adapter per policy: fresh, or loaded from the checkpoint `resume_from`."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    if resume_from is not None:
+        peft_model = PeftModel.from_pretrained(
+            base, resume_from.adapter(names[0]), adapter_name=names[0], is_trainable=True
+        )
+        for name in names[1:]:
+            peft_model.load_adapter(resume_from.adapter(name), adapter_name=name, is_trainable=True)
+        return peft_model
+    config = LoraConfig(
+        r=args.lora_r, lora_alpha=args.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
+    )
+    peft_model = get_peft_model(base, config, adapter_name=names[0])
+    for name in names[1:]:
+        peft_model.add_adapter(name, config)
+    return peft_model
+
+
+def _build_lora(
+    args: ATGRPOConfig,
+    agents: Sequence[str],
+    resume_from: CheckpointLayout | None,
+    log: Callable[[str], None],
+) -> PolicySet:
+    base_path = starting_model(args.model_name_or_path, args, log)
+    base, tokenizer = load_pretrained(base_path)
+    agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
+    names = list(dict.fromkeys(agent_policy.values()))
+    peft_model = _peft_model(args, base, names, resume_from)
+    updaters = {name: AdapterUpdater(name, peft_model, tokenizer, args) for name in names}
+    if args.generation_backend == "vllm":
+        from pettingllms.backends.vllm_engine import VLLMPolicy
+
+        engine = VLLMPolicy(
+            base_path,
+            seed=args.seed * 1_000,
+            enable_lora=True,
+            max_lora_rank=args.lora_r,
+            max_loras=len(names),
+            engine_kwargs=args.vllm_engine_kwargs,
+        )
+        handles = {}
+        for name in names:
+            handles[name] = AdapterPolicy(
+                name,
+                updaters[name],
+                engine.for_adapter(name),
+                functools.partial(engine.sync_adapter, peft_model, name),
+            )
+            handles[name].sync()
+        return PolicySet(handles, agent_policy)
+    device = next(iter(updaters.values())).accelerator.device
+    sampler = HFPolicy(peft_model, tokenizer, seed=args.seed * 1_000, device=device)
+    handles = {
+        name: AdapterPolicy(name, updaters[name], AdapterBackend(sampler, peft_model, name)) for name in names
+    }
+    return PolicySet(handles, agent_policy)

@@ -1,0 +1,104 @@
+"""Every use of TRL's private `GRPOTrainer` internals, in one place (TRL is pinned to the minor version tested).
+
+`GRPOTrainerAdapter` is TRL's `GRPOTrainer` with the private surface the update worker needs turned into named
+methods. `PRIVATE_SURFACE` lists each private name and the parameters called with; `check_trl()` raises
+`TRLChangedError` naming what moved, and `tests/test_trl_adapter.py` runs it, so a TRL upgrade that changes
+any of them fails loudly in the tests instead of training silently wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+
+from pettingllms.core.errors import PettingLLMsError
+
+PRIVATE_SURFACE: dict[str, tuple[str, ...]] = {
+    "_prepare_inputs": ("self", "generation_batch"),
+    "_get_per_token_logps_and_entropies": ("self", "model", "input_ids", "attention_mask", "logits_to_keep"),
+}
+"""Private methods of `GRPOTrainer` used or overridden here -> their leading parameters in TRL 1.16."""
+PRIVATE_ATTRIBUTES = ("_metrics", "_entropy_bonus_enabled")
+"""Private attributes set by `GRPOTrainer.__init__` and read here."""
+LOSS_READS = ("current_gradient_accumulation_steps",)
+"""Attributes TRL's `_compute_loss` reads that the update worker sets (`use_exact_accumulation`)."""
+
+
+class TRLChangedError(PettingLLMsError):
+    """The installed TRL no longer has the private internals this adapter uses (see the message)."""
+
+
+def check_trl() -> None:
+    """Raise `TRLChangedError` unless every name of `PRIVATE_SURFACE` exists with the expected parameters and
+    TRL's loss still reads every attribute of `LOSS_READS`."""
+    loss_source = inspect.getsource(GRPOTrainer._compute_loss)
+    for name in LOSS_READS:
+        if f"self.{name}" not in loss_source:
+            raise TRLChangedError(
+                f"trl.GRPOTrainer._compute_loss no longer reads self.{name}; the micro-batch weighting in "
+                "pettingllms.trainers.updater needs a port"
+            )
+    for name, expected in PRIVATE_SURFACE.items():
+        method = getattr(GRPOTrainer, name, None)
+        if method is None:
+            raise TRLChangedError(
+                f"trl.GRPOTrainer.{name} is gone; pettingllms.trainers.trl_adapter needs a port"
+            )
+        found = tuple(inspect.signature(method).parameters)[: len(expected)]
+        if found != expected:
+            raise TRLChangedError(
+                f"trl.GRPOTrainer.{name} now takes {found}, not {expected}; pettingllms.trainers.trl_adapter "
+                "needs a port"
+            )
+
+
+@contextlib.contextmanager
+def reference_model_from(model, path: str | None) -> Iterator[None]:
+    """While constructing the trainer, make TRL build its KL reference model from `path` (TRL reads the private
+    `model.config._name_or_path`); None leaves it at the folder `model` was loaded from."""
+    origin = model.config._name_or_path
+    if path is not None:
+        model.config._name_or_path = path
+    try:
+        yield
+    finally:
+        model.config._name_or_path = origin
+
+
+class GRPOTrainerAdapter(GRPOTrainer):
+    """TRL's `GRPOTrainer`, with its private internals behind named methods (see the module docstring)."""
+
+    def _prepare_inputs(self, generation_batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Our batches are built by the rollout (token ids, masks, advantages): only move them to the device
+        (TRL's own version samples completions here)."""
+        return {key: value.to(self.accelerator.device) for key, value in generation_batch.items()}
+
+    @property
+    def entropy_bonus_enabled(self) -> bool:
+        return bool(self._entropy_bonus_enabled)
+
+    def use_exact_accumulation(self) -> None:
+        """Tell TRL one micro-batch is one step: the caller weighs micro-batches itself."""
+        self.current_gradient_accumulation_steps = 1
+
+    def drain_metrics(self) -> dict[str, float]:
+        """The mean of every training metric TRL logged since the last call; the log is emptied."""
+        logged: dict[str, Any] = self._metrics["train"]
+        means = {key: float(sum(values) / len(values)) for key, values in logged.items() if values}
+        logged.clear()
+        return means
+
+    def per_token_logps(
+        self, model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int
+    ) -> torch.Tensor:
+        """Per-token log-probabilities of the last `logits_to_keep` tokens under `model` (TRL's computation,
+        at the trainer's temperature)."""
+        logps, _ = self._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep)[
+            :2
+        ]
+        return logps

@@ -1,0 +1,99 @@
+"""The package's layering, checked on its source (an AST walk of every module's imports, lazy ones included).
+
+- envs, core and the sandbox never import torch, trl, transformers or the trainers (environment users install
+  neither);
+- the sandbox imports nothing of the project (it is a leaf: the judge trusts only it);
+- rollout knows policies only through `pettingllms.backends.base`'s protocols, never a concrete backend, the
+  pools or the trainers;
+- evaluation never imports trainer modules (runs are read through `pettingllms.runs`).
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pettingllms"
+HEAVY = ("torch", "trl", "transformers", "peft", "vllm", "accelerate", "datasets")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module `path` imports, at any depth (function-level imports count)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def modules_under(*folders: str) -> list[Path]:
+    return sorted(p for folder in folders for p in (PACKAGE / folder).rglob("*.py"))
+
+
+def violations(paths, forbidden) -> list[str]:
+    return [
+        f"{module_name(path)} imports {name}"
+        for path in paths
+        for name in sorted(imports_of(path))
+        if any(name == f or name.startswith(f + ".") for f in forbidden)
+    ]
+
+
+def test_the_walk_sees_lazy_imports():
+    """The checker itself: an import inside a function counts, and a forbidden one is reported."""
+    assert "ray" in imports_of(PACKAGE / "pools" / "ray_cluster.py")  # imported inside `import_ray`
+    assert violations([PACKAGE / "trainers" / "updater.py"], ("torch",)) == [
+        "pettingllms.trainers.updater imports torch"
+    ]
+
+
+@pytest.mark.parametrize("folder", ["envs", "core", "sandbox", "pools", "runs"])
+def test_the_light_layers_import_no_model_library_and_no_trainer(folder):
+    assert violations(modules_under(folder), (*HEAVY, "pettingllms.trainers")) == []
+
+
+def test_the_sandbox_is_a_leaf():
+    paths = modules_under("sandbox")
+    outside = [
+        f"{module_name(path)} imports {name}"
+        for path in paths
+        for name in imports_of(path)
+        if name.startswith("pettingllms") and not name.startswith("pettingllms.sandbox")
+    ]
+    assert outside == []
+
+
+def test_rollout_knows_backends_only_through_their_protocols():
+    forbidden = [
+        f"pettingllms.backends.{m.stem}" for m in (PACKAGE / "backends").glob("*.py") if m.stem != "base"
+    ]
+    assert (
+        violations(
+            modules_under("rollout"), (*forbidden, *HEAVY, "pettingllms.pools", "pettingllms.trainers")
+        )
+        == []
+    )
+
+
+def test_evaluation_never_imports_the_trainers():
+    assert violations(modules_under("eval"), ("pettingllms.trainers",)) == []
+
+
+def test_importing_the_package_and_an_env_loads_no_model_library():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pettingllms; env = pettingllms.make('plan-path-v0'); env.reset(seed=0); "
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
