@@ -79,6 +79,27 @@ def test_lora_per_role_changes_only_the_acting_roles_adapter(tiny_model, tmp_pat
     assert {name for name in snapshot if "lora_B.tool." in name} <= changed
 
 
+def test_the_same_seed_gives_the_same_lora_adapters_and_another_seed_others(tiny_model, tmp_path):
+    """PEFT initialises adapters from torch's global RNG; the trainer seeds it from the run's seed."""
+
+    def adapters(folder, *flags):
+        trainer = ATGRPOTrainer(
+            args_for(tiny_model, tmp_path / folder, "--policy_layout", "lora_per_role", *flags),
+            log=lambda _: None,
+        )
+        model = trainer.policies.updaters["tool"].model
+        weights = {name: p.detach().clone() for name, p in model.named_parameters() if "lora_A" in name}
+        trainer.close()
+        return weights
+
+    torch.manual_seed(123)  # the global state must not matter
+    first = adapters("a")
+    torch.manual_seed(456)
+    again, other = adapters("b"), adapters("c", "--seed", "1")
+    assert first.keys() == again.keys() and all(torch.equal(first[k], again[k]) for k in first)
+    assert not all(torch.equal(first[k], other[k]) for k in first)
+
+
 def test_a_resumed_run_equals_an_uninterrupted_one(tiny_model, tmp_path):
     straight = ATGRPOTrainer(args_for(tiny_model, tmp_path / "straight"), log=lambda _: None)
     straight.train()

@@ -221,12 +221,18 @@ def _peft_model(args: ATGRPOConfig, base, names: Sequence[str], resume_from: Che
         for name in names[1:]:
             peft_model.load_adapter(resume_from.adapter(name), adapter_name=name, is_trainable=True)
         return peft_model
+    import torch
+
     config = LoraConfig(
         r=args.lora_r, lora_alpha=args.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
     )
-    peft_model = get_peft_model(base, config, adapter_name=names[0])
-    for name in names[1:]:
-        peft_model.add_adapter(name, config)
+    # PEFT draws the adapters' initial A matrices from torch's global RNG: seed it from the run's seed, and
+    # leave the global state as it was, so that the same seed gives the same adapters
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(args.seed)
+        peft_model = get_peft_model(base, config, adapter_name=names[0])
+        for name in names[1:]:
+            peft_model.add_adapter(name, config)
     return peft_model
 
 
