@@ -128,11 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from pettingllms.eval.leaderboard import build_leaderboard
+    from pettingllms.core.errors import DependencyNotInstalled
+    from pettingllms.core.extras import require_extra
 
     try:
+        require_extra("eval", "pettingllms leaderboard")
+        from pettingllms.eval.leaderboard import build_leaderboard
+
         table = build_leaderboard(args.results, args.out)
-    except ValueError as error:
+    except (ValueError, DependencyNotInstalled) as error:
         print(f"pettingllms leaderboard: error: {error}", file=sys.stderr)
         return 2
     for note in table.skipped:

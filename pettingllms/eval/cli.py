@@ -24,6 +24,7 @@ from typing import Any
 
 import pettingllms
 from pettingllms.core.errors import PettingLLMsError
+from pettingllms.core.extras import require_extra
 
 FORMAT = "pettingllms-eval/1"
 
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        require_extra("eval", "pettingllms-eval")
         report = evaluate_command(args, list(sys.argv[1:] if argv is None else argv))
     except (PettingLLMsError, ValueError) as error:
         print(f"pettingllms-eval: error: {error}", file=sys.stderr)

@@ -53,6 +53,14 @@ def parse(argv: Sequence[str] | None = None):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from pettingllms.core.errors import DependencyNotInstalled
+    from pettingllms.core.extras import require_extra
+
+    try:
+        require_extra("train", "pettingllms-train")
+    except DependencyNotInstalled as error:
+        print(f"pettingllms-train: error: {error}", file=sys.stderr)
+        return 2
     from transformers.utils import logging as transformers_logging
 
     from pettingllms.core.errors import PettingLLMsError
