@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Set up a development checkout: Debian's bubblewrap (the code sandbox) and chromium (a leaderboard test), and a
-# virtual environment in .venv with the package installed editable, with its test dependencies. Safe to run again.
+# Set up a development checkout: Debian's bubblewrap (the code sandbox) if missing, and a virtual environment in
+# .venv with the package installed editable, with its training, evaluation and test dependencies (CPU torch
+# 2.13.0, transformers, TRL, evaluate, pytest). Safe to run again.
+#   bash scripts/setup.sh                  # the above
+#   bash scripts/setup.sh --with-browser   # also Debian's chromium (~120 packages) for the leaderboard page's
+#                                          # browser test (it is skipped without a browser; CI asks for it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: bubblewrap (the code sandbox) and chromium (the leaderboard page's browser test)
-missing=()
-command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-if [ ${#missing[@]} -gt 0 ]; then
+packages=()
+command -v bwrap >/dev/null 2>&1 || packages+=(bubblewrap)
+if [ "${1:-}" = "--with-browser" ]; then
+  command -v chromium >/dev/null 2>&1 || packages+=(chromium)
+fi
+if [ ${#packages[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${packages[*]} (with their dependencies)"
   sudo_cmd=""
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 \
-    || { $sudo_cmd apt-get update -q >/dev/null && $sudo_cmd apt-get install -y -q "${missing[@]}" >/dev/null; }
+  $sudo_cmd apt-get install -y -q "${packages[@]}" >/dev/null 2>&1 \
+    || { $sudo_cmd apt-get update -q >/dev/null && $sudo_cmd apt-get install -y -q "${packages[@]}" >/dev/null; }
 fi
 
+echo "creating .venv: pettingllms (editable) with the train, eval and dev extras, CPU torch 2.13.0"
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q torch==2.13.0
