@@ -48,6 +48,7 @@ from pettingllms.runs.layout import CheckpointLayout, RunLayout
 from pettingllms.trainers import checkpoint, metrics_log
 from pettingllms.trainers.advantages import compute_advantages, samples_with_signal
 from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.learning_curve import save_learning_curve
 from pettingllms.trainers.policy_set import PolicySet, build_policies
 
 TRAIN_SEED_BASE = 1_000_000
@@ -328,28 +329,9 @@ class ATGRPOTrainer:
                 handle.write(json.dumps(sample.to_row(self.step)) + "\n")
 
     def _plot(self) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
         rows = metrics_log.read(self.run.metrics, self.log)
-        figure, axis = plt.subplots(figsize=(6, 4))
-        for key, label in (
-            ("train/success_rate", "train (committed episodes)"),
-            ("eval/success_rate", "eval split"),
-        ):
-            points = [(row["step"], row[key]) for row in rows if key in row]
-            if points:
-                axis.plot(*zip(*points), marker="o" if key.startswith("eval") else None, label=label)
-        axis.set_xlabel("step")
-        axis.set_ylabel("success rate")
-        axis.set_ylim(-0.02, 1.02)
-        axis.set_title(f"{self.args.env_id} ({self.args.policy_layout}, {self.args.grouping})")
-        axis.legend()
-        figure.tight_layout()
-        figure.savefig(self.run.learning_curve, dpi=100)
-        plt.close(figure)
+        title = f"{self.args.env_id} ({self.args.policy_layout}, {self.args.grouping})"
+        save_learning_curve(rows, title, self.run.learning_curve)
 
 
 def config_summary(args: ATGRPOConfig) -> dict[str, Any]:
