@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 EMBEDDED_DEFAULT = {
     "output_dir": "runs/default",
@@ -75,8 +75,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PettingLLMsError as error:
         print(f"pettingllms-train: error: {error}", file=sys.stderr)
         return 2
-    print(json.dumps(summary, indent=2))
+    print(run_summary(summary, args.output_dir))
     return 0
+
+
+def run_summary(summary: dict[str, float], output_dir: str) -> str:
+    """The lines a finished run ends with: success before and after (rounded), and where its files are."""
+    before, after = summary.get("eval/success_rate_before"), summary.get("eval/success_rate_after")
+    shown = [
+        f"{value:.2f}" if value is not None else "(resumed: see metrics.jsonl)" for value in (before, after)
+    ]
+    folder = Path(output_dir)
+    return "\n".join(
+        [
+            f"evaluation success: {shown[0]} before training -> {shown[1]} after",
+            f"run: {folder}  (metrics: {folder / 'metrics.jsonl'}, curve: {folder / 'learning_curve.png'}, "
+            f"checkpoints: {folder / 'checkpoints'})",
+        ]
+    )
 
 
 if __name__ == "__main__":
