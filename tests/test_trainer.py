@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from letters import args_for  # noqa: E402
+from letters import LETTERS_ENV, args_for  # noqa: E402
 
 import pettingllms  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
@@ -446,3 +446,12 @@ def test_training_seeds_never_meet_the_warm_starts_demonstration_seeds():
     assert min(seen) >= TRAIN_SEED_BASE and not demos & set(seen)
     other = parse(["--seed", "3"])
     assert not set(training_seeds(other, 0)) & set(seen)  # another run seed, other instances
+
+
+def test_evaluations_say_what_they_play_and_what_they_found(tiny_model, tmp_path):
+    messages = []
+    trainer = ATGRPOTrainer(args_for(tiny_model, tmp_path), log=messages.append)
+    metrics = trainer.evaluate()
+    trainer.close()
+    assert messages[-2] == f"step 0: evaluating on 2 eval episodes of {LETTERS_ENV}"
+    assert messages[-1].startswith(f"step 0: success {metrics['eval/success_rate']:.3f} (")

@@ -289,6 +289,9 @@ class ATGRPOTrainer:
             args.env_id, args.eval_episodes, 0, make_kwargs, workflow=args.workflow, split=args.eval_split
         )
         backends = self.policies.backends
+        self.log(
+            f"step {self.step}: evaluating on {len(suite.episodes)} {args.eval_split} episodes of {args.env_id}"
+        )
         saved = {name: b.get_rng_state() for name, b in backends.items() if isinstance(b, SeededBackend)}
         try:
             records = run_suite(
@@ -307,6 +310,9 @@ class ATGRPOTrainer:
             "eval/success_rate": float(np.mean([record.success for record in records])),
             "timing/eval_s": time.perf_counter() - start,
         }
+        self.log(
+            f"step {self.step}: success {metrics['eval/success_rate']:.3f} ({metrics['timing/eval_s']:.0f} s)"
+        )
         for agent in self.agents:
             steps = sum(record.steps.get(agent, 0) for record in records)
             total = sum(record.returns.get(agent, 0.0) for record in records)
