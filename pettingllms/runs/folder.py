@@ -28,6 +28,7 @@ from typing import Any
 
 from pettingllms.core.errors import PettingLLMsError
 from pettingllms.runs.layout import RunLayout
+
 FREE_ON_RESUME = frozenset(
     {
         "output_dir",
