@@ -20,3 +20,15 @@ def test_a_finished_run_ends_with_a_short_summary():
         resumed.splitlines()[0]
         == "evaluation success: (resumed: see metrics.jsonl) before training -> 0.50 after"
     )
+
+
+def test_a_model_folder_that_does_not_exist_is_one_line_before_anything_is_built(tmp_path, capsys):
+    pytest.importorskip("trl")
+    from pettingllms.trainers.cli import main
+
+    assert main(["--model_name_or_path", "./no-such-model", "--output_dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(
+        "pettingllms-train: error: model_name_or_path='./no-such-model' is neither an existing"
+    )
+    assert "\n" not in err and not (tmp_path / "run").exists()
