@@ -21,8 +21,8 @@ import torch
 import pettingllms
 from pettingllms.models.tiny import build_model, config_for_tokenizer
 from pettingllms.models.tokenizer import train_tokenizer
+from pettingllms.trainers.arguments import parse
 from pettingllms.trainers.at_grpo import ATGRPOTrainer
-from pettingllms.trainers.cli import parse
 
 
 def build(folder: Path, hidden: int, layers: int) -> int:

@@ -16,8 +16,8 @@ $EVAL --env "$ALL" --policy oracle --episodes 200 --label "oracle (solver / refe
 # the built-in tiny model on plan-path-v0: untrained, after the supervised warm start, after AT-GRPO
 $EVAL --env plan-path-v0 --policy tiny-untrained --episodes 300 --label "tiny, untrained" --output "$OUT/tiny_untrained.json"
 $EVAL --env plan-path-v0 --policy tiny --episodes 300 --label "tiny, SFT warm start" --output "$OUT/tiny_sft.json"
-[ -d runs/default/checkpoints/step_30 ] || .venv/bin/pettingllms-train --output_dir runs/default --resume true
-$EVAL --env plan-path-v0 --policy runs/default --episodes 300 --label "tiny, SFT + AT-GRPO (per role)" \
+[ -d runs/tiny/plan_path_per_role/checkpoints/step_30 ] || .venv/bin/pettingllms-train --resume true
+$EVAL --env plan-path-v0 --policy runs/tiny/plan_path_per_role --episodes 300 --label "tiny, SFT + AT-GRPO (per role)" \
   --output "$OUT/tiny_at_grpo.json"
 
 # a real pretrained instruct model, zero-shot, every env (fewer episodes: ~135M parameters on a CPU)

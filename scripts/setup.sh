@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a development checkout: Debian's bubblewrap (the code sandbox) if missing, and a virtual environment in
-# .venv with the package installed editable, with its training, evaluation and test dependencies (CPU torch
+# .venv with the package installed editable, with its training, evaluation, tracker and test dependencies (CPU torch
 # 2.13.0, transformers, TRL, evaluate, pytest). Safe to run again.
 #   bash scripts/setup.sh                  # the above
 #   bash scripts/setup.sh --with-browser   # also Debian's chromium (~120 packages) for the leaderboard page's
@@ -21,9 +21,9 @@ if [ ${#packages[@]} -gt 0 ]; then
     || { $sudo_cmd apt-get update -q >/dev/null && $sudo_cmd apt-get install -y -q "${packages[@]}" >/dev/null; }
 fi
 
-echo "creating .venv: pettingllms (editable) with the train, eval and dev extras, CPU torch 2.13.0"
+echo "creating .venv: pettingllms (editable) with the train, eval, trackers (tensorboard, wandb) and dev extras, CPU torch 2.13.0"
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q torch==2.13.0
-.venv/bin/python -m pip install -q -e '.[dev,train,eval]'
+.venv/bin/python -m pip install -q -e '.[dev,train,eval,trackers]'
 echo "set up: .venv ($(.venv/bin/python --version)), $(bwrap --version)"

@@ -95,7 +95,7 @@ def test_a_ray_run_matches_the_local_run_and_resumes_exactly(tiny_model, tmp_pat
 
 
 def test_placement_needs_a_layout_whose_policies_are_separate_models(tmp_path):
-    from pettingllms.trainers.cli import parse
+    from pettingllms.trainers.arguments import parse
 
     with pytest.raises(ConfigError, match="lora_per_role"):
         parse(["--output_dir", str(tmp_path), "--distributed", "ray", "--policy_layout", "lora_per_role"])

@@ -17,8 +17,8 @@ from letters import LETTERS_ENV, args_for  # noqa: E402
 
 import pettingllms  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
+from pettingllms.trainers.arguments import parse  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
-from pettingllms.trainers.cli import parse  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 

@@ -1,7 +1,7 @@
 """`pettingllms-eval`: a policy on the fixed evaluation suites, metrics to JSON, resumable.
 
     pettingllms-eval --env plan-path-v0,sokoban-v0 --policy oracle --episodes 100 --output results/oracle.json
-    pettingllms-eval --env plan-path-v0 --policy runs/default --label "tiny + AT-GRPO" --output results/at.json
+    pettingllms-eval --env plan-path-v0 --policy runs/tiny/plan_path_per_role --label "tiny + AT-GRPO" --output results/at.json
     pettingllms-eval --env code-v0 --policy coder=smollm2,tester=oracle --episodes 20 --output results/mix.json
 
 Suites: `pettingllms.eval.suites`; policies: `pettingllms.eval.policy_specs`; metrics: `pettingllms.eval.metrics`.

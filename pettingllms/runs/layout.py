@@ -8,6 +8,8 @@ A run folder (`output_dir`):
     run.lock               held while a trainer owns the folder (`pettingllms.runs.folder`)
     rollouts/step_N.jsonl  every sample of step N (`dump_rollouts`)
     checkpoints/step_N/    a checkpoint (written as `step_N.tmp`, renamed when complete)
+    tensorboard/           TensorBoard event files (`report_to: [tensorboard]`)
+    wandb/                 wandb's local run files (`report_to: [wandb]`, unless WANDB_DIR says otherwise)
 
 A checkpoint folder:
 
@@ -118,7 +120,15 @@ class RunLayout:
 
     root: Path
 
-    RUN_FILES = ("checkpoints", "metrics.jsonl", "rollouts", "learning_curve.png", "config.json")
+    RUN_FILES = (
+        "checkpoints",
+        "metrics.jsonl",
+        "rollouts",
+        "learning_curve.png",
+        "config.json",
+        "tensorboard",
+        "wandb",
+    )
     """What a run writes in its folder (`--overwrite_output_dir true` deletes these and nothing else)."""
     OLD_RUN_MARKERS = ("checkpoints", "metrics.jsonl", "rollouts")
     """Files whose presence means the folder holds a run (config.json alone is left by a run that failed to
@@ -135,6 +145,15 @@ class RunLayout:
     @property
     def learning_curve(self) -> Path:
         return self.root / "learning_curve.png"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.root / "tensorboard"
+
+    @property
+    def wandb(self) -> Path:
+        """The folder given to wandb as `WANDB_DIR` (wandb writes a `wandb/` folder inside it)."""
+        return self.root
 
     @property
     def lock(self) -> Path:

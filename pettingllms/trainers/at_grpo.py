@@ -50,6 +50,7 @@ from pettingllms.trainers.advantages import compute_advantages, samples_with_sig
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.learning_curve import save_learning_curve
 from pettingllms.trainers.policy_set import PolicySet, build_policies
+from pettingllms.trainers.trackers import Trackers
 
 TRAIN_SEED_BASE = 1_000_000
 """Training instances are reset with seeds from here on: disjoint from the warm start's demonstration seeds
@@ -100,6 +101,7 @@ class ATGRPOTrainer:
         self.policies: PolicySet = build_policies(args, self.agents, resume_from=last, log=log)
         self.pool = make_pool(args)
         self.engine = self._engine(train=True)
+        self.trackers = Trackers(args, self.run)
         self.step = 0
         self.completions = 0
         """Completions sampled so far (every candidate or trajectory step, all policies)."""
@@ -191,13 +193,18 @@ class ATGRPOTrainer:
         from tqdm.auto import tqdm
 
         args = self.args
+        self.trackers.begin(self.step)
         summary: dict[str, Any] = {}
         if self.step == 0:
             summary["eval/success_rate_before"] = self._log_metrics({"step": 0, **self.evaluate()})[
                 "eval/success_rate"
             ]
         progress = tqdm(
-            total=args.max_steps, initial=self.step, desc=f"AT-GRPO {args.env_id}", dynamic_ncols=True
+            total=args.max_steps,
+            initial=self.step,
+            desc=f"AT-GRPO {args.env_id}",
+            dynamic_ncols=True,
+            disable=bool(args.disable_tqdm),
         )
         while not self.finished:
             metrics = self.train_step()
@@ -207,13 +214,14 @@ class ATGRPOTrainer:
             elif args.eval_every and self.step % args.eval_every == 0:
                 metrics.update(self.evaluate())
             self._log_metrics(metrics)
-            if self.step % args.save_steps == 0 or self.finished:
+            if self.finished or (args.save_strategy == "steps" and self.step % args.save_steps == 0):
                 checkpoint.save(self.run, self.policies.handles, self._loop_state())
             progress.update(1)
             progress.set_postfix(
                 success=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
             )
         progress.close()
+        self.trackers.end()
         self._plot()
         self.close()
         return summary
@@ -324,7 +332,11 @@ class ATGRPOTrainer:
         return checkpoint.LoopState(self.step, self.completions, self.engine.rng.bit_generator.state)
 
     def _log_metrics(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Append `metrics` to metrics.jsonl; send them to the trackers every `logging_steps` steps and
+        whenever they hold an evaluation."""
         metrics_log.append(self.run.metrics, metrics)
+        if metrics["step"] % self.args.logging_steps == 0 or "eval/success_rate" in metrics:
+            self.trackers.log(metrics["step"], metrics)
         return metrics
 
     def _dump(self, rollout: Rollout) -> None:

@@ -1,10 +1,11 @@
 """`pettingllms-train`: AT-GRPO from the command line, in TRL's style.
 
-    pettingllms-train                                   # the embedded default: tiny model, plan-path, per role
-    pettingllms-train --config configs/tiny/plan_path_shared.yaml --max_steps 40 --learning_rate 5e-5
+    pettingllms-train                                   # configs/tiny/plan_path.yaml: tiny model, per role
+    pettingllms-train --config configs/tiny/sokoban.yaml --policy_layout shared --learning_rate 5e-5
 
-`--config` YAML values replace the defaults; command-line flags override the YAML. Every field of
-`ATGRPOConfig` (TRL's `GRPOConfig` included) is a flag; dict fields take JSON, e.g. `--env_kwargs '{"size": 4}'`.
+`--config` YAML values replace the field defaults; command-line flags override the YAML (`arguments.parse`).
+Dict fields take JSON on the command line, e.g. `--env_kwargs '{"size": 4}'`. Every error of a config, a flag or
+the run is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -12,44 +13,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-EMBEDDED_DEFAULT = {
-    "output_dir": "runs/default",
-    "env_id": "plan-path-v0",
-    "workflow": "mas",
-    "policy_layout": "per_role",
-    "model_name_or_path": "tiny",
-    "max_steps": 30,
-    "instances_per_step": 16,
-    "num_generations": 4,
-    "per_device_train_batch_size": 32,
-    "learning_rate": 1e-4,
-    "lr_scheduler_type": "constant",
-    "loss_type": "grpo",
-    "scale_rewards": "none",
-    "temperature": 1.0,
-    "max_completion_length": 24,
-    "eval_every": 0,
-    "eval_episodes": 300,
-    "save_steps": 10,
-    "use_cpu": True,
-    "report_to": [],
-    "logging_steps": 1,
-    "save_strategy": "no",
-}
-"""The run that `pettingllms-train` makes with no arguments (and the base every config file overrides)."""
-
-
-def parse(argv: Sequence[str] | None = None):
-    """Parse `argv` (default: sys.argv[1:]) into an `ATGRPOConfig` over `EMBEDDED_DEFAULT`."""
-    from trl import TrlParser
-
-    from pettingllms.trainers.config import ATGRPOConfig
-
-    parser = TrlParser((ATGRPOConfig,))
-    parser.set_defaults(**EMBEDDED_DEFAULT)
-    (args,) = parser.parse_args_and_config(list(sys.argv[1:] if argv is None else argv))
-    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,6 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from transformers.utils import logging as transformers_logging
 
     from pettingllms.core.errors import PettingLLMsError
+    from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
     from pettingllms.trainers.model_source import prepare_starting_models
 

@@ -1,12 +1,13 @@
-"""`ATGRPOConfig`: TRL's `GRPOConfig` plus the multi-agent fields of AT-GRPO.
+"""`ATGRPOConfig`: TRL's `GRPOConfig` plus the multi-agent fields of AT-GRPO, validated in one place.
 
-From TRL (unchanged meaning): `num_generations` is K; `learning_rate`, `lr_scheduler_type`, `loss_type`,
-`epsilon`/`epsilon_high` (clip), `beta` (KL; a resumed run keeps the reference model of its start),
-`scale_rewards` ("group", "batch": one std for the step's whole batch, "none"), `temperature`/`top_p`/`top_k`/
-`max_completion_length` (training sampling), `per_device_train_batch_size` (the update's micro-batch),
-`max_steps`, `save_steps`, `seed`, `output_dir`, `report_to`, `max_grad_norm`, `activation_checkpointing`
-(off by default here, unlike TRL's GRPO). `--config run.yaml` replaces
-defaults and command-line flags override the YAML (TRL's `TrlParser`).
+Every inherited TRL / transformers field is either honoured or refused (`inherited_fields`): `HONOURED` says
+what each does here (`num_generations` is K; `learning_rate`, `lr_scheduler_type`, `loss_type`,
+`epsilon`/`epsilon_high`, `beta` (KL against the run's start), `scale_rewards`, `temperature`/`top_p`/`top_k`/
+`max_completion_length`, `per_device_train_batch_size` (the update's micro-batch), `report_to` ('tensorboard',
+'wandb'), ...), and a refused field set away from its default raises `ConfigError` naming it and what to use
+instead. Every check of a config is in `__post_init__` and raises `ConfigError`; TRL's and transformers' own
+checks are re-raised as `ConfigError` too. `output_dir` may name other fields in braces, e.g.
+`runs/tiny/plan_path_{policy_layout}`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from pettingllms.core.errors import ConfigError
 from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
 from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
 from pettingllms.trainers.advantages import SCALE_REWARDS
+from pettingllms.trainers.inherited_fields import refused_settings
+from pettingllms.trainers.trackers import TRACKERS, check_trackers
 
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
 GENERATION_BACKENDS = ("hf", "vllm")
+SAVE_STRATEGIES = ("steps", "no")
 
 
 @dataclasses.dataclass
@@ -213,7 +217,29 @@ class ATGRPOConfig(GRPOConfig):
         },
     )
 
+    logging_steps: int = dataclasses.field(
+        default=1,
+        metadata={
+            "help": "Send every N-th step's metrics to the report_to trackers (metrics.jsonl: every step)."
+        },
+    )
+
     def __post_init__(self) -> None:
+        """Every check of a config (see the module docstring); each failure is a one-line `ConfigError`."""
+        self._parse_mappings()
+        self._check_choices()
+        self._check_ranges()
+        self._check_combinations()
+        self._check_inherited()
+        self._check_device()
+        self.output_dir = self._expand_output_dir()
+        try:
+            super().__post_init__()
+        except ValueError as error:  # TRL's and transformers' own checks
+            raise ConfigError(str(error).splitlines()[0]) from error
+
+    def _parse_mappings(self) -> None:
+        """Mapping fields given as JSON text (command-line flags) become dicts; None becomes {}."""
         for name in (
             "env_kwargs",
             "agent_policies",
@@ -233,6 +259,8 @@ class ATGRPOConfig(GRPOConfig):
                     raise ConfigError(f"{name}={value!r} is not valid JSON: {error}") from error
             if not isinstance(getattr(self, name), dict):
                 raise ConfigError(f"{name} must be a mapping, got {type(getattr(self, name)).__name__}")
+
+    def _check_choices(self) -> None:
         if self.bf16 is None:
             self.bf16 = False
         self._check_choice("grouping", GROUPINGS)
@@ -249,7 +277,12 @@ class ATGRPOConfig(GRPOConfig):
         self._check_choice("generation_backend", GENERATION_BACKENDS)
         self._check_choice("workflow", ("mas", "single", "ensemble"))
         self._check_choice("env_id", tuple(sorted(pettingllms.registry)))
-        for name in ("instances_per_step", "eval_episodes", "num_generations"):
+        self._check_choice("save_strategy", SAVE_STRATEGIES)
+        self.report_to = _tracker_list(self.report_to)
+        check_trackers(self.report_to)
+
+    def _check_ranges(self) -> None:
+        for name in ("instances_per_step", "eval_episodes", "num_generations", "save_steps", "logging_steps"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
         if self.env_workers < 0:
@@ -260,6 +293,25 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(
                 f"num_generations (K) must be >= 2 for grouping={self.grouping!r}: a group needs candidates"
             )
+        if self.num_iterations != 1:
+            raise ConfigError(
+                f"num_iterations={self.num_iterations}: AT-GRPO updates on-policy once per step (1)"
+            )
+        for policy, overrides in {"": {"temperature": self.temperature}, **self.policy_sampling}.items():
+            temperature = overrides.get("temperature", self.temperature)
+            if not temperature > 0:
+                where = f"policy_sampling[{policy!r}].temperature" if policy else "temperature"
+                raise ConfigError(
+                    f"{where}={temperature}: training samples need a temperature > 0 (at 0 the K candidates are "
+                    "identical and the log-probabilities divide by zero); greedy decoding is for evaluation "
+                    "(eval_temperature, policy_eval_sampling)"
+                )
+        if self.max_completions is not None and self.max_completions < 1:
+            raise ConfigError(f"max_completions={self.max_completions} must be >= 1 (or None: no budget)")
+        if self.max_steps is None or self.max_steps < 1:
+            raise ConfigError(f"max_steps={self.max_steps} must be >= 1: the number of AT-GRPO steps")
+
+    def _check_combinations(self) -> None:
         if self.policy_layout == "shared" and self.agent_policies:
             raise ConfigError(
                 "agent_policies needs policy_layout='per_role' or 'lora_per_role' (the 'shared' layout has one "
@@ -280,29 +332,43 @@ class ATGRPOConfig(GRPOConfig):
             )
         if self.distributed == "ray" and not self.ray_policy_resources:
             raise ConfigError("ray_policy_resources must name at least one resource, e.g. {CPU: 1}")
-        if self.num_iterations != 1:
-            raise ConfigError(
-                f"num_iterations={self.num_iterations}: AT-GRPO updates on-policy once per step (1)"
-            )
-        for policy, overrides in {"": {"temperature": self.temperature}, **self.policy_sampling}.items():
-            temperature = overrides.get("temperature", self.temperature)
-            if not temperature > 0:
-                where = f"policy_sampling[{policy!r}].temperature" if policy else "temperature"
-                raise ConfigError(
-                    f"{where}={temperature}: training samples need a temperature > 0 (at 0 the K candidates are "
-                    "identical and the log-probabilities divide by zero); greedy decoding is for evaluation "
-                    "(eval_temperature, policy_eval_sampling)"
-                )
-        if self.max_completions is not None and self.max_completions < 1:
-            raise ConfigError(f"max_completions={self.max_completions} must be >= 1 (or None: no budget)")
         if self.resume and self.overwrite_output_dir:
             raise ConfigError(
                 "resume=True and overwrite_output_dir=True contradict each other: resume continues the run in "
                 "output_dir, overwrite_output_dir deletes it; choose one"
             )
-        if self.max_steps is None or self.max_steps < 1:
-            raise ConfigError(f"max_steps={self.max_steps} must be >= 1: the number of AT-GRPO steps")
-        super().__post_init__()
+
+    def _check_inherited(self) -> None:
+        """A refused inherited field set away from its default names itself and what to use instead."""
+        refused = refused_settings(self, GRPOConfig)
+        if refused:
+            name, value, instead = refused[0]
+            others = f" (also refused here: {', '.join(n for n, _, _ in refused[1:])})" if refused[1:] else ""
+            raise ConfigError(f"{name}={value!r} is not used by AT-GRPO: {instead}{others}")
+
+    def _check_device(self) -> None:
+        """A GPU-only setting on a machine without a GPU is refused before anything is built."""
+        import torch
+
+        wanted = [name for name in ("bf16", "fp16") if getattr(self, name)]
+        if self.distributed == "ray":
+            wanted += ["ray_policy_resources.GPU"] * bool(self.ray_policy_resources.get("GPU"))
+        if wanted and not self.use_cpu and not torch.cuda.is_available():
+            raise ConfigError(
+                f"{', '.join(wanted)} needs a GPU and none is visible (torch.cuda.is_available() is False); this "
+                "config is written for a GPU: on CPU pass --bf16 false --use_cpu true, or start from "
+                "configs/tiny/"
+            )
+
+    def _expand_output_dir(self) -> str:
+        """`output_dir` with `{field}` names replaced by the fields' values (e.g. `{policy_layout}`)."""
+        try:
+            return str(self.output_dir).format_map(_FieldValues(self))
+        except (KeyError, ValueError, IndexError) as error:
+            raise ConfigError(
+                f"output_dir={self.output_dir!r}: braces must name a field, e.g. runs/{{env_id}}_{{policy_layout}} "
+                f"({error})"
+            ) from None
 
     def _check_choice(self, name: str, allowed: tuple[str, ...]) -> None:
         if getattr(self, name) not in allowed:
@@ -320,3 +386,28 @@ class ATGRPOConfig(GRPOConfig):
         if self.stop_strings is not None:
             return self.stop_strings
         return list(pettingllms.make(self.env_id).unwrapped.STOP_STRINGS)
+
+
+def _tracker_list(report_to: str | list[str] | None) -> list[str]:
+    """`report_to` (a list, or names separated by commas) as a list of `TRACKERS` ('none' and None: no tracker);
+    anything else is a `ConfigError`."""
+    if report_to is None:
+        return []
+    given = report_to.split(",") if isinstance(report_to, str) else list(report_to)
+    names = [name.strip() for name in given if name.strip() not in ("", "none")]
+    unknown = [name for name in names if name not in TRACKERS]
+    if unknown:
+        raise ConfigError(
+            f"report_to={report_to!r}: {unknown[0]!r} is not supported; allowed values: {['none', *TRACKERS]}"
+        )
+    return names
+
+
+class _FieldValues(dict):
+    """`str.format_map` view of a config's fields (for `output_dir` templates)."""
+
+    def __init__(self, config: ATGRPOConfig):
+        super().__init__({field.name: getattr(config, field.name) for field in dataclasses.fields(config)})
+
+    def __missing__(self, name: str):
+        raise KeyError(f"{name!r} is not a field")

@@ -39,10 +39,11 @@ class PolicyUpdater(GRPOTrainerAdapter):
         was loaded from). A resumed run passes its starting weights, so that the anchor stays where the run
         began instead of moving to the checkpoint. Log-probabilities are computed at the policy's own training
         temperature (`args.policy_temperature(name)`), the one its samples were drawn at."""
-        temperature = args.policy_temperature(name)
-        if temperature != args.temperature:
-            args = copy.copy(args)  # TRL bakes `args.temperature` into the log-prob head at construction
-            args.temperature = temperature
+        args = copy.copy(args)
+        args.temperature = args.policy_temperature(
+            name
+        )  # TRL bakes it into the log-prob head at construction
+        args.report_to = []  # the run's trackers are the AT-GRPO loop's (`trackers.Trackers`), not each updater's
         with reference_model_from(model, reference):
             super().__init__(
                 model=model,

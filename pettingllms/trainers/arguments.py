@@ -1,0 +1,197 @@
+"""`parse`: the command line and YAML of `pettingllms-train` into an `ATGRPOConfig`.
+
+With no `--config` the run is `configs/tiny/plan_path.yaml` (`DEFAULT_CONFIG`, shipped inside the package);
+`--config` takes a YAML path or a shipped name (`tiny/sokoban`, `paper/qwen3-1.7b/code`) whose values replace the
+field defaults; flags override the YAML. A YAML may hold an `env:` mapping of environment variables (TRL's
+convention). Every bad input is one `ConfigError` line naming the file, field or flag and what is allowed: a
+missing or broken YAML, an unknown or misspelt field or flag (with the closest name), a value of the wrong type.
+`--help` lists the AT-GRPO fields first, then the inherited fields AT-GRPO honours; the inherited fields it
+refuses (`inherited_fields.REFUSED`) are parsed, so that setting one gets its explanation, but not listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import difflib
+import os
+import sys
+import typing
+from collections.abc import Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from transformers import HfArgumentParser
+from trl import GRPOConfig
+
+from pettingllms.core.errors import ConfigError
+from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.inherited_fields import HONOURED, REFUSED
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+"""The shipped run configs (`configs/` at the repository root links here)."""
+DEFAULT_CONFIG = "tiny/plan_path"
+"""The run `pettingllms-train` makes with no arguments."""
+
+
+def shipped_configs() -> list[str]:
+    """The names `--config` accepts besides paths, e.g. 'tiny/plan_path'."""
+    return sorted(str(path.relative_to(CONFIG_DIR).with_suffix("")) for path in CONFIG_DIR.rglob("*.yaml"))
+
+
+def resolve_config(name_or_path: str) -> Path:
+    """The YAML file of `--config`: an existing path, or a shipped name; else `ConfigError` listing the names."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    shipped = CONFIG_DIR / f"{name_or_path.removesuffix('.yaml')}.yaml"
+    if shipped.is_file():
+        return shipped
+    raise ConfigError(
+        f"--config {name_or_path}: no such file, and not a shipped config; shipped: {', '.join(shipped_configs())}"
+    )
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    """The mapping in YAML file `path`; `ConfigError` when it is unreadable, not YAML, or not a mapping."""
+    import yaml
+
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(f"--config {path}: cannot read it ({error.strerror})") from None
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"--config {path}: not valid YAML{where}: {problem}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"--config {path}: must be a mapping of field: value, got {type(loaded).__name__}")
+    return loaded
+
+
+class ConfigParser(HfArgumentParser):
+    """`HfArgumentParser` for `ATGRPOConfig` with grouped `--help` and one-line errors (module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            (ATGRPOConfig,),
+            prog="pettingllms-train",
+            usage="pettingllms-train [--config YAML] [--FIELD VALUE ...]",
+            description="AT-GRPO training. With no arguments: the tiny model on plan-path, per role "
+            f"(configs/{DEFAULT_CONFIG}.yaml).",
+            epilog=f"{len(REFUSED)} further inherited TRL / transformers fields are not used by AT-GRPO and are "
+            "refused when set (see pettingllms/trainers/inherited_fields.py for what to use instead).",
+        )
+        self.add_argument(
+            "--config",
+            metavar="YAML",
+            help=f"A YAML path or a shipped name ({', '.join(shipped_configs())}); flags override it.",
+        )
+
+    def _add_dataclass_arguments(self, dtype: type) -> None:
+        own = self.add_argument_group("AT-GRPO")
+        honoured = self.add_argument_group("inherited from TRL / transformers, honoured by AT-GRPO")
+        hints = typing.get_type_hints(dtype)
+        inherited = {field.name for field in dataclasses.fields(GRPOConfig)}
+        fields = sorted(
+            dataclasses.fields(dtype), key=lambda field: field.name in inherited
+        )  # stable: ours first
+        for field in fields:
+            field = copy.copy(field)
+            field.type = hints[field.name]
+            if field.name not in inherited:
+                self._parse_dataclass_field(own, field)
+            elif field.name in HONOURED:  # described in AT-GRPO's terms (dtype's own help where it overrides)
+                help_text = field.metadata.get("help") if field.name in vars(dtype) else HONOURED[field.name]
+                field.metadata = MappingProxyType({**field.metadata, "help": help_text})
+                self._parse_dataclass_field(honoured, field)
+            else:  # refused: parsed so that setting it is explained, not listed
+                field.metadata = MappingProxyType({**field.metadata, "help": argparse.SUPPRESS})
+                self._parse_dataclass_field(self, field)
+
+    def error(self, message: str) -> typing.NoReturn:
+        """argparse's errors (bad value, missing value) as one `ConfigError` line, without the usage dump."""
+        raise ConfigError(message)
+
+    def field_names(self) -> list[str]:
+        return [action.dest for action in self._actions if action.dest not in ("help", "config")]
+
+    def closest(self, name: str) -> str:
+        """' (did you mean X?)' for the field name closest to `name`, or ''."""
+        match = difflib.get_close_matches(name, self.field_names(), n=1, cutoff=0.6)
+        return f" (did you mean {match[0]}?)" if match else ""
+
+    def apply_yaml(self, values: dict[str, Any], source: Path) -> None:
+        """Make `values` the defaults (flags still override them), after checking every name and type."""
+        for key, value in values.items():
+            actions = [action for action in self._actions if action.dest == key and action.option_strings]
+            if key in ("help", "config") or not actions:
+                raise ConfigError(f"--config {source}: unknown field {key!r}{self.closest(key)}")
+            for action in actions:
+                if not action.option_strings[0].startswith("--no_"):
+                    _check_yaml_value(self, action, value, source)
+                    action.default = value
+
+
+def _check_yaml_value(parser: ConfigParser, action: argparse.Action, value: Any, source: Path) -> None:
+    """`ConfigError` unless YAML `value` fits `action` (a string goes through the flag's own conversion)."""
+    where = f"--config {source}: {action.dest}"
+    if value is None:
+        return
+    if isinstance(value, str):
+        try:
+            parser._get_value(action, value)
+        except argparse.ArgumentError as error:
+            raise ConfigError(f"{where}: {error.message}") from None
+        return
+    expected = {int: (int,), float: (int, float)}.get(action.type)
+    if action.nargs in ("+", "*"):
+        expected = (list,)
+    elif action.type is not None and getattr(action.type, "__name__", "") == "string_to_bool":
+        expected = (bool,)
+    if expected and (not isinstance(value, expected) or (bool not in expected and isinstance(value, bool))):
+        raise ConfigError(
+            f"{where}={value!r}: expected {' or '.join(kind.__name__ for kind in expected)}, "
+            f"got {type(value).__name__}"
+        )
+    if (
+        action.choices is not None
+        and value not in action.choices
+        and str(value) not in map(str, action.choices)
+    ):
+        raise ConfigError(f"{where}={value!r}: allowed values: {[str(choice) for choice in action.choices]}")
+
+
+def parse(argv: Sequence[str] | None = None) -> ATGRPOConfig:
+    """Parse `argv` (default: sys.argv[1:]) into an `ATGRPOConfig` (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = ConfigParser()
+    if not {"-h", "--help"} & set(argv):  # --help shows the defaults; a run passes on only what was set
+        for action in parser._actions:  # the YAML (below) or a flag: every other field keeps its default
+            action.default = argparse.SUPPRESS
+    config = DEFAULT_CONFIG
+    if "--config" in argv:
+        index = argv.index("--config")
+        if index + 1 >= len(argv):
+            raise ConfigError("--config needs a YAML path or a shipped name")
+        config = argv[index + 1]
+        del argv[index : index + 2]
+    path = resolve_config(config)
+    values = load_yaml(path)
+    for key, value in dict(values.pop("env", None) or {}).items():
+        os.environ[key] = str(value)
+    parser.apply_yaml(values, path)
+    namespace, unknown = parser.parse_known_args(argv)
+    if unknown:
+        flag = unknown[0]
+        if not flag.startswith("-"):
+            raise ConfigError(
+                f"unexpected value {flag!r}: a flag takes one value (report_to takes 'tensorboard,wandb')"
+            )
+        raise ConfigError(f"unknown flag {flag}{parser.closest(flag.lstrip('-').replace('-', '_'))}")
+    return ATGRPOConfig(**vars(namespace))
