@@ -2,7 +2,8 @@
 
 `run_key(settings, suite, weights)` is the sha256 of the run's settings (env, env kwargs, workflow, sampling, token
 limits, seed, chunking, resolved policies), the exact episode list of the suite (keys, seeds, reset options), the
-content digest of every model policy's weights (`weights_digest`) and the pettingllms version. Episodes cached under
+content digest of every model policy's weights (`weights_digest`), the pettingllms version and the seed derivation
+scheme (`core.seeding.SEEDING_VERSION`). Episodes cached under
 one key are reused only by a run with the same key, so new weights at the same path, or any changed setting, play
 their episodes again.
 
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pettingllms
+from pettingllms.core.seeding import SEEDING_VERSION
 from pettingllms.eval.suites import Suite
 
 
@@ -52,5 +54,6 @@ def run_key(settings: Mapping[str, Any], suite: Suite, weights: Mapping[str, str
         "episodes": episodes,
         "weights": dict(weights),
         "pettingllms": pettingllms.__version__,
+        "seeding": SEEDING_VERSION,
     }
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()

@@ -26,6 +26,7 @@ from typing import Any
 
 from pettingllms.backends.base import PolicyBackend, StatePolicy
 from pettingllms.core.errors import ConfigError
+from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.cache_key import weights_digest
 from pettingllms.models.reference import check_model_reference
 from pettingllms.runs.layout import CheckpointLayout, RunLayout, open_run
@@ -93,7 +94,10 @@ def load_policies(
             source = _model_source(spec, agent, env_id, workflow, env_kwargs or {})
             name = source.describe()
             if name not in backends:
-                backends[name], resolved[name] = _hf_policy(source, seed + len(backends)), name
+                backends[name], resolved[name] = (
+                    _hf_policy(source, derive_seed(seed, "policy", len(backends))),
+                    name,
+                )
                 weights[name] = weights_digest(backends[name].model, backends[name].tokenizer)
         weights.setdefault(name, None)
         agent_policy[agent] = name

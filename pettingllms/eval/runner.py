@@ -30,6 +30,7 @@ from typing import Any
 import pettingllms
 from pettingllms.backends.base import SamplingConfig, SeededBackend
 from pettingllms.core.errors import PettingLLMsError
+from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.suites import Episode, Suite
 from pettingllms.rollout.engine import RolloutEngine, StepPool
 from pettingllms.rollout.samples import Rollout
@@ -202,7 +203,7 @@ def run_suite(
             continue
         for name, backend in backends.items():
             if isinstance(backend, SeededBackend):
-                backend.reseed(seed * 1_000_003 + index * 7_919 + sorted(backends).index(name))
+                backend.reseed(derive_seed(seed, "eval", index, name))
         rollout = engine.evaluate([e.seed for e in chunk], [dict(e.options) for e in chunk])
         records = [r for r in episode_records(chunk, rollout) if r.key not in played]
         if cache is not None:

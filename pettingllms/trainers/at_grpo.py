@@ -38,6 +38,7 @@ import numpy as np
 
 import pettingllms
 from pettingllms.backends.base import SamplingConfig, SeededBackend
+from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.runner import run_suite
 from pettingllms.eval.suites import build_suite, eval_max_new_tokens
 from pettingllms.pools.env_pool import EnvPool
@@ -55,12 +56,17 @@ from pettingllms.trainers.trackers import Trackers
 TRAIN_SEED_BASE = 1_000_000
 """Training instances are reset with seeds from here on: disjoint from the warm start's demonstration seeds
 (`0 .. demo_episodes - 1`, a few thousand), so RL never trains on the instances supervised fine-tuning saw."""
+TRAIN_SEED_SPAN = 2**32
+"""A run's instances are a contiguous block starting at a point of [TRAIN_SEED_BASE, TRAIN_SEED_BASE +
+TRAIN_SEED_SPAN) derived from its seed: runs with different seeds train on different instances (two runs of a
+hundred thousand instances each overlap with probability about 5e-5)."""
 
 
 def training_seeds(args: ATGRPOConfig, step: int) -> list[int]:
     """The reset seeds of step `step`'s `instances_per_step` training instances (a function of the step alone,
     so a resumed run needs no data state)."""
-    first = TRAIN_SEED_BASE + args.seed * 7_919 + step * args.instances_per_step
+    first = TRAIN_SEED_BASE + derive_seed(args.seed, "training_instances") % TRAIN_SEED_SPAN
+    first += step * args.instances_per_step
     return list(range(first, first + args.instances_per_step))
 
 
@@ -183,7 +189,7 @@ class ATGRPOTrainer:
             grouping=self.args.grouping,
             commit=self.args.commit,
             team_credit=self.args.team_credit,
-            seed=self.args.seed,
+            seed=derive_seed(self.args.seed, "rollout_engine"),
             pool=self.pool,
         )
 

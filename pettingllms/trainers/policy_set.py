@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pettingllms.backends.base import Generation, SamplingConfig, SeededBackend
 from pettingllms.backends.hf import HFPolicy, load_pretrained
+from pettingllms.core.seeding import derive_seed
 from pettingllms.rollout.samples import Sample
 from pettingllms.runs.layout import CheckpointLayout, map_agents
 from pettingllms.trainers.config import ATGRPOConfig
@@ -156,7 +157,7 @@ def build_policies(
     for index, (name, path) in enumerate(paths.items()):
         model, tokenizer = load_pretrained(path)
         updater = PolicyUpdater(name, model, tokenizer, args, reference=references.get(name))
-        seed = args.seed * 1_000 + index
+        seed = derive_seed(args.seed, "policy", index)
         if args.generation_backend == "vllm":
             from pettingllms.backends.vllm_engine import VLLMPolicy
 
@@ -229,7 +230,7 @@ def _peft_model(args: ATGRPOConfig, base, names: Sequence[str], resume_from: Che
     # PEFT draws the adapters' initial A matrices from torch's global RNG: seed it from the run's seed, and
     # leave the global state as it was, so that the same seed gives the same adapters
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(args.seed)
+        torch.manual_seed(derive_seed(args.seed, "lora_init"))
         peft_model = get_peft_model(base, config, adapter_name=names[0])
         for name in names[1:]:
             peft_model.add_adapter(name, config)
@@ -253,7 +254,7 @@ def _build_lora(
 
         engine = VLLMPolicy(
             base_path,
-            seed=args.seed * 1_000,
+            seed=derive_seed(args.seed, "policy", 0),
             enable_lora=True,
             max_lora_rank=args.lora_r,
             max_loras=len(names),
@@ -270,7 +271,7 @@ def _build_lora(
             handles[name].sync()
         return PolicySet(handles, agent_policy)
     device = next(iter(updaters.values())).accelerator.device
-    sampler = HFPolicy(peft_model, tokenizer, seed=args.seed * 1_000, device=device)
+    sampler = HFPolicy(peft_model, tokenizer, seed=derive_seed(args.seed, "policy", 0), device=device)
     handles = {
         name: AdapterPolicy(name, updaters[name], AdapterBackend(sampler, peft_model, name)) for name in names
     }

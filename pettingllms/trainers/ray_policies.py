@@ -22,6 +22,7 @@ from typing import Any
 
 from pettingllms.backends.base import Generation, SamplingConfig
 from pettingllms.core.errors import PettingLLMsError
+from pettingllms.core.seeding import derive_seed
 from pettingllms.pools.ray_cluster import connect
 from pettingllms.rollout.samples import Sample
 from pettingllms.runs.layout import CheckpointLayout
@@ -217,7 +218,7 @@ class RayPolicies:
                 )
                 return {**actor_options, "scheduling_strategy": strategy, "max_restarts": 0}
 
-            seed = args.seed * 1_000 + index
+            seed = derive_seed(args.seed, "policy", index)
             self.servers[name] = (
                 ray.remote(RolloutServer)
                 .options(**placed(0))
