@@ -18,7 +18,11 @@ def test_a_path_names_the_same_seed_in_every_process():
     here = [derive_seed(7, "policy", 2), derive_seed(0, "eval", 3, "tool")]
     code = "from pettingllms.core.seeding import derive_seed as d; print(d(7, 'policy', 2), d(0, 'eval', 3, 'tool'))"
     other = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "123"}
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123"},
     )
     assert [int(word) for word in other.stdout.split()] == here
 
