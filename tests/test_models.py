@@ -240,3 +240,17 @@ def test_one_warm_start_can_cover_several_workflows(monkeypatch, tmp_path):
     assert {demo.agent for demo in alone} == {"plan"} and "tool" in {demo.agent for demo in team}
     assert manifest["demonstrations"]["examples"] == len(team) + len(alone)
     assert manifest["settings"]["workflow"] == "mas+single"
+
+
+def test_a_build_that_reports_its_phases_shows_the_fine_tuning_progress_and_a_silent_one_does_not(
+    monkeypatch, tmp_path, capfd
+):
+    torch.set_num_threads(1)
+    monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
+    options = {"demos_per_role": 8, "eval_episodes": 0, "batch_size": 8, "sft_steps": 3}
+    lines = []
+    ensure_tiny_model("plan-path-v0", tag="shown", log=lines.append, **options)
+    shown = capfd.readouterr().err
+    assert "3/3" in shown and any("supervised fine-tuning, 3 steps" in line for line in lines)
+    ensure_tiny_model("plan-path-v0", tag="silent", **options)
+    assert "3/3" not in capfd.readouterr().err

@@ -455,3 +455,12 @@ def test_evaluations_say_what_they_play_and_what_they_found(tiny_model, tmp_path
     trainer.close()
     assert messages[-2] == f"step 0: evaluating on 2 eval episodes of {LETTERS_ENV}"
     assert messages[-1].startswith(f"step 0: success {metrics['eval/success_rate']:.3f} (")
+
+
+def test_an_evaluation_shows_its_progress_unless_tqdm_is_disabled(tiny_model, tmp_path, capfd):
+    for flags, shown in (((), True), (("--disable_tqdm", "true"), False)):
+        trainer = ATGRPOTrainer(args_for(tiny_model, tmp_path / str(shown), *flags), log=lambda _: None)
+        trainer.evaluate()
+        trainer.close()
+        err = capfd.readouterr().err
+        assert ("evaluation, step 0" in err and "2/2" in err) is shown

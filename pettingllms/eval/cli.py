@@ -81,14 +81,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     """Run the evaluation `args` describe; write and return the report."""
-    from tqdm.auto import tqdm
-
-    from pettingllms.backends.base import SamplingConfig
-    from pettingllms.eval import metrics
-    from pettingllms.eval.cache_key import run_key
-    from pettingllms.eval.policy_specs import load_policies, parse_policy_arg
-    from pettingllms.eval.runner import EpisodeCache, run_suite
-    from pettingllms.eval.suites import Episode, Suite, build_suite, eval_max_new_tokens
     from pettingllms.pools.env_pool import EnvPool
 
     env_ids = [env_id.strip() for env_id in args.env.split(",") if env_id.strip()]
@@ -100,7 +92,6 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     if args.samples < 1 or args.episodes < 1:
         raise ValueError(f"--samples={args.samples} and --episodes={args.episodes} must be >= 1")
     env_kwargs = json.loads(args.env_kwargs)
-    pool = EnvPool(args.env_workers) if args.env_workers > 0 else None
     cache_path = args.output.with_name(args.output.name + ".episodes.jsonl")
     report: dict[str, Any] = {
         "format": FORMAT,
@@ -112,67 +103,87 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
         "versions": versions(),
         "results": {},
     }
-    for env_id in env_ids:
-        started = time.perf_counter()
-        suite = build_suite(
-            env_id, args.episodes, args.seed, env_kwargs, workflow=args.workflow, split=args.split
-        )
-        if args.samples > 1:
-            replicated = tuple(
-                Episode(f"{e.key}#{j}", e.seed, e.options)
-                for e in suite.episodes
-                for j in range(args.samples)
-            )
-            suite = Suite(suite.env_id, suite.env_kwargs, replicated, suite.description, suite.split)
-        agents = pettingllms.make(env_id, workflow=args.workflow, **dict(suite.env_kwargs)).possible_agents
-        specs = parse_policy_arg(args.policy, agents)
-        loaded = load_policies(
-            specs, env_id, workflow=args.workflow, env_kwargs=suite.env_kwargs, seed=args.seed
-        )
-        sampling = SamplingConfig(
-            temperature=args.temperature,
-            top_p=args.top_p,
-            max_new_tokens=args.max_new_tokens or eval_max_new_tokens(env_id),
-            stop=pettingllms.make(env_id).unwrapped.STOP_STRINGS,
-        )
-        settings = {
-            "suite": suite.to_json(),
-            "policies": {agent: loaded.resolved[name] for agent, name in loaded.agent_policy.items()},
-            "sampling": sampling_json(sampling),
-            "seed": args.seed,
-            "workflow": args.workflow,
-            "chunk_size": args.chunk_size,
-            "weights_sha256": {agent: loaded.weights[name] for agent, name in loaded.agent_policy.items()},
-        }
-        cache = EpisodeCache(cache_path, run_key(settings, suite, settings["weights_sha256"]), log=_note)
-        with tqdm(
-            total=len(suite.episodes), desc=f"eval {env_id}", disable=args.no_progress, dynamic_ncols=True
-        ) as bar:
-            records = run_suite(
-                suite,
-                loaded.backends,
-                loaded.agent_policy,
-                dict.fromkeys(loaded.backends, sampling),
-                cache,
-                workflow=args.workflow,
-                seed=args.seed,
-                chunk_size=args.chunk_size,
-                on_progress=bar.update,
-                pool=pool,
-            )
-        result = metrics.summarize(env_id, records, samples_per_problem=args.samples)
-        result.update(settings, wall_time_s=round(time.perf_counter() - started, 2))
-        # per episode, in suite order, for paired comparisons between policies (pettingllms.eval.stats)
-        result["per_episode"] = {
-            "keys": [r.key for r in records],
-            "success": [int(r.success) for r in records],
-        }
-        report["results"][env_id] = result
-    if pool is not None:
-        pool.close()
+    pool = EnvPool(args.env_workers) if args.env_workers > 0 else None
+    try:
+        for env_id in env_ids:
+            report["results"][env_id] = _evaluate_env(env_id, args, env_kwargs, cache_path, pool)
+    finally:
+        if pool is not None:
+            pool.close()
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _evaluate_env(
+    env_id: str, args: argparse.Namespace, env_kwargs: dict, cache_path, pool
+) -> dict[str, Any]:
+    """One env's result: its suite played (cached episodes reused), summarized, with per-episode successes."""
+    from tqdm.auto import tqdm
+
+    from pettingllms.backends.base import SamplingConfig
+    from pettingllms.eval import metrics
+    from pettingllms.eval.cache_key import run_key
+    from pettingllms.eval.policy_specs import load_policies, parse_policy_arg
+    from pettingllms.eval.runner import EpisodeCache, run_suite
+    from pettingllms.eval.suites import build_suite, eval_max_new_tokens
+
+    started = time.perf_counter()
+    suite = build_suite(
+        env_id, args.episodes, args.seed, env_kwargs, workflow=args.workflow, split=args.split
+    )
+    suite = _replicated(suite, args.samples)
+    agents = pettingllms.make(env_id, workflow=args.workflow, **dict(suite.env_kwargs)).possible_agents
+    specs = parse_policy_arg(args.policy, agents)
+    loaded = load_policies(specs, env_id, workflow=args.workflow, env_kwargs=suite.env_kwargs, seed=args.seed)
+    sampling = SamplingConfig(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens or eval_max_new_tokens(env_id),
+        stop=pettingllms.make(env_id).unwrapped.STOP_STRINGS,
+    )
+    settings = {
+        "suite": suite.to_json(),
+        "policies": {agent: loaded.resolved[name] for agent, name in loaded.agent_policy.items()},
+        "sampling": sampling_json(sampling),
+        "seed": args.seed,
+        "workflow": args.workflow,
+        "chunk_size": args.chunk_size,
+        "weights_sha256": {agent: loaded.weights[name] for agent, name in loaded.agent_policy.items()},
+    }
+    cache = EpisodeCache(cache_path, run_key(settings, suite, settings["weights_sha256"]), log=_note)
+    with tqdm(
+        total=len(suite.episodes), desc=f"eval {env_id}", disable=args.no_progress, dynamic_ncols=True
+    ) as bar:
+        records = run_suite(
+            suite,
+            loaded.backends,
+            loaded.agent_policy,
+            dict.fromkeys(loaded.backends, sampling),
+            cache,
+            workflow=args.workflow,
+            seed=args.seed,
+            chunk_size=args.chunk_size,
+            on_progress=bar.update,
+            pool=pool,
+        )
+    result = metrics.summarize(env_id, records, samples_per_problem=args.samples)
+    result.update(settings, wall_time_s=round(time.perf_counter() - started, 2))
+    # per episode, in suite order, for paired comparisons between policies (pettingllms.eval.stats)
+    result["per_episode"] = {"keys": [r.key for r in records], "success": [int(r.success) for r in records]}
+    return result
+
+
+def _replicated(suite, samples: int):
+    """`suite` with each episode played `samples` times (keys `KEY#j`), for pass@k."""
+    from pettingllms.eval.suites import Episode, Suite
+
+    if samples == 1:
+        return suite
+    replicated = tuple(
+        Episode(f"{e.key}#{j}", e.seed, e.options) for e in suite.episodes for j in range(samples)
+    )
+    return Suite(suite.env_id, suite.env_kwargs, replicated, suite.description, suite.split)
 
 
 def _note(message: str) -> None:

@@ -106,18 +106,7 @@ def collect_demonstrations(
     """
     import pettingllms
 
-    for name, value in (
-        ("tool_noise", tool_noise),
-        ("plan_noise", plan_noise),
-        ("tool_programs", tool_programs),
-        ("program_bugs", program_bugs),
-    ):
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name}={value} must be in [0, 1]")
-    if tool_programs > 0 and env_id not in PROGRAM_ENVS:
-        raise ValueError(f"tool_programs needs one of {list(PROGRAM_ENVS)}; {env_id!r} has no tool programs")
-    if per_role is not None and per_role < 1:
-        raise ValueError(f"per_role={per_role} must be >= 1")
+    _check_demo_settings(env_id, tool_noise, plan_noise, tool_programs, program_bugs, per_role)
     kwargs = dict(env_kwargs or {})
     sizes = ENSEMBLE_DEMO_SIZES if workflow == "ensemble" and "num_agents" not in kwargs else (None,)
     envs = {
@@ -134,29 +123,62 @@ def collect_demonstrations(
             break
         env = envs[sizes[int(seed) % len(sizes)]]
         env.reset(seed=int(seed))
-        for agent in env.agent_iter():
-            _, _, termination, truncation, _ = env.last()
-            if termination or truncation:
-                env.step(None)
-                continue
-            target, executed = _demonstrate(
-                env.unwrapped, agent, rng, tool_noise, plan_noise, tool_programs, program_bugs
-            )
-            demos.append(Demo(agent, str(env.observe(agent)), target))
-            counts[agent_role(agent)] += 1
-            env.step(executed)
+        for demo in _play_demonstration(env, rng, tool_noise, plan_noise, tool_programs, program_bugs):
+            demos.append(demo)
+            counts[agent_role(demo.agent)] += 1
     for env in envs.values():
         env.close()
     if per_role is None:
         return demos
     if min(counts.values()) < per_role:
         raise ValueError(f"the seeds gave fewer than per_role={per_role} demonstrations for a role: {counts}")
-    kept = dict.fromkeys(roles, 0)
+    return _first_per_role(demos, per_role)
+
+
+def _play_demonstration(env, rng, tool_noise, plan_noise, tool_programs, program_bugs) -> Iterable[Demo]:
+    """Play the episode `env` was reset to, yielding each agent step's demonstration as it is played."""
+    for agent in env.agent_iter():
+        _, _, termination, truncation, _ = env.last()
+        if termination or truncation:
+            env.step(None)
+            continue
+        target, executed = _demonstrate(
+            env.unwrapped, agent, rng, tool_noise, plan_noise, tool_programs, program_bugs
+        )
+        yield Demo(agent, str(env.observe(agent)), target)
+        env.step(executed)
+
+
+def _check_demo_settings(
+    env_id: str,
+    tool_noise: float,
+    plan_noise: float,
+    tool_programs: float,
+    program_bugs: float,
+    per_role: int | None,
+) -> None:
+    for name, value in (
+        ("tool_noise", tool_noise),
+        ("plan_noise", plan_noise),
+        ("tool_programs", tool_programs),
+        ("program_bugs", program_bugs),
+    ):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name}={value} must be in [0, 1]")
+    if tool_programs > 0 and env_id not in PROGRAM_ENVS:
+        raise ValueError(f"tool_programs needs one of {list(PROGRAM_ENVS)}; {env_id!r} has no tool programs")
+    if per_role is not None and per_role < 1:
+        raise ValueError(f"per_role={per_role} must be >= 1")
+
+
+def _first_per_role(demos: list[Demo], per_role: int) -> list[Demo]:
+    """The first `per_role` demonstrations of each role, in play order."""
+    kept: dict[str, int] = {}
     trimmed = []
     for demo in demos:
         role = agent_role(demo.agent)
-        if kept[role] < per_role:
-            kept[role] += 1
+        if kept.get(role, 0) < per_role:
+            kept[role] = kept.get(role, 0) + 1
             trimmed.append(demo)
     return trimmed
 

@@ -45,8 +45,10 @@ def supervised_fine_tune(
     decay_fraction: float = 0.2,
     seed: int = 0,
     probe_size: int = 64,
+    progress: bool = False,
 ) -> dict[str, Any]:
-    """Train `model` for `steps` optimizer steps; return its losses (the model is left in eval mode).
+    """Train `model` for `steps` optimizer steps; return its losses (the model is left in eval mode); `progress`
+    shows transformers' progress bar over the steps.
 
     AdamW without weight decay or warm-up, at a constant `learning_rate` and then a cosine decay to 0 over the
     last `decay_fraction` of the steps. Measured on plan-path (250 steps, batch 32, lr 1e-3, 200 evaluation
@@ -65,39 +67,10 @@ def supervised_fine_tune(
         with tempfile.TemporaryDirectory(prefix="pettingllms-sft-") as scratch, preserved_global_rng():
             from datasets import Dataset
             from transformers import PrinterCallback
-            from trl import SFTConfig, SFTTrainer
+            from trl import SFTTrainer
 
             dataset = Dataset.from_list([{"messages": list(messages)} for messages in conversations])
-            checkpointing = {
-                name: False
-                for name in ("gradient_checkpointing", "activation_checkpointing")
-                if name in {field.name for field in dataclasses.fields(SFTConfig)}
-            }
-            config = SFTConfig(
-                output_dir=scratch,
-                max_steps=steps,
-                per_device_train_batch_size=batch_size,
-                learning_rate=learning_rate,
-                lr_scheduler_type="warmup_stable_decay",
-                lr_scheduler_kwargs={"num_decay_steps": max(1, round(steps * decay_fraction))},
-                warmup_steps=0,
-                weight_decay=0.0,
-                assistant_only_loss=True,
-                max_length=1024,
-                bf16=False,
-                fp16=False,
-                **checkpointing,
-                use_cpu=True,
-                report_to=[],
-                save_strategy="no",
-                eval_strategy="no",
-                logging_steps=max(1, steps // 20),
-                disable_tqdm=True,
-                dataloader_num_workers=0,
-                dataloader_pin_memory=False,
-                seed=seed,
-                data_seed=seed,
-            )
+            config = _sft_config(scratch, steps, batch_size, learning_rate, decay_fraction, seed, progress)
             with _quiet_datasets():
                 trainer = SFTTrainer(
                     model=model, args=config, train_dataset=dataset, processing_class=tokenizer
@@ -112,6 +85,50 @@ def supervised_fine_tune(
     model.eval()
     result["probe_loss_after"] = assistant_loss(model, tokenizer, probe)
     return result
+
+
+def _sft_config(
+    scratch: str,
+    steps: int,
+    batch_size: int,
+    learning_rate: float,
+    decay_fraction: float,
+    seed: int,
+    progress: bool,
+):
+    """TRL's `SFTConfig` for `supervised_fine_tune` (the CPU settings of the module docstring)."""
+    from trl import SFTConfig
+
+    checkpointing = {
+        name: False
+        for name in ("gradient_checkpointing", "activation_checkpointing")
+        if name in {field.name for field in dataclasses.fields(SFTConfig)}
+    }
+    return SFTConfig(
+        output_dir=scratch,
+        max_steps=steps,
+        per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate,
+        lr_scheduler_type="warmup_stable_decay",
+        lr_scheduler_kwargs={"num_decay_steps": max(1, round(steps * decay_fraction))},
+        warmup_steps=0,
+        weight_decay=0.0,
+        assistant_only_loss=True,
+        max_length=1024,
+        bf16=False,
+        fp16=False,
+        **checkpointing,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        eval_strategy="no",
+        logging_steps=max(1, steps // 20),
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+        dataloader_pin_memory=False,
+        seed=seed,
+        data_seed=seed,
+    )
 
 
 @contextlib.contextmanager

@@ -125,7 +125,8 @@ def ensure_tiny_model(
     comparisons of single agents with teams start from it. For the "ensemble" workflow `num_agents` is ignored: the demonstrations cycle through the
     team sizes of `pettingllms.models.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size; `reward` is
     ignored too (it does not change the solver's demonstrations). With the defaults a build takes ~5 minutes on one CPU thread (SFT ~4, evaluation ~1).
-    `log` receives a line as each phase of a build starts and ends (None: silent).
+    `log` receives a line as each phase of a build starts and ends, and fine-tuning shows a progress bar (None:
+    silent).
     """
     kwargs = dict(env_kwargs or {})
     kwargs.pop("reward", None)  # demonstrations are solver answers: the reward mode does not change them
@@ -148,7 +149,7 @@ def ensure_tiny_model(
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        manifest = build_into(staging, settings, log or (lambda message: None))
+        manifest = build_into(staging, settings, log or (lambda message: None), progress=log is not None)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         _install(staging, target, replace=rebuild)
     finally:
@@ -178,13 +179,16 @@ def evaluation_success(
 
 
 def build_into(
-    folder: Path, settings: WarmStartSettings, log: Callable[[str], None] = lambda message: None
+    folder: Path,
+    settings: WarmStartSettings,
+    log: Callable[[str], None] = lambda message: None,
+    *,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Build the warm-started model and tokenizer into `folder` (saved with `save_pretrained`); return the
-    manifest (not written). `log` gets a line per phase."""
+    manifest (not written). `log` gets a line per phase; `progress` shows a bar over the fine-tuning steps."""
     from pettingllms.backends.base import SamplingConfig
-    from pettingllms.backends.hf import HFPolicy
-    from pettingllms.models.tiny import build_model, config_for_tokenizer, count_parameters
+    from pettingllms.models.tiny import build_model, config_for_tokenizer
     from pettingllms.models.tokenizer import train_tokenizer
 
     s, timings = settings, {}
@@ -196,10 +200,63 @@ def build_into(
         mark = time.perf_counter()
         log(f"  tiny model: {name.removesuffix('_s').replace('_', ' ')} done in {timings[name]:.0f} s")
 
+    demos = _demonstrations(s, s.workflow.split("+"))
+    lap("demonstrations_s")
+    tokenizer = train_tokenizer(text for demo in demos for text in (demo.prompt, demo.target))
+    model = build_model(config_for_tokenizer(tokenizer), s.seed)
+    lap("tokenizer_and_model_s")
+
+    # greedy, with room for the longest demonstrated answer and a little more
+    longest = max((len(tokenizer(demo.target)["input_ids"]) for demo in demos), default=16)
+    sampling = SamplingConfig(temperature=0.0, max_new_tokens=longest + 8, stop=("</answer>",))
+    success_before = _greedy_success(model, tokenizer, s, sampling)
+    lap("eval_before_s")
+    log(f"  tiny model: supervised fine-tuning, {s.sft_steps} steps on {len(demos)} demonstrations")
+    sft = training.supervised_fine_tune(
+        model,
+        tokenizer,
+        [demo.messages() for demo in demos],
+        steps=s.sft_steps,
+        batch_size=s.batch_size,
+        learning_rate=s.learning_rate,
+        seed=s.seed,
+        progress=progress,
+    )
+    lap("sft_s")
+    success_after = _greedy_success(model, tokenizer, s, sampling)
+    lap("eval_after_s")
+    with _quiet_transformers():
+        model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    timings["total_s"] = round(time.perf_counter() - started, 2)
+    evaluation = {
+        "split": "eval",
+        "seeds": [0, s.eval_episodes],
+        "decoding": f"greedy, one episode per seed, max_new_tokens={sampling.max_new_tokens}",
+        "success_before": success_before,
+        "success_after": success_after,
+    }
+    return _manifest(s, demos, tokenizer, model, sft, evaluation, timings)
+
+
+def _greedy_success(model, tokenizer, s: WarmStartSettings, sampling) -> float | None:
+    """The build's evaluation of `model` on the first workflow (None when `eval_episodes == 0`)."""
+    from pettingllms.backends.hf import HFPolicy
+
+    if s.eval_episodes == 0:
+        return None
+    policy = HFPolicy(model, tokenizer, seed=s.seed, max_batch_rows=64)
+    workflow = s.workflow.split("+")[0]
+    return evaluation_success(
+        policy, s.env_id, s.eval_episodes, sampling, workflow=workflow, env_kwargs=s.env_kwargs
+    )
+
+
+def _demonstrations(s: WarmStartSettings, workflows: list[str]) -> list:
+    """The build's solver demonstrations: episode i plays workflow i mod len(workflows)."""
     rng = np.random.default_rng(s.seed)
-    workflows = s.workflow.split("+")
     demos = []
-    for index, workflow in enumerate(workflows):  # episode i plays workflow i mod len(workflows)
+    for index, workflow in enumerate(workflows):
         if s.demos_per_role is None:
             seeds = range(index, s.episodes, len(workflows))
         else:
@@ -214,42 +271,13 @@ def build_into(
             program_bugs=s.program_bugs,
             per_role=s.demos_per_role,
         )
-    lap("demonstrations_s")
-    tokenizer = train_tokenizer(text for demo in demos for text in (demo.prompt, demo.target))
-    model = build_model(config_for_tokenizer(tokenizer), s.seed)
-    lap("tokenizer_and_model_s")
+    return demos
 
-    # greedy, with room for the longest demonstrated answer and a little more
-    longest = max((len(tokenizer(demo.target)["input_ids"]) for demo in demos), default=16)
-    sampling = SamplingConfig(temperature=0.0, max_new_tokens=longest + 8, stop=("</answer>",))
 
-    def measure() -> float | None:
-        if s.eval_episodes == 0:
-            return None
-        policy = HFPolicy(model, tokenizer, seed=s.seed, max_batch_rows=64)
-        return evaluation_success(
-            policy, s.env_id, s.eval_episodes, sampling, workflow=workflows[0], env_kwargs=s.env_kwargs
-        )
+def _manifest(s: WarmStartSettings, demos, tokenizer, model, sft, evaluation, timings) -> dict[str, Any]:
+    """The build's `warmstart.json`: settings, demonstrations, model, fine-tuning, evaluation, wall times."""
+    from pettingllms.models.tiny import count_parameters
 
-    success_before = measure()
-    lap("eval_before_s")
-    log(f"  tiny model: supervised fine-tuning, {s.sft_steps} steps on {len(demos)} demonstrations")
-    sft = training.supervised_fine_tune(
-        model,
-        tokenizer,
-        [demo.messages() for demo in demos],
-        steps=s.sft_steps,
-        batch_size=s.batch_size,
-        learning_rate=s.learning_rate,
-        seed=s.seed,
-    )
-    lap("sft_s")
-    success_after = measure()
-    lap("eval_after_s")
-    with _quiet_transformers():
-        model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    timings["total_s"] = round(time.perf_counter() - started, 2)
     return {
         "format_version": FORMAT_VERSION,
         "settings": s.to_json(),
@@ -265,13 +293,7 @@ def build_into(
         },
         "model": {"parameters": count_parameters(model), "vocab_size": len(tokenizer)},
         "sft": {"lr_scheduler": "warmup_stable_decay (no warm-up, cosine decay over the last 20%)", **sft},
-        "evaluation": {
-            "split": "eval",
-            "seeds": [0, s.eval_episodes],
-            "decoding": f"greedy, one episode per seed, max_new_tokens={sampling.max_new_tokens}",
-            "success_before": success_before,
-            "success_after": success_after,
-        },
+        "evaluation": evaluation,
         "wall_time": timings,
         "versions": training.library_versions(),
     }

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 import pettingllms
 from pettingllms.backends.base import SamplingConfig, SeededBackend
@@ -196,8 +197,6 @@ class ATGRPOTrainer:
     # ----------------------------------------------------------------- the loop
     def train(self) -> dict[str, Any]:
         """Run until `finished` (max_steps, or the sample budget); return the evaluations before and after."""
-        from tqdm.auto import tqdm
-
         args = self.args
         self.trackers.begin(self.step)
         summary: dict[str, Any] = {}
@@ -307,6 +306,14 @@ class ATGRPOTrainer:
             f"step {self.step}: evaluating on {len(suite.episodes)} {args.eval_split} episodes of {args.env_id}"
         )
         saved = {name: b.get_rng_state() for name, b in backends.items() if isinstance(b, SeededBackend)}
+        progress = tqdm(
+            total=len(suite.episodes),
+            desc=f"evaluation, step {self.step}",
+            unit="episode",
+            leave=False,
+            dynamic_ncols=True,
+            disable=bool(args.disable_tqdm),
+        )
         try:
             records = run_suite(
                 suite,
@@ -316,8 +323,10 @@ class ATGRPOTrainer:
                 None,
                 workflow=args.workflow,
                 pool=self.pool,
+                on_progress=progress.update,
             )
         finally:
+            progress.close()
             for name, state in saved.items():
                 backends[name].set_rng_state(state)
         metrics = {

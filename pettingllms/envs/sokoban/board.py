@@ -210,6 +210,8 @@ class SokobanState:
         )
 
 
+# long function: one pass of a line-oriented parser whose checks share the cell sets it builds; split, the
+# pieces would pass those sets around without being readable alone
 def parse_xsb(text: str) -> SokobanState:
     """Parse one level in XSB notation.
 

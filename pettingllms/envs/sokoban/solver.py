@@ -93,6 +93,8 @@ class CellGraph:
         return live
 
 
+# long function: one breadth-first search loop; its state (frontier, parents, cell graph) lives in locals on
+# the generator's hot path (benchmarks/bench_sokoban_generation.py), where helpers would add a call per state
 def solve(state: SokobanState, *, max_states: int = 1_000_000) -> list[str] | None:
     """A shortest solution of ``state`` in moves (pushes count as moves).
 

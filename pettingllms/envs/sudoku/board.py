@@ -109,6 +109,8 @@ def _first_conflict(cells: Sequence[int], geo: _Geometry) -> int:
     return -1
 
 
+# long function: one backtracking search over bitmasks kept in locals on the hot path (a helper call per
+# node slows the generator's uniqueness checks)
 def _search(
     cells: Sequence[int],
     geo: _Geometry,
