@@ -20,6 +20,11 @@ from pettingllms.core.errors import (
     VersionNotFound,
 )
 from pettingllms.core.registration import EnvSpec, make, register, registry, spec
+from pettingllms.core.text import TextObservation
+from pettingllms.core.wrappers import ObservationTransform
+from pettingllms.integrations.gymnasium_env import register_gymnasium_ids
+
+register_gymnasium_ids()  # gymnasium.make("pettingllms/PlanPath-v0") and the other single-agent views
 
 __version__ = "0.1.0"
 
@@ -28,7 +33,9 @@ __all__ = [
     "DependencyNotInstalled",
     "EnvSpec",
     "NameNotFound",
+    "ObservationTransform",
     "PettingLLMsError",
+    "TextObservation",
     "UnknownEnvError",
     "VersionNotFound",
     "make",

@@ -23,9 +23,13 @@ from pettingllms.core.parsing import extract_answer
 def _list(args: argparse.Namespace) -> int:
     rows = []
     for env_id, env_spec in sorted(pettingllms.registry.items()):
-        env = pettingllms.make(env_id).unwrapped
-        workflows = "; ".join(f"{name}: {', '.join(agents)}" for name, agents in type(env).WORKFLOWS.items())
-        rows.append((env_id, workflows, env_spec.description))
+        entry = (
+            env_spec.load()
+        )  # the class: listing builds no env, so a missing dependency is shown, not raised
+        env_class = entry if isinstance(entry, type) else type(pettingllms.make(env_id).unwrapped)
+        workflows = "; ".join(f"{name}: {', '.join(agents)}" for name, agents in env_class.WORKFLOWS.items())
+        needs = getattr(env_class, "REQUIRES", "") or "nothing beyond the core install"
+        rows.append((env_id, workflows, f"{env_spec.description} Needs: {needs}."))
     width = max(len(row[0]) for row in rows)
     agents_width = max(len(row[1]) for row in rows)
     for env_id, workflows, description in rows:

@@ -55,7 +55,7 @@ def test_the_walk_sees_lazy_imports():
     ]
 
 
-@pytest.mark.parametrize("folder", ["envs", "core", "sandbox", "pools", "runs"])
+@pytest.mark.parametrize("folder", ["envs", "core", "sandbox", "pools", "runs", "integrations"])
 def test_the_light_layers_import_no_model_library_and_no_trainer(folder):
     assert violations(modules_under(folder), (*HEAVY, "pettingllms.trainers")) == []
 

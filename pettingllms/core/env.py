@@ -42,8 +42,8 @@ from pettingzoo import AECEnv
 
 from pettingllms.core.errors import ConfigError
 from pettingllms.core.text import (
-    ACTION_MAX_CHARS,
     OBSERVATION_MAX_CHARS,
+    AnyText,
     PrintableText,
     TextObservation,
     sanitize,
@@ -121,6 +121,8 @@ class TextAECEnv(AECEnv):
     DEFAULT_MAX_TURNS: ClassVar[int] = 4
     RESET_OPTIONS: ClassVar[frozenset[str]] = frozenset()
     """Keys that `reset(options=...)` understands; others draw a warning."""
+    REQUIRES: ClassVar[str] = ""
+    """What the env needs beyond the core install, in words (`pettingllms list` shows it)."""
 
     def __init__(
         self,
@@ -157,6 +159,7 @@ class TextAECEnv(AECEnv):
             raise ConfigError(
                 f"render_mode={render_mode!r} is not supported; allowed values: {self.metadata['render_modes']} or None"
             )
+        self.metadata = copy.deepcopy(type(self).metadata)  # wrappers that edit it edit this env's only
         self.alpha = float(alpha)
         self.workflow = workflow
         self.max_turns = max_turns
@@ -169,7 +172,7 @@ class TextAECEnv(AECEnv):
             else list(self.WORKFLOWS[workflow])
         )
         self._observation_spaces = {a: PrintableText(OBSERVATION_MAX_CHARS) for a in self.possible_agents}
-        self._action_spaces = {a: PrintableText(ACTION_MAX_CHARS) for a in self.possible_agents}
+        self._action_spaces = {a: AnyText() for a in self.possible_agents}
         self.np_random, self.np_random_seed = seeding.np_random(None)
         self.turn = 0
         self.success = False
@@ -208,10 +211,16 @@ class TextAECEnv(AECEnv):
         )
 
     # ----------------------------------------------------------------- PettingZoo API
+    @property
+    def display_turn(self) -> int:
+        """The turn number shown in observations and renders: 1-based, and `max_turns` once the turns are spent
+        (a truncated episode reads "turn 4 of 4", not "turn 5 of 4")."""
+        return min(self.turn + 1, self.max_turns)
+
     def observation_space(self, agent: str) -> PrintableText:
         return self._observation_spaces[agent]
 
-    def action_space(self, agent: str) -> PrintableText:
+    def action_space(self, agent: str) -> AnyText:
         return self._action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:

@@ -4,10 +4,12 @@ PettingZoo's `api_test` compares an observation's `dtype` with its space's `dtyp
 `TextObservation` is a `str` subclass that carries `dtype` and is otherwise an ordinary string (it compares,
 hashes and slices like one, and `str(obs)` gives a plain `str`).
 
-The charset of every text space is `PRINTABLE`: every printable character of Unicode's Basic Multilingual
-Plane plus newline and tab. Observations are passed through `sanitize` so that they always lie in their space:
-carriage returns are dropped, and every other character outside the charset (control characters, characters
-beyond U+FFFF) becomes U+FFFD.
+Observation spaces are `PrintableText`: every printable character of Unicode's Basic Multilingual Plane plus
+newline and tab. Observations are passed through `sanitize` so that they always lie in their space: carriage
+returns are dropped, and every other character outside the charset (control characters, characters beyond
+U+FFFF) becomes U+FFFD. Action spaces are `AnyText`: every `str` is a legal action (`step` accepts any string and
+turns unusable text into a penalty), so the space contains every string, of any length and any characters; its
+`sample()` draws short printable ASCII strings, cheaply.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import string
 
 import numpy as np
 from gymnasium import spaces
@@ -22,8 +25,8 @@ from gymnasium import spaces
 OBSERVATION_MAX_CHARS = 32_768
 """Upper bound on the length of any observation of any environment in this package."""
 
-ACTION_MAX_CHARS = 16_384
-"""Length bound of the action spaces. Longer actions are still accepted by `step` (any string is legal)."""
+ACTION_SAMPLE_MAX_CHARS = 64
+"""Longest string `AnyText.sample()` draws (the space itself contains strings of any length)."""
 
 REPLACEMENT_CHAR = "\ufffd"
 
@@ -93,6 +96,20 @@ class PrintableText(spaces.Text):
         self.min_length, self.max_length = int(min_length), int(max_length)
         spaces.Space.__init__(self, dtype=str, seed=seed)
 
+    def __repr__(self) -> str:
+        return (
+            f"PrintableText({self.min_length}, {self.max_length}, charset=<the {len(self._char_str)} printable "
+            "characters of Unicode's Basic Multilingual Plane, newline and tab>)"
+        )
+
+    def sample(self, mask=None, probability=None) -> str:
+        """A uniform random string of the charset; with a `mask` or `probability`, gymnasium's own sampling."""
+        if mask is not None or probability is not None:
+            return super().sample(mask=mask, probability=probability)
+        length = int(self.np_random.integers(self.min_length, self.max_length + 1))
+        picks = self.np_random.integers(0, len(self._char_str), size=length)
+        return "".join(map(self._char_str.__getitem__, picks.tolist()))
+
     def __deepcopy__(self, memo: dict) -> PrintableText:
         clone = copy.copy(self)
         clone._np_random = copy.deepcopy(self._np_random, memo)
@@ -108,3 +125,29 @@ def _rebuild_printable_text(max_length: int, min_length: int, np_random) -> Prin
     space = PrintableText(max_length, min_length=min_length)
     space._np_random = np_random
     return space
+
+
+class AnyText(spaces.Text):
+    """The action space of every agent: it contains every `str` (any length, any characters), because `step`
+    accepts any string; `sample()` draws printable ASCII strings of at most `sample_max_length` characters.
+
+    A framework that validates actions (`AssertOutOfBoundsWrapper`, `space.contains`) therefore accepts every
+    completion a model can produce, `\r\n`, emoji and 100,000-character answers included.
+    """
+
+    SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n"
+
+    def __init__(self, sample_max_length: int = ACTION_SAMPLE_MAX_CHARS, *, seed: int | None = None):
+        super().__init__(max_length=sample_max_length, min_length=0, charset=self.SAMPLE_CHARSET, seed=seed)
+
+    def contains(self, x) -> bool:
+        return isinstance(x, str)
+
+    def __repr__(self) -> str:
+        return f"AnyText(any str; sample() draws up to {self.max_length} printable ASCII characters)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AnyText) and other.max_length == self.max_length
+
+    def __hash__(self) -> int:
+        return hash((AnyText, self.max_length))

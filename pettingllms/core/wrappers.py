@@ -7,16 +7,23 @@
 2. `OrderEnforcing` (outermost): PettingZoo's `OrderEnforcingWrapper` (no step/observe before reset).
 
 Both keep `clone()` working on the wrapped env: it returns a deep copy of the whole wrapper chain.
+
+`ObservationTransform(env, fn)` is for users who rewrite observations: `fn` may return a plain `str` and the
+wrapper re-wraps it as a `TextObservation` inside the observation space (a plain `str` has no `dtype`, which
+PettingZoo's `api_test` checks).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import numpy as np
 from pettingzoo import AECEnv
 from pettingzoo.utils.env_logger import EnvLogger
 from pettingzoo.utils.wrappers import BaseWrapper, OrderEnforcingWrapper
+
+from pettingllms.core.text import OBSERVATION_MAX_CHARS, TextObservation, sanitize, truncate
 
 
 class _Cloneable:
@@ -56,6 +63,20 @@ class OrderEnforcing(_Cloneable, OrderEnforcingWrapper):
         if not self._has_reset:
             EnvLogger.error_observe_before_reset()
         return self.env.last(observe)
+
+
+class ObservationTransform(_Cloneable, BaseWrapper):
+    """`env` whose observations are `fn(observation)`, re-wrapped as `TextObservation` (sanitized, truncated to
+    the observation space), so that the result still passes PettingZoo's `api_test`. `fn` must be picklable
+    for `clone()` and env pools (a module-level function, not a lambda)."""
+
+    def __init__(self, env: AECEnv, fn: Callable[[str], str]):
+        super().__init__(env)
+        self.fn = fn
+
+    def observe(self, agent: str) -> TextObservation:
+        text = sanitize(str(self.fn(str(self.env.observe(agent)))))
+        return TextObservation(truncate(text, OBSERVATION_MAX_CHARS))
 
 
 def wrap(env: AECEnv) -> AECEnv:

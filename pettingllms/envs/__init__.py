@@ -15,7 +15,7 @@ register(
 register(
     id="plan-path-v0",
     entry_point="pettingllms.envs.plan_path.env:PlanPathEnv",
-    description="Walk from S to G around walls; a tool agent may search with code, a plan agent moves.",
+    description="Walk from @ to the goal G around walls; a tool agent may search with code, a plan agent moves.",
 )
 register(
     id="code-v0",

@@ -67,6 +67,9 @@ class ToolPlanEnv(TextAECEnv):
         tool_memory_mb: memory limit of one program.
     """
 
+    REQUIRES: ClassVar[str] = (
+        "bubblewrap for the tool agent's programs (without it a program's step reports the error)"
+    )
     metadata: ClassVar[dict[str, Any]] = {
         "name": "tool_plan",
         "render_modes": ["ansi", "human", "rgb_array"],
@@ -343,7 +346,7 @@ class ToolPlanEnv(TextAECEnv):
         if header is None:
             header = self._headers[agent] = f"{self._role(agent)}\n{self.TASK}\n## Current state"
         parts = [
-            f"# {self.metadata['name']} - turn {self.turn + 1} of {self.max_turns}",
+            f"# {self.metadata['name']} - turn {self.display_turn} of {self.max_turns}",
             header,
             self._board_text(self.state),
             self._status(self.state),
@@ -373,7 +376,7 @@ class ToolPlanEnv(TextAECEnv):
         return lines
 
     def _render_text(self) -> str:
-        return f"{self._board_text(self.state)}\nturn {self.turn + 1} of {self.max_turns}. {self._status(self.state)}"
+        return f"{self._board_text(self.state)}\nturn {self.display_turn} of {self.max_turns}. {self._status(self.state)}"
 
     def _render_rgb(self) -> np.ndarray:
         return self._board_rgb(self.state)

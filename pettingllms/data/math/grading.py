@@ -63,7 +63,14 @@ from pettingllms.core.errors import DependencyNotInstalled
 from pettingllms.data.math.bounds import parsable, tractable
 from pettingllms.data.math.latex import extract_boxed, has_box, normalize_answer
 
-__all__ = ["DEFAULT_TIMEOUT_S", "extract_boxed", "grade", "is_equivalent", "normalize_answer"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "extract_boxed",
+    "grade",
+    "is_equivalent",
+    "normalize_answer",
+    "require_math_verify",
+]
 
 DEFAULT_TIMEOUT_S = 2
 """Seconds allowed for each parse and each comparison (main thread only)."""
@@ -125,6 +132,11 @@ def _parse(answer: str, timeout: int | None) -> tuple[object, ...]:
     return tuple(parsed)
 
 
+def require_math_verify() -> None:
+    """Raise DependencyNotInstalled (naming the extra) unless math-verify can be imported."""
+    _math_verify()
+
+
 def _math_verify() -> ModuleType:
     """The ``math_verify`` module, imported on first use; DependencyNotInstalled if it is missing."""
     try:
@@ -132,6 +144,6 @@ def _math_verify() -> ModuleType:
     except ImportError as error:
         raise DependencyNotInstalled(
             "grading math answers needs the `math-verify` package (with its antlr4 4.13 runtime): "
-            "pip install 'pettingllms[data]' or pip install 'math-verify[antlr4_13_2]'"
+            "pip install 'pettingllms[math]' (or pip install 'math-verify[antlr4_13_2]')"
         ) from error
     return math_verify

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from pettingllms.core.env import StepOutcome, TextAECEnv
-from pettingllms.core.errors import ConfigError
+from pettingllms.core.errors import ConfigError, DependencyNotInstalled
 from pettingllms.core.parsing import ParseError, extract_python_block
 from pettingllms.core.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
 from pettingllms.core.text import truncate
@@ -72,6 +72,7 @@ CODE_SHOWN_CHARS = 6_000
 class CodeEnv(TextAECEnv):
     """Coder and tester on one coding problem (see the module docstring)."""
 
+    REQUIRES = "bubblewrap (every reward runs code; make() refuses without it)"
     metadata = {"name": "code-v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
     WORKFLOWS = {"mas": ("coder", "tester"), "single": ("coder",)}
     DEFAULT_MAX_TURNS = 3
@@ -94,7 +95,9 @@ class CodeEnv(TextAECEnv):
         self.dataset_path = dataset_path
         self.test_timeout = float(test_timeout)
         self.test_memory_mb = int(test_memory_mb)
-        self._sandbox = sandbox
+        if sandbox is None:
+            _start_shared_sandbox()
+        self._sandbox = sandbox  # None: the shared one (a clone shares it, never copies it)
         self.problem: CodeProblem | None = None
         self.code: str | None = None
         self.cases: list[TestCase | AssertCase] = []
@@ -205,7 +208,10 @@ class CodeEnv(TextAECEnv):
     # ----------------------------------------------------------------- observations
     def _observation_text(self, agent: str) -> str:
         problem = self.problem
-        parts = [f"# {self.metadata['name']} - turn {self.turn + 1} of {self.max_turns}", self._role(agent)]
+        parts = [
+            f"# {self.metadata['name']} - turn {self.display_turn} of {self.max_turns}",
+            self._role(agent),
+        ]
         parts += ["## Problem", problem.statement.strip()]
         if self.code is not None:
             parts += ["## Current code", "```python", truncate(self.code.rstrip(), CODE_SHOWN_CHARS), "```"]
@@ -265,7 +271,7 @@ class CodeEnv(TextAECEnv):
     def _render_text(self) -> str:
         passed = sum(r.passed for r in self.case_results)
         return (
-            f"{self.problem.id} ({self.problem.kind}), turn {self.turn + 1} of {self.max_turns}; "
+            f"{self.problem.id} ({self.problem.kind}), turn {self.display_turn} of {self.max_turns}; "
             f"code: {'none' if self.code is None else 'passes the hidden tests' if self._code_correct else 'fails the hidden tests'}; "
             f"tester's cases passed: {passed} of {len(self.cases)}"
         )
@@ -324,3 +330,18 @@ def _pinned(line: str, entry_point: str) -> str:
     call = text[test.col_offset : test.end_col_offset].decode()
     rest = text[statement.test.end_col_offset :].decode()
     return f"assert {call}{suffix}{rest}"
+
+
+def _start_shared_sandbox() -> None:
+    """Start the shared sandbox now: every reward of code-v0 runs code in it, so an unusable sandbox is an error
+    at make() (naming the fix), not a silent zero reward at every step."""
+    from pettingllms.sandbox import SandboxUnavailable, default_sandbox
+
+    try:
+        default_sandbox()
+    except SandboxUnavailable as error:
+        raise DependencyNotInstalled(
+            f"code-v0 scores every answer by running code in bubblewrap, which is not usable here ({error}). "
+            "Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) on Linux with "
+            "unprivileged user namespaces, or pass sandbox=<a pettingllms.sandbox.Sandbox> to make()"
+        ) from error

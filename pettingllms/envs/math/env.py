@@ -50,7 +50,7 @@ from pettingllms.core.problems import NATIVE_SPLITS, load_split, pick_problem, p
 from pettingllms.core.splits import check_split, draw_in_split, split_of
 from pettingllms.core.text import truncate
 from pettingllms.data.math.generator import generate_problem
-from pettingllms.data.math.grading import extract_boxed, is_equivalent
+from pettingllms.data.math.grading import extract_boxed, is_equivalent, require_math_verify
 from pettingllms.data.math.loaders import load_math_dataset
 from pettingllms.data.math.schema import MathProblem, problem_from_dict
 
@@ -70,6 +70,7 @@ def _load_split(dataset: str, path: str | None, split: str) -> tuple[MathProblem
 class MathEnv(TextAECEnv):
     """Reasoner and tool agent on one math problem (see the module docstring)."""
 
+    REQUIRES = "the [math] extra (make() refuses without it); bubblewrap for the tool agent's programs"
     metadata = {"name": "math-v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
     WORKFLOWS = {"mas": ("reasoner", "tool"), "single": ("reasoner",)}
     ENSEMBLE_PROPOSER = "reasoner"
@@ -87,6 +88,7 @@ class MathEnv(TextAECEnv):
         sandbox=None,
         **kwargs: Any,
     ):
+        require_math_verify()  # at make(): every reward grades answers with it
         super().__init__(**kwargs)
         if difficulty not in (1, 2, 3):
             raise ConfigError(f"difficulty={difficulty!r} is not supported; allowed values: [1, 2, 3]")
@@ -212,7 +214,10 @@ class MathEnv(TextAECEnv):
 
     # ----------------------------------------------------------------- observations
     def _observation_text(self, agent: str) -> str:
-        parts = [f"# {self.metadata['name']} - turn {self.turn + 1} of {self.max_turns}", self._role(agent)]
+        parts = [
+            f"# {self.metadata['name']} - turn {self.display_turn} of {self.max_turns}",
+            self._role(agent),
+        ]
         parts += ["## Problem", self.problem.problem.strip()]
         if self.workflow == "ensemble":
             if self.answers.get(AGGREGATOR) is not None:
@@ -222,14 +227,18 @@ class MathEnv(TextAECEnv):
                 parts += [f"{name}: \\boxed{{{answer}}}" for name, answer in self.proposals.items()]
             parts += ["## Your answer", self._answer_format(agent)]
             return "\n".join(parts)
+        whose = {
+            "reasoner": "Your previous" if agent == "reasoner" else "The reasoner's",
+            "tool": "Your previous" if agent == "tool" else "The tool agent's",
+        }
         if self.answers.get("reasoner") is not None:
-            parts.append(f"## The reasoner's answer\n\\boxed{{{self.answers['reasoner']}}}")
+            parts.append(f"## {whose['reasoner']} answer\n\\boxed{{{self.answers['reasoner']}}}")
         if self.tool_run is not None:
             code, output = self.tool_run
-            parts += ["## The tool agent's code", "```python", truncate(code.rstrip(), SHOWN_CHARS), "```"]
+            parts += [f"## {whose['tool']} code", "```python", truncate(code.rstrip(), SHOWN_CHARS), "```"]
             parts += ["Output:", truncate(output, SHOWN_CHARS)]
         if self.answers.get("tool") is not None:
-            parts.append(f"## The tool agent's answer\n{self.answers['tool']}")
+            parts.append(f"## {whose['tool']} answer\n{self.answers['tool']}")
         parts += ["## Your answer", self._answer_format(agent)]
         return "\n".join(parts)
 
@@ -259,13 +268,14 @@ class MathEnv(TextAECEnv):
         if agent == "tool":
             return (
                 f"Write one ```python block that prints the final answer (numpy and sympy available, "
-                f"{self.tool_timeout:g} s), or give it directly as \\boxed{{...}}."
+                f"{self.tool_timeout:g} s; the program gets no input, so write the problem's numbers into it), "
+                "or give it directly as \\boxed{...}."
             )
         return "Reason step by step, then give the final answer as \\boxed{...}."
 
     def _render_text(self) -> str:
         answers = ", ".join(f"{agent}: {answer}" for agent, answer in self.answers.items())
-        return f"{self.problem.id}: turn {self.turn + 1} of {self.max_turns}; answers {answers}; gold {self.problem.answer}"
+        return f"{self.problem.id}: turn {self.display_turn} of {self.max_turns}; answers {answers}; gold {self.problem.answer}"
 
     # ----------------------------------------------------------------- oracle
     def solution(self, agent: str | None = None) -> str:

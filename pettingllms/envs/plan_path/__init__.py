@@ -1,1 +1,1 @@
-"""Plan-Path: walk from S to G around walls (`plan-path-v0`)."""
+"""Plan-Path: walk from your position @ to the goal G around walls (`plan-path-v0`)."""
