@@ -103,6 +103,7 @@ class TextAECEnv(AECEnv):
         alpha: weight of the team reward in `rewards[agent] = alpha * reward_team + reward_local`.
         workflow: which team plays, a key of `WORKFLOWS` (`"mas"`: the full team; `"single"`: one agent alone).
         max_turns: number of turns before truncation (default: `DEFAULT_MAX_TURNS`).
+        max_cycles: PettingZoo's name for `max_turns` (a cycle is one turn: every agent acts once); give one.
         render_mode: one of `metadata["render_modes"]`, or None.
         num_agents: team size of the "ensemble" workflow (1 to `MAX_ENSEMBLE`, default 3); only with it.
         reward: "shaped" (local and team rewards) or "outcome" (team reward only; local rewards are 0).
@@ -133,8 +134,16 @@ class TextAECEnv(AECEnv):
         render_mode: str | None = None,
         num_agents: int | None = None,
         reward: str = "shaped",
+        max_cycles: int | None = None,
     ):
         super().__init__()
+        if max_cycles is not None:
+            if max_turns is not None and max_turns != max_cycles:
+                raise ConfigError(
+                    f"max_cycles={max_cycles!r} and max_turns={max_turns!r}: max_cycles is PettingZoo's name for "
+                    "max_turns; give one"
+                )
+            max_turns = max_cycles
         workflows = sorted(self.WORKFLOWS) + (["ensemble"] if self.ENSEMBLE_PROPOSER else [])
         if workflow not in workflows:
             raise ConfigError(f"workflow={workflow!r} is not supported; allowed values: {workflows}")
