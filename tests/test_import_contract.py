@@ -1,7 +1,8 @@
 """The package's layering, checked on its source (an AST walk of every module's imports, lazy ones included).
 
 - envs, core and the sandbox never import torch, trl, transformers or the trainers (environment users install
-  neither);
+  neither); of the bridges, the ones `import pettingllms` loads (gymnasium) are as light, and the TRL bridge
+  imports no trainer module;
 - the sandbox imports nothing of the project (it is a leaf: the judge trusts only it);
 - rollout knows policies only through `pettingllms.backends.base`'s protocols, never a concrete backend, the
   pools or the trainers;
@@ -55,9 +56,15 @@ def test_the_walk_sees_lazy_imports():
     ]
 
 
-@pytest.mark.parametrize("folder", ["envs", "core", "sandbox", "pools", "runs", "integrations"])
+@pytest.mark.parametrize("folder", ["envs", "core", "sandbox", "pools", "runs"])
 def test_the_light_layers_import_no_model_library_and_no_trainer(folder):
     assert violations(modules_under(folder), (*HEAVY, "pettingllms.trainers")) == []
+
+
+def test_the_bridges_that_import_pettingllms_loads_are_light_and_none_needs_the_trainer():
+    light = [PACKAGE / "integrations" / "__init__.py", PACKAGE / "integrations" / "gymnasium_env.py"]
+    assert violations(light, (*HEAVY, "pettingllms.trainers")) == []
+    assert violations(modules_under("integrations"), ("pettingllms.trainers",)) == []  # the TRL bridge included
 
 
 def test_the_sandbox_is_a_leaf():

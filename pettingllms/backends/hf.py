@@ -134,9 +134,15 @@ class HFPolicy:
 
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
         """For each prompt, `n` sampled `Generation`s (see the module docstring)."""
+        return self.generate_from_ids([self.prompt_ids(prompt) for prompt in prompts], n, sampling)
+
+    def generate_from_ids(
+        self, encoded: Sequence[Sequence[int]], n: int, sampling: SamplingConfig
+    ) -> list[list[Generation]]:
+        """`generate` for prompts given as token ids (already rendered: a multi-turn context, for instance)."""
         if n < 1:
             raise ValueError(f"n={n} must be positive")
-        encoded = [self.prompt_ids(prompt) for prompt in prompts]
+        encoded = [list(ids) for ids in encoded]
         limit = getattr(self.model.config, "max_position_embeddings", None)
         longest = max((len(ids) for ids in encoded), default=0)
         if limit is not None and longest + sampling.max_new_tokens > limit:

@@ -1,1 +1,2 @@
-"""Bridges to other projects' APIs: `gymnasium_env` (a `gymnasium.Env` per env's single-agent workflow)."""
+"""Bridges to other projects' APIs: `gymnasium_env` (a `gymnasium.Env` per env's single-agent workflow; light,
+loaded by `import pettingllms`) and `trl` (a `rollout_func` for TRL's `GRPOTrainer`; needs the `train` extra)."""
