@@ -64,7 +64,8 @@ def test_the_light_layers_import_no_model_library_and_no_trainer(folder):
 def test_the_bridges_that_import_pettingllms_loads_are_light_and_none_needs_the_trainer():
     light = [PACKAGE / "integrations" / "__init__.py", PACKAGE / "integrations" / "gymnasium_env.py"]
     assert violations(light, (*HEAVY, "pettingllms.trainers")) == []
-    assert violations(modules_under("integrations"), ("pettingllms.trainers",)) == []  # the TRL bridge included
+    # the TRL bridge included
+    assert violations(modules_under("integrations"), ("pettingllms.trainers",)) == []
 
 
 def test_the_sandbox_is_a_leaf():
