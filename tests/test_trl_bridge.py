@@ -106,3 +106,82 @@ def test_bad_arguments_and_unknown_rows_are_config_errors(tiny_model, tmp_path):
     trainer = make_trainer(tiny_model, tmp_path, rollout)
     with pytest.raises(ConfigError, match="is not a row of this rollout's dataset"):
         rollout(["something else"], trainer)
+
+
+# ------------------------------------------------------------------ environment_factory
+TOOL_CALL = '<tool_call>\n{{"name": "submit", "arguments": {{"answer": "{answer}"}}}}\n</tool_call><|im_end|>'
+
+
+def scripted_generate(tokenizer, answers):
+    """A `generate` that writes a `submit` tool call with the next of `answers` when the conversation has no tool
+    result yet, and a closing message after one (an untrained model cannot emit tool-call syntax)."""
+    cycle = iter(answers * 100)
+
+    def generate(input_ids, attention_mask=None, **kwargs):
+        rows = []
+        for ids in input_ids.tolist():
+            text = tokenizer.decode(ids)
+            reply = "done<|im_end|>" if "<tool_response>" in text else TOOL_CALL.format(answer=next(cycle))
+            rows.append(tokenizer.encode(reply, add_special_tokens=False) + [tokenizer.eos_token_id])
+        width = max(len(row) for row in rows)
+        padded = [
+            row + [tokenizer.pad_token_id or tokenizer.eos_token_id] * (width - len(row)) for row in rows
+        ]
+        return torch.cat([input_ids, torch.tensor(padded, device=input_ids.device)], dim=1)
+
+    return generate
+
+
+def test_trl_environment_factory_trains_an_agent_that_answers_through_a_tool(tiny_model, tmp_path):
+    from pathlib import Path
+
+    import trl
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from pettingllms.integrations.trl import tool_environment
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer.chat_template = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    model.generate = scripted_generate(tokenizer, ["eeee", "abcd"])  # rewards 1 and 0: the group has signal
+    rows = [{"prompt": [{"role": "user", "content": "Play your turn."}], "seed": 3}]
+    factory = tool_environment(LETTERS_ENV, "plan", others={"tool": lambda observation: "abc"}, max_turns=1)
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "trl"),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_steps=1,
+        max_completion_length=128,
+        learning_rate=1e-2,
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        save_strategy="no",
+        logging_steps=1,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(rows * 4),
+        processing_class=tokenizer,
+        environment_factory=factory,
+    )
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/ToolEnvironment/mean"] == pytest.approx(0.5)  # two "eeee" (1.0), two "abcd" (0.0)
+    assert logged["tools/call_frequency"] > 0
+    assert any(not torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
+
+
+def test_a_tool_environment_needs_a_policy_for_every_other_agent():
+    from pettingllms.integrations.trl import tool_environment
+
+    with pytest.raises(ConfigError, match="missing: \\['tool'\\]"):
+        tool_environment(LETTERS_ENV, "plan")()
+    environment = tool_environment(LETTERS_ENV, "plan", others={"tool": lambda _: "e"})()
+    assert environment.reset(seed=0, prompt="ignored").startswith("plan: write a word like")
+    assert environment.submit("ee").startswith("The episode is over") and environment.get_reward() == 1.0
+    assert environment.submit("ee") == "The episode is over: nothing more to submit."

@@ -1,4 +1,9 @@
-"""pettingllms environments inside TRL's own `GRPOTrainer` (needs the `train` extra).
+"""pettingllms environments inside TRL's own `GRPOTrainer` (needs the `train` extra), in TRL's two ways.
+
+`tool_environment(env_id, agent, others=...)` is an `environment_factory`: the trained agent answers through one
+tool, `submit(answer)`, which steps the env (the other agents play through `others`) and returns its next
+observation; `reset(**row)` takes the row's `seed` (and `split`) and returns the agent's first observation;
+`get_reward()` is the agent's episode return. The model must emit tool calls (a tool-calling chat template).
 
 `EpisodeRollout` is a `rollout_func`: `GRPOTrainer(rollout_func=rollout, reward_funcs=episode_return, ...)`
 plays one whole multi-agent episode per dataset row, and one agent's turns are what TRL trains.
@@ -191,6 +196,63 @@ class _Episode:
             if not (termination or truncation):
                 return
             self.env.step(None)
+
+
+class ToolEnvironment:
+    """One agent of a pettingllms env behind TRL's `environment_factory` protocol (see the module docstring).
+
+    Its public methods are what TRL shows the model as tools: only `submit`."""
+
+    def __init__(self, env_id: str, agent: str, others: Mapping[str, Callable[[str], str]], env_kwargs: dict):
+        self._env = pettingllms.make(env_id, **env_kwargs)
+        agents = self._env.possible_agents
+        missing = sorted(set(agents) - {agent} - set(others))
+        if agent not in agents or missing or set(others) - set(agents):
+            raise ConfigError(
+                f"agent={agent!r} and others={sorted(others)}: {env_id}'s agents are {agents}; train one and give "
+                f"every other one a policy (missing: {missing})"
+            )
+        self._agent, self._others = agent, dict(others)
+        self._episode: _Episode | None = None
+
+    def reset(self, seed: int, split: str = "train", **row: Any) -> str:
+        """Start the episode of instance `seed` (other columns of the row are ignored); the agent's observation."""
+        self._episode = _Episode(self._env, int(seed), split)
+        return self._play_others()
+
+    def submit(self, answer: str) -> str:
+        """Submit your answer for this turn.
+
+        Args:
+            answer: Your complete answer, in the format the observation asks for.
+
+        Returns:
+            Your next observation, or the episode's result once it is over.
+        """
+        if self._episode is None or not self._episode.live:
+            return "The episode is over: nothing more to submit."
+        self._episode.step(answer)
+        return self._play_others()
+
+    def get_reward(self) -> float:
+        """The agent's return over the episode so far (its rewards summed)."""
+        return self._episode.returns.get(self._agent, 0.0) if self._episode is not None else 0.0
+
+    def _play_others(self) -> str:
+        episode = self._episode
+        while episode.live and episode.agent != self._agent:
+            episode.step(self._others[episode.agent](episode.observation))
+        if episode.live:
+            return episode.observation
+        outcome = "solved" if episode.success else "not solved"
+        return f"The episode is over ({outcome}); your return: {self.get_reward():.3f}."
+
+
+def tool_environment(
+    env_id: str, agent: str, *, others: Mapping[str, Callable[[str], str]] | None = None, **env_kwargs: Any
+) -> Callable[[], ToolEnvironment]:
+    """TRL's `environment_factory` for `agent` of `env_id`: a callable building a fresh `ToolEnvironment`."""
+    return functools.partial(ToolEnvironment, env_id, agent, dict(others or {}), env_kwargs)
 
 
 def episode_return(completions: Sequence[Any], episode_return: Sequence[float], **kwargs: Any) -> list[float]:
