@@ -34,6 +34,9 @@ def _list(args: argparse.Namespace) -> int:
     agents_width = max(len(row[1]) for row in rows)
     for env_id, workflows, description in rows:
         print(f"{env_id:<{width}}  {workflows:<{agents_width}}  {description}")
+    print(
+        "textarena/<game id>: any game of TextArena's registry (extra textarena), e.g. textarena/TicTacToe-v0"
+    )
     return 0
 
 

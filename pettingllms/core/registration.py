@@ -20,6 +20,10 @@ from pettingzoo import AECEnv
 from pettingllms.core.errors import ConfigError, DependencyNotInstalled, NameNotFound, VersionNotFound
 
 _ID_PATTERN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]*?)-v(?P<version>\d+)$")
+_NAMESPACED_ID_PATTERN = re.compile(
+    r"^(?P<name>[a-z0-9_]+/[A-Za-z0-9][A-Za-z0-9_.\-]*?)-v(?P<version>\d+)(?P<variant>-[A-Za-z0-9_.\-]+)?$"
+)
+"""Ids of a namespace (`textarena/TicTacToe-v0`, `textarena/2048-v0-ultra-easy`): the other project's own forms."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,15 +70,18 @@ class EnvSpec:
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
+_NAMESPACES: dict[str, str] = {}
+"""Id prefix -> the "module:function" that registers that namespace's ids on first use."""
 registry: Mapping[str, EnvSpec] = MappingProxyType(_REGISTRY)
 """Read-only view of every registered id -> `EnvSpec`."""
 
 
 def _split_id(env_id: str) -> tuple[str, int]:
-    match = _ID_PATTERN.match(env_id)
+    match = _ID_PATTERN.match(env_id) or _NAMESPACED_ID_PATTERN.match(env_id)
     if match is None:
         raise ValueError(f"malformed environment id {env_id!r}: expected 'name-vN', for example 'sokoban-v0'")
-    return match["name"], int(match["version"])
+    variant = match.groupdict().get("variant") or ""
+    return match["name"] + variant, int(match["version"])
 
 
 def register(
@@ -94,9 +101,21 @@ def register(
     return env_spec
 
 
+def register_namespace(prefix: str, resolver: str) -> None:
+    """Make ids starting with `prefix` resolvable on first use: `resolver` ("module:function") is imported and
+    called with the id, and must `register` it (or raise `NameNotFound`). Nothing is imported until then."""
+    _NAMESPACES[prefix] = resolver
+
+
 def spec(env_id: str) -> EnvSpec:
-    """Return the spec of `env_id`; raise `NameNotFound` or `VersionNotFound` with suggestions."""
+    """Return the spec of `env_id` (resolving a registered namespace's id on first use); raise `NameNotFound` or
+    `VersionNotFound` with suggestions."""
     if env_id in _REGISTRY:
+        return _REGISTRY[env_id]
+    prefix = next((prefix for prefix in _NAMESPACES if env_id.startswith(prefix)), None)
+    if prefix is not None:
+        module_name, _, function = _NAMESPACES[prefix].partition(":")
+        getattr(importlib.import_module(module_name), function)(env_id)
         return _REGISTRY[env_id]
     known = sorted(_REGISTRY)
     listing = ", ".join(known) or "(none)"

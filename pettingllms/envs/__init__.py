@@ -1,6 +1,6 @@
 """Registration of the built-in environments: one flat list, string entry points, nothing imported here."""
 
-from pettingllms.core.registration import register
+from pettingllms.core.registration import register, register_namespace
 
 register(
     id="sokoban-v0",
@@ -28,3 +28,5 @@ register(
     description="A reasoner answers in \\boxed{}, a tool agent computes with code; done when they agree.",
     extra="math",
 )
+# TextArena's games, `textarena/<game id>`, registered on first use (extra `textarena`)
+register_namespace("textarena/", "pettingllms.integrations.textarena_games:register_game")

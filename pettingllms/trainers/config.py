@@ -19,7 +19,7 @@ from typing import Any
 from trl import GRPOConfig
 
 import pettingllms
-from pettingllms.core.errors import ConfigError
+from pettingllms.core.errors import ConfigError, PettingLLMsError
 from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
 from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
 from pettingllms.trainers.advantages import SCALE_REWARDS
@@ -276,7 +276,10 @@ class ATGRPOConfig(GRPOConfig):
         self._check_choice("distributed", ("none", "ray"))
         self._check_choice("generation_backend", GENERATION_BACKENDS)
         self._check_choice("workflow", ("mas", "single", "ensemble"))
-        self._check_choice("env_id", tuple(sorted(pettingllms.registry)))
+        try:
+            pettingllms.spec(self.env_id)  # a namespaced id (textarena/...) is resolved here
+        except PettingLLMsError as error:
+            raise ConfigError(f"env_id={self.env_id!r}: {error}") from None
         self._check_choice("save_strategy", SAVE_STRATEGIES)
         self.report_to = _tracker_list(self.report_to)
         check_trackers(self.report_to)

@@ -1,0 +1,226 @@
+"""TextArena's games as PettingZoo AEC environments: `pettingllms.make("textarena/TicTacToe-v0")` (extra
+`textarena`, pinned to `TEXTARENA_VERSION`), and TextArena-style agents (callables from observation to answer)
+playing this package's environments (`play_with_agents`).
+
+Every id of TextArena's registry is reachable as `textarena/<id>` (they are registered on first use, so listing
+the built-in envs imports nothing of TextArena). The agents are `player_0 .. player_{n-1}`, TextArena's player ids;
+the agent to act is the player TextArena asks next (an invalid move may give the same player another try). A
+player's observation is TextArena's text for it, as of its latest turn. When the game ends each player's reward is
+TextArena's (win 1, loss -1, draw 0 in two-player games), in `info["reward_local"]` (`reward_team` is 0: the players
+are opponents); `info["success"]` and the env's `success` say whether `player_0` won, so that evaluating a policy
+in seat 0 against others (`pettingllms-eval --policy player_0=...,player_1=...`) reports its win rate. `turn` counts
+rounds (every player moved once); `max_turns` (default: none) truncates a game that runs longer. Reset options
+`{"split": "train" | "val" | "eval"}` draw TextArena's seed from disjoint streams of the episode seed
+(`core.seeding`), so that training and evaluation games differ wherever a game's setup is random.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from pettingzoo import AECEnv
+
+from pettingllms.core.errors import ConfigError, DependencyNotInstalled
+from pettingllms.core.seeding import derive_seed
+from pettingllms.core.text import (
+    OBSERVATION_MAX_CHARS,
+    AnyText,
+    PrintableText,
+    TextObservation,
+    sanitize,
+    truncate,
+)
+
+TEXTARENA_VERSION = "0.7.4"
+"""The TextArena release this bridge is tested with (the `textarena` extra pins it)."""
+PREFIX = "textarena/"
+SPLITS = ("train", "val", "eval")
+
+
+def import_textarena():
+    """The `textarena` module; `DependencyNotInstalled` naming the extra when it is missing."""
+    try:
+        import textarena
+    except ImportError as error:
+        raise DependencyNotInstalled(
+            f"TextArena games need the textarena package: pip install 'pettingllms[textarena]' "
+            f"(textarena=={TEXTARENA_VERSION})"
+        ) from error
+    return textarena
+
+
+def game_ids() -> list[str]:
+    """Every game id of the installed TextArena's registry (without the `textarena/` prefix)."""
+    import_textarena()
+    from textarena.envs.registration import ENV_REGISTRY
+
+    return sorted(ENV_REGISTRY)
+
+
+def register_game(env_id: str) -> None:
+    """Register `textarena/<game>` (the namespace resolver of `pettingllms.core.registration`); an unknown game is a
+    `NameNotFound` with the closest TextArena ids."""
+    import difflib
+
+    from pettingllms.core.errors import NameNotFound
+    from pettingllms.core.registration import register
+
+    game = env_id.removeprefix(PREFIX)
+    known = game_ids()
+    if game not in known:
+        close = difflib.get_close_matches(game, known, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(PREFIX + c for c in close)}?" if close else ""
+        raise NameNotFound(
+            f"TextArena has no game {game!r}.{hint} ({len(known)} games: textarena.envs.registration)"
+        )
+    register(
+        env_id,
+        TextArenaEnv,
+        description=f"TextArena's {game} (textarena=={TEXTARENA_VERSION})",
+        kwargs={"game_id": game},
+        extra="textarena",
+    )
+
+
+class TextArenaEnv(AECEnv):
+    """One TextArena game behind PettingZoo's AEC API (see the module docstring)."""
+
+    metadata = {"name": "textarena", "render_modes": ["ansi"], "is_parallelizable": False}
+    STOP_STRINGS: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        game_id: str,
+        *,
+        num_players: int = 2,
+        max_turns: int | None = None,
+        alpha: float = 1.0,
+        workflow: str = "mas",
+        render_mode: str | None = None,
+    ):
+        super().__init__()
+        if workflow != "mas":
+            raise ConfigError(f"workflow={workflow!r}: a TextArena game has every player ('mas') only")
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
+        ):
+            raise ConfigError(f"max_turns={max_turns!r} must be an integer >= 1 or None (the game's own end)")
+        if render_mode not in (None, "ansi"):
+            raise ConfigError(
+                f"render_mode={render_mode!r} is not supported; allowed values: ['ansi'] or None"
+            )
+        self._game = import_textarena().make(game_id)
+        self.game_id, self.num_players, self.max_turns = game_id, num_players, max_turns
+        self.alpha, self.workflow, self.render_mode = float(alpha), workflow, render_mode
+        self.metadata = {**copy.deepcopy(type(self).metadata), "name": f"{PREFIX}{game_id}"}
+        self.possible_agents = [f"player_{index}" for index in range(num_players)]
+        self._observation_spaces = {
+            agent: PrintableText(OBSERVATION_MAX_CHARS) for agent in self.possible_agents
+        }
+        self._action_spaces = {agent: AnyText() for agent in self.possible_agents}
+        self.turn, self.success, self._moves = 0, False, 0
+        self._texts: dict[str, str] = {}
+
+    def observation_space(self, agent: str) -> PrintableText:
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> AnyText:
+        return self._action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: Mapping[str, Any] | None = None) -> None:
+        options = dict(options or {})
+        split = options.pop("split", "train")
+        if split not in SPLITS:
+            raise ConfigError(f"split={split!r} is not supported; allowed values: {list(SPLITS)}")
+        if options:
+            warnings.warn(
+                f"{self.metadata['name']}.reset ignores unknown option(s) {sorted(options)}", stacklevel=2
+            )
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0
+        ):
+            raise ConfigError(f"seed={seed!r} must be a non-negative integer or None")
+        game_seed = None if seed is None else derive_seed(int(seed), "textarena", split)
+        # a fresh game per episode: TextArena 0.7.4's observation wrapper keeps a player's text across resets
+        self._game = import_textarena().make(self.game_id)
+        self._game.reset(num_players=self.num_players, seed=game_seed)
+        self.agents = list(self.possible_agents)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.turn, self.success, self._moves = 0, False, 0
+        self._texts = dict.fromkeys(self.agents, "")
+        self.infos = {agent: self._info(0.0) for agent in self.agents}
+        self._read_next()
+
+    def observe(self, agent: str) -> TextObservation:
+        return TextObservation(truncate(sanitize(self._texts.get(agent, "")), OBSERVATION_MAX_CHARS))
+
+    def step(self, action: str | None) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        done, _ = self._game.step(str(action))
+        self._moves += 1
+        self.turn = self._moves // self.num_players
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        if done:
+            rewards, game_info = self._game.close()
+            for index, reward in rewards.items():
+                self.rewards[self.possible_agents[index]] = float(reward)
+            self.success = rewards.get(0, 0) > 0
+            self.terminations = dict.fromkeys(self.agents, True)
+            self.infos = {
+                name: {**self._info(self.rewards[name]), "game": game_info.get(index, {})}
+                for index, name in enumerate(self.possible_agents)
+            }
+        else:
+            if self.max_turns is not None and self.turn >= self.max_turns:
+                self.truncations = dict.fromkeys(self.agents, True)
+            self.infos = {name: self._info(0.0) for name in self.agents}
+            self._read_next()
+        self._accumulate_rewards()
+
+    def _read_next(self) -> None:
+        player, text = self._game.get_observation()
+        self.agent_selection = self.possible_agents[player]
+        self._texts[self.agent_selection] = str(text)
+
+    def _info(self, reward: float) -> dict[str, Any]:
+        return {"reward_team": 0.0, "reward_local": reward, "turn": self.turn, "success": self.success}
+
+    def clone(self) -> TextArenaEnv:
+        """An independent deep copy (the TextArena game included)."""
+        return copy.deepcopy(self)
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            return None
+        return f"{self.metadata['name']}: round {self.turn}; next: {self.agent_selection}\n{self._texts.get(self.agent_selection, '')}"
+
+    def close(self) -> None:
+        """Nothing to release (TextArena's `close` ends a game and is called when it is over)."""
+
+
+def play_with_agents(
+    env: AECEnv, agents: Mapping[str, Callable[[str], str]], *, seed: int | None = None
+) -> dict:
+    """Play one episode of `env` (any pettingllms env) with TextArena-style agents: `agents[name](observation)`
+    returns the answer of agent `name`. Returns each agent's summed reward and the episode's `success`."""
+    missing = sorted(set(env.possible_agents) - set(agents))
+    if missing:
+        raise ConfigError(f"agents for {missing} are missing; the env's agents: {env.possible_agents}")
+    env.reset(seed=seed)
+    returns = dict.fromkeys(env.possible_agents, 0.0)
+    for name in env.agent_iter():
+        observation, reward, termination, truncation, _ = env.last()
+        returns[name] += float(reward)
+        env.step(None if termination or truncation else str(agents[name](str(observation))))
+    return {"returns": returns, "success": bool(env.unwrapped.success)}
