@@ -137,33 +137,12 @@ class TextAECEnv(AECEnv):
         max_cycles: int | None = None,
     ):
         super().__init__()
-        if max_cycles is not None:
-            if max_turns is not None and max_turns != max_cycles:
-                raise ConfigError(
-                    f"max_cycles={max_cycles!r} and max_turns={max_turns!r}: max_cycles is PettingZoo's name for "
-                    "max_turns; give one"
-                )
-            max_turns = max_cycles
-        workflows = sorted(self.WORKFLOWS) + (["ensemble"] if self.ENSEMBLE_PROPOSER else [])
-        if workflow not in workflows:
-            raise ConfigError(f"workflow={workflow!r} is not supported; allowed values: {workflows}")
+        max_turns = _resolve_max_turns(max_turns, max_cycles, self.DEFAULT_MAX_TURNS)
+        num_agents = self._check_team(workflow, num_agents)
         if reward not in REWARD_MODES:
             raise ConfigError(f"reward={reward!r} is not supported; allowed values: {list(REWARD_MODES)}")
-        if workflow != "ensemble" and num_agents is not None:
-            raise ConfigError(f"num_agents={num_agents!r} needs workflow='ensemble' (got {workflow!r})")
-        if workflow == "ensemble":
-            num_agents = DEFAULT_ENSEMBLE_SIZE if num_agents is None else num_agents
-            if (
-                isinstance(num_agents, bool)
-                or not isinstance(num_agents, int)
-                or not 1 <= num_agents <= MAX_ENSEMBLE
-            ):
-                raise ConfigError(f"num_agents={num_agents!r} must be an integer in [1, {MAX_ENSEMBLE}]")
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha):
             raise ConfigError(f"alpha={alpha!r} must be a finite number (the weight of the team reward)")
-        max_turns = self.DEFAULT_MAX_TURNS if max_turns is None else max_turns
-        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise ConfigError(f"max_turns={max_turns!r} must be an integer >= 1")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(
                 f"render_mode={render_mode!r} is not supported; allowed values: {self.metadata['render_modes']} or None"
@@ -186,6 +165,24 @@ class TextAECEnv(AECEnv):
         self.turn = 0
         self.success = False
         self._observations: dict[str, TextObservation] = {}
+
+    def _check_team(self, workflow: str, num_agents: int | None) -> int | None:
+        """`num_agents` checked against `workflow` (the ensemble's default size filled in); `ConfigError` else."""
+        workflows = sorted(self.WORKFLOWS) + (["ensemble"] if self.ENSEMBLE_PROPOSER else [])
+        if workflow not in workflows:
+            raise ConfigError(f"workflow={workflow!r} is not supported; allowed values: {workflows}")
+        if workflow != "ensemble":
+            if num_agents is not None:
+                raise ConfigError(f"num_agents={num_agents!r} needs workflow='ensemble' (got {workflow!r})")
+            return None
+        num_agents = DEFAULT_ENSEMBLE_SIZE if num_agents is None else num_agents
+        if (
+            isinstance(num_agents, bool)
+            or not isinstance(num_agents, int)
+            or not 1 <= num_agents <= MAX_ENSEMBLE
+        ):
+            raise ConfigError(f"num_agents={num_agents!r} must be an integer in [1, {MAX_ENSEMBLE}]")
+        return num_agents
 
     # ----------------------------------------------------------------- subclass hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
@@ -323,3 +320,18 @@ class TextAECEnv(AECEnv):
             "turn": self.turn if turn is None else turn,
             "success": self.success,
         }
+
+
+def _resolve_max_turns(max_turns: int | None, max_cycles: int | None, default: int) -> int:
+    """The episode's turn limit from `max_turns` or its PettingZoo name `max_cycles` (default: `default`)."""
+    if max_cycles is not None:
+        if max_turns is not None and max_turns != max_cycles:
+            raise ConfigError(
+                f"max_cycles={max_cycles!r} and max_turns={max_turns!r}: max_cycles is PettingZoo's name for "
+                "max_turns; give one"
+            )
+        max_turns = max_cycles
+    max_turns = default if max_turns is None else max_turns
+    if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+        raise ConfigError(f"max_turns={max_turns!r} must be an integer >= 1")
+    return max_turns
