@@ -15,15 +15,14 @@ from pettingllms.integrations.trl import EpisodeRollout, episode_return  # noqa:
 pytestmark = pytest.mark.usefixtures("letters_env")
 
 
-def make_trainer(tiny_model, tmp_path, rollout, seeds=range(2)):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    args = GRPOConfig(
+def one_step_config(tmp_path, max_completion_length: int) -> GRPOConfig:
+    """TRL's settings for one CPU step of 4 completions of one prompt (K=4)."""
+    return GRPOConfig(
         output_dir=str(tmp_path / "trl"),
         per_device_train_batch_size=4,
         num_generations=4,
         max_steps=1,
-        max_completion_length=64,
+        max_completion_length=max_completion_length,
         learning_rate=1e-2,
         temperature=1.0,
         use_cpu=True,
@@ -33,12 +32,17 @@ def make_trainer(tiny_model, tmp_path, rollout, seeds=range(2)):
         logging_steps=1,
         seed=0,
     )
+
+
+def make_trainer(tiny_model, tmp_path, rollout, seeds=range(2)):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     model = AutoModelForCausalLM.from_pretrained(tiny_model)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     return GRPOTrainer(
         model=model,
         reward_funcs=episode_return,
-        args=args,
+        args=one_step_config(tmp_path, 64),
         train_dataset=rollout.dataset(seeds),
         processing_class=tokenizer,
         rollout_func=rollout,
@@ -147,23 +151,9 @@ def test_trl_environment_factory_trains_an_agent_that_answers_through_a_tool(tin
     model.generate = scripted_generate(tokenizer, ["eeee", "abcd"])  # rewards 1 and 0: the group has signal
     rows = [{"prompt": [{"role": "user", "content": "Play your turn."}], "seed": 3}]
     factory = tool_environment(LETTERS_ENV, "plan", others={"tool": lambda observation: "abc"}, max_turns=1)
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "trl"),
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_steps=1,
-        max_completion_length=128,
-        learning_rate=1e-2,
-        use_cpu=True,
-        bf16=False,
-        report_to=[],
-        save_strategy="no",
-        logging_steps=1,
-        seed=0,
-    )
     trainer = GRPOTrainer(
         model=model,
-        args=args,
+        args=one_step_config(tmp_path, 128),
         train_dataset=Dataset.from_list(rows * 4),
         processing_class=tokenizer,
         environment_factory=factory,
