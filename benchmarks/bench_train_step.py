@@ -55,33 +55,43 @@ def default_trainer(folder: Path):
     return ATGRPOTrainer(args, log=lambda message: None)
 
 
-def floor_update(model, samples, tokenizer, micro_batch: int, lr: float, temperature: float):
-    """The plain loop of point 1; returns a function doing one update."""
-    from pettingllms.trainers.updater import collate
+class FloorUpdate:
+    """The plain loop of point 1: `accumulate()` adds the GRPO policy gradient of all samples (the same
+    micro-batches, each weighted by its share of the samples) to `.grad`; `update()` is one full optimizer step
+    (AdamW as transformers configures it for `PolicyUpdater`: no weight decay; gradient clipping at 1.0)."""
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    chunks = [samples[start : start + micro_batch] for start in range(0, len(samples), micro_batch)]
-    batches = [collate(chunk, tokenizer, 1.0) for chunk in chunks]
+    def __init__(self, model, samples, tokenizer, micro_batch: int, lr: float, temperature: float):
+        from pettingllms.trainers.updater import collate
 
-    def update() -> None:
-        model.train()
-        for chunk, batch in zip(chunks, batches, strict=True):
+        self.model, self.samples, self.temperature = model, list(samples), temperature
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+        chunks = [
+            self.samples[start : start + micro_batch] for start in range(0, len(self.samples), micro_batch)
+        ]
+        self.batches = [(len(chunk), collate(chunk, tokenizer, 1.0)) for chunk in chunks]
+
+    def accumulate(self) -> None:
+        self.model.train()
+        for size, batch in self.batches:
             ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
             mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
             width = batch["completion_ids"].size(1)
-            logits = model(input_ids=ids, attention_mask=mask).logits[:, -width - 1 : -1] / temperature
+            logits = (
+                self.model(input_ids=ids, attention_mask=mask).logits[:, -width - 1 : -1] / self.temperature
+            )
             logps = torch.log_softmax(logits.float(), -1).gather(-1, batch["completion_ids"][..., None])[
                 ..., 0
             ]
             completion = batch["completion_mask"].float()
             per_sequence = (logps * completion).sum(1) / completion.sum(1).clamp(min=1)
-            loss = -(batch["advantages"] * per_sequence).mean() * len(chunk) / len(samples)
+            loss = -(batch["advantages"] * per_sequence).mean() * size / len(self.samples)
             loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad()
 
-    return update
+    def update(self) -> None:
+        self.accumulate()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.optimizer.zero_grad()
 
 
 @torch.inference_mode()
@@ -186,8 +196,8 @@ def main() -> None:
         tokenizer = tool_policy.tokenizer
 
         # 1. update
-        floor = floor_update(copy.deepcopy(handle.updater.model), samples, tokenizer, 32, 1e-4, 1.0)
-        floor_s = median_time(floor, options.repeats)
+        floor = FloorUpdate(copy.deepcopy(handle.updater.model), samples, tokenizer, 32, 1e-4, 1.0)
+        floor_s = median_time(floor.update, options.repeats)
         ours_s = median_time(lambda: handle.update(samples), options.repeats)
         figures["update"] = {
             "samples": len(samples),

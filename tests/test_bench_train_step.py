@@ -1,0 +1,37 @@
+"""The train-step benchmark's update floor computes the gradient `PolicyUpdater` computes (TRL's GRPO loss), so
+its tokens/s is a floor for the same work."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from test_updater_weights import assert_same, gradients, samples, updater_for  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("letters_env")
+
+
+def load_benchmark():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_train_step.py"
+    spec = importlib.util.spec_from_file_location("bench_train_step", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("micro_batch", [2, 5])
+def test_the_update_floor_has_the_updaters_gradient(tiny_model, tmp_path, micro_batch):
+    updater = updater_for(tiny_model, tmp_path, "grpo", 8)
+    updater.args.per_device_train_batch_size = micro_batch  # the cut, as test_updater_weights makes it
+    updater.model.zero_grad()
+    updater.accumulate_gradients(samples())
+    want = gradients(updater.model)
+    updater.model.zero_grad()
+    floor = load_benchmark().FloorUpdate(
+        updater.model, samples(), updater.processing_class, micro_batch, 1e-4, 1.0
+    )
+    floor.accumulate()
+    assert_same(gradients(updater.model), want)
