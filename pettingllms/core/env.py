@@ -41,6 +41,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
 from pettingllms.core.errors import ConfigError
+from pettingllms.core.seeding import check_reset_seed
 from pettingllms.core.text import (
     OBSERVATION_MAX_CHARS,
     AnyText,
@@ -230,12 +231,9 @@ class TextAECEnv(AECEnv):
         return self._action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        if seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0
-        ):
-            raise ConfigError(f"reset(seed={seed!r}): a seed is a non-negative integer (or None: continue)")
+        seed = check_reset_seed(seed)
         if seed is not None:
-            self.np_random, self.np_random_seed = seeding.np_random(int(seed))
+            self.np_random, self.np_random_seed = seeding.np_random(seed)
         options = dict(options or {})
         unknown = sorted(set(options) - self.RESET_OPTIONS)
         if unknown:

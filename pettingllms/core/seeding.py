@@ -27,6 +27,17 @@ def _word(part: int | str) -> int:
     return int(part)
 
 
+def check_reset_seed(seed) -> int | None:
+    """`reset`'s `seed` as an `int` (numpy integers accepted), or None; `ConfigError` for anything else."""
+    from pettingllms.core.errors import ConfigError
+
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"reset(seed={seed!r}): a seed is a non-negative integer (or None: continue)")
+    return int(seed)
+
+
 def derive_seed(root: int, *path: int | str) -> int:
     """A seed in [0, 2**32) for the stream named `path` under the seed `root` (see the module docstring); 32 bits
     because every seeded library takes them (numpy's legacy seeding and vLLM's engine refuse more)."""

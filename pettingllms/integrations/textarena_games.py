@@ -21,11 +21,10 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
 from pettingzoo import AECEnv
 
 from pettingllms.core.errors import ConfigError, DependencyNotInstalled
-from pettingllms.core.seeding import derive_seed
+from pettingllms.core.seeding import check_reset_seed, derive_seed
 from pettingllms.core.text import (
     OBSERVATION_MAX_CHARS,
     AnyText,
@@ -140,11 +139,8 @@ class TextArenaEnv(AECEnv):
             warnings.warn(
                 f"{self.metadata['name']}.reset ignores unknown option(s) {sorted(options)}", stacklevel=2
             )
-        if seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0
-        ):
-            raise ConfigError(f"seed={seed!r} must be a non-negative integer or None")
-        game_seed = None if seed is None else derive_seed(int(seed), "textarena", split)
+        seed = check_reset_seed(seed)
+        game_seed = None if seed is None else derive_seed(seed, "textarena", split)
         # a fresh game per episode: TextArena 0.7.4's observation wrapper keeps a player's text across resets
         self._game = import_textarena().make(self.game_id)
         self._game.reset(num_players=self.num_players, seed=game_seed)

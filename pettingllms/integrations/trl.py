@@ -55,7 +55,8 @@ class EpisodeRollout:
         **env_kwargs: Any,
     ):
         self.env_fn = functools.partial(pettingllms.make, env_id, **env_kwargs)
-        agents = self.env_fn().possible_agents
+        probe = self.env_fn()
+        agents, self.stop = probe.possible_agents, tuple(probe.unwrapped.STOP_STRINGS)
         if agent not in agents:
             raise ConfigError(f"agent={agent!r} is not an agent of {env_id}; its agents: {agents}")
         unknown = sorted(set(others or {}) - set(agents) | ({agent} & set(others or {})))
@@ -91,7 +92,7 @@ class EpisodeRollout:
             top_p=trainer.args.top_p,
             top_k=trainer.args.top_k or 0,
             max_new_tokens=self.max_new_tokens,
-            stop=tuple(self.env_fn().unwrapped.STOP_STRINGS),
+            stop=self.stop,
         )
         episodes = [_Episode(self.env_fn(), self._seeds[prompt], self.split) for prompt in prompts]
         while any(episode.live for episode in episodes):

@@ -24,13 +24,12 @@ TRACKERS = tuple(TRACKER_PACKAGES)
 class Trackers:
     """The trackers `args.report_to` names (none: every method does nothing)."""
 
-    def __init__(self, args, run: RunLayout, model=None):
+    def __init__(self, args, run: RunLayout):
         """Build transformers' callbacks for `args.report_to`; `ConfigError` names a tracker's missing package."""
         from transformers import TrainerControl, TrainerState
         from transformers.integrations import TensorBoardCallback, get_reporting_integration_callbacks
 
         self.args = args
-        self.model = model
         self.state = TrainerState(is_local_process_zero=True, is_world_process_zero=True)
         self.state.max_steps = args.max_steps
         self.control = TrainerControl()
@@ -47,7 +46,7 @@ class Trackers:
             os.environ.setdefault("WANDB_DIR", str(self.run.wandb))
         self.state.global_step = step
         for callback in self.callbacks:
-            callback.on_train_begin(self.args, self.state, self.control, model=self.model)
+            callback.on_train_begin(self.args, self.state, self.control)
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:
         """Send the numeric entries of `metrics` as step `step`'s."""
@@ -58,12 +57,12 @@ class Trackers:
         }
         self.state.global_step = step
         for callback in self.callbacks:
-            callback.on_log(self.args, self.state, self.control, logs=dict(numbers), model=self.model)
+            callback.on_log(self.args, self.state, self.control, logs=dict(numbers))
 
     def end(self) -> None:
         """Close every tracker (flushes TensorBoard's event file, finishes the wandb run)."""
         for callback in self.callbacks:
-            callback.on_train_end(self.args, self.state, self.control, model=self.model)
+            callback.on_train_end(self.args, self.state, self.control)
 
 
 def check_trackers(report_to: list[str]) -> None:
