@@ -4,6 +4,8 @@ Checked against two independent computations: TRL's own `GRPOTrainer._compute_lo
 and, for one sequence-mean and one token-mean loss, the policy gradient written out by hand.
 """
 
+from unittest import mock
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -44,6 +46,23 @@ def samples() -> list[Sample]:
     return out
 
 
+def grouped_samples() -> list[Sample]:
+    """Three groups of three candidates whose prompts share a 4-token prefix (the chat template's, say) and differ
+    after it in content and length, as an AT-GRPO turn's do; completions of unequal lengths."""
+    rng = torch.Generator().manual_seed(1)
+    prefix = torch.randint(5, 250, (4,), generator=rng).tolist()
+    out = []
+    for group, suffix_len in enumerate((3, 1, 5)):
+        prompt = prefix + torch.randint(5, 250, (suffix_len,), generator=rng).tolist()
+        for candidate, completion_len in enumerate((2, 5, 1)):
+            completion = torch.randint(5, 250, (completion_len + group,), generator=rng).tolist()
+            generation = Generation("", tuple(prompt), tuple(completion))
+            sample = Sample(f"g{group}", group, 0, "plan", "plan", "", "", 0.0, 0.0, 0.0, generation)
+            sample.advantage = (candidate - 1.0) * (group + 1)
+            out.append(sample)
+    return out
+
+
 def updater_for(tiny_model, tmp_path, loss_type: str, batch_size: int) -> PolicyUpdater:
     level = "sequence" if loss_type == "luspo" else "token"
     args = args_for(
@@ -79,15 +98,21 @@ def chunked_gradients(updater: PolicyUpdater, batch_size: int) -> dict[str, torc
     return gradients(updater.model)
 
 
-def trl_gradients(updater: PolicyUpdater) -> dict[str, torch.Tensor]:
-    """TRL's own loss on all five samples as one batch, no accumulation, backpropagated by hand."""
-    batch = samples()
+def trl_gradients(updater: PolicyUpdater, batch: list[Sample] | None = None) -> dict[str, torch.Tensor]:
+    """TRL's own loss on all samples as one batch, no accumulation, backpropagated by hand; the log-probabilities
+    are TRL's own too (one full forward per row), not the adapter's shared-prefix ones."""
+    batch = samples() if batch is None else batch
     tokens = sum(len(s.generation.completion_ids) for s in batch)
     inputs = collate(batch, updater.processing_class, tokens * updater.args.steps_per_generation)
     updater.model.zero_grad()
     updater.model.train()
     updater.current_gradient_accumulation_steps = 1
-    GRPOTrainer._compute_loss(updater, updater.model, inputs).backward()
+    with mock.patch.object(
+        type(updater),
+        "_get_per_token_logps_and_entropies",
+        GRPOTrainer._get_per_token_logps_and_entropies,
+    ):
+        GRPOTrainer._compute_loss(updater, updater.model, inputs).backward()
     return gradients(updater.model)
 
 
@@ -148,3 +173,47 @@ def test_log_probabilities_use_each_policys_own_sampling_temperature(tiny_model,
             logits = updater.model(input_ids=ids).logits[0, len(prompt) - 1 : -1] / temperature
         want = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(completion)[:, None])[:, 0]
         torch.testing.assert_close(got[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
+def test_prompts_shared_across_a_group_give_trls_gradient(tiny_model, tmp_path, loss_type):
+    """The adapter computes each shared prompt token once (`shared_prefix_logps`); the gradient is TRL's, whose
+    forward runs every row's whole prompt."""
+    updater = updater_for(tiny_model, tmp_path, loss_type, batch_size=4)
+    reference = trl_gradients(updater, grouped_samples())
+    for batch_size in (9, 4, 1):
+        updater.args.per_device_train_batch_size = batch_size
+        updater.model.zero_grad()
+        updater.accumulate_gradients(grouped_samples())
+        assert_same(gradients(updater.model), reference)
+
+
+def test_shared_prefix_log_probabilities_and_entropies_are_trls(tiny_model, tmp_path):
+    updater = updater_for(tiny_model, tmp_path, "grpo", batch_size=4)
+    inputs = collate(grouped_samples(), updater.processing_class, 1.0)
+    ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
+    mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
+    width = inputs["completion_ids"].size(1)
+    with torch.no_grad():
+        ours = updater._get_per_token_logps_and_entropies(updater.model, ids, mask, width, compute_entropy=True)
+        trls = GRPOTrainer._get_per_token_logps_and_entropies(
+            updater, updater.model, ids, mask, width, compute_entropy=True
+        )
+    for got, want in zip(ours[:2], trls[:2], strict=True):
+        assert got.shape == want.shape == inputs["completion_ids"].shape
+        assert torch.allclose(got, want, atol=1e-5)
+    assert (ours[0][inputs["completion_mask"] == 0] == 0).all()
+
+
+def test_under_activation_checkpointing_the_update_falls_back_to_trls_forward(tiny_model, tmp_path):
+    """Checkpointed layers drop the KV cache the shared prefix lives in; the update must then run TRL's own
+    forward and still give TRL's gradient."""
+    updater = updater_for(tiny_model, tmp_path, "grpo", batch_size=4)
+    reference = trl_gradients(updater, grouped_samples())
+    updater.model.activation_checkpointing_enable()
+    updater.model.zero_grad()
+    with mock.patch(
+        "pettingllms.trainers.trl_adapter.shared_prefix_logps", side_effect=AssertionError("not a fallback")
+    ):
+        updater.accumulate_gradients(grouped_samples())
+    assert_same(gradients(updater.model), reference)

@@ -4,10 +4,12 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
 
 - Each prompt becomes one user message rendered with the tokenizer's chat template (`add_generation_prompt=True`;
   special-token strings inside the prompt are encoded as plain text where transformers supports it). The rows
-  (each prompt repeated `n` times, contiguously) are left-padded into one batch, so all `n` samples of a group
-  share one forward pass; `max_batch_rows` may split a call into several batches, never inside a group.
-- Sampling is this module's own loop over a KV cache, with an `attention_mask` and `position_ids` that make left
-  padding invisible: under greedy decoding a prompt gets the same completion alone or in a padded batch (up to
+  (each prompt repeated `n` times, contiguously) form one batch whose prompts are prefilled by
+  `shared_prefix.prefill`: the prefix common to all prompts is computed once, each distinct prompt's remainder once,
+  so the `n` samples of a group share one prompt computation; `max_batch_rows` may split a call into several
+  batches, never inside a group.
+- Sampling is this module's own loop over that KV cache, with an `attention_mask` and `position_ids` that make the
+  padding invisible: under greedy decoding a prompt gets the same completion alone or in a batch (up to
   floating-point ties). Random draws come only from the policy's `torch.Generator`, seeded at construction, so
   two policies built with the same seed and called the same way return the same completions; global RNGs are
   neither read nor changed.
@@ -28,7 +30,6 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ import torch
 
 from pettingllms.backends.base import Generation, SamplingConfig, cut_at_stop
 from pettingllms.backends.chat import chat_prompt_ids
+from pettingllms.backends.shared_prefix import cache_keyword, prefill
 
 
 def load_pretrained(path: str | Path):
@@ -87,7 +89,7 @@ class HFPolicy:
             raise ValueError("the tokenizer has neither a pad token nor an eos token")
         self.pad_token_id = int(pad)
         self.eos_token_ids = _eos_ids(tokenizer, model)
-        self._cache_keyword = _cache_keyword(model)
+        self._cache_keyword = cache_keyword(model)
 
     @classmethod
     def from_pretrained(
@@ -167,17 +169,10 @@ class HFPolicy:
 
     # ----------------------------------------------------------------- the sampling loop
     def _sample(self, rows: list[list[int]], sampling: SamplingConfig) -> list[Generation]:
-        batch, width = len(rows), max(len(ids) for ids in rows)
-        input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((batch, width), dtype=torch.long)
-        for i, ids in enumerate(rows):
-            input_ids[i, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            attention[i, width - len(ids) :] = 1
-        input_ids, attention = input_ids.to(self.device), attention.to(self.device)
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
-        cache = _new_cache(self.model)
-        logits = self._forward(input_ids, attention, positions, cache)
-        next_position = positions[:, -1:] + 1
+        batch = len(rows)
+        start = prefill(self.model, rows, pad_token_id=self.pad_token_id, device=self.device)
+        cache, attention, next_position = start.cache, start.attention_mask, start.next_positions
+        logits = start.last_logits
 
         completions: list[list[int]] = [[] for _ in rows]
         logprobs: list[list[float]] = [[] for _ in rows]
@@ -254,19 +249,3 @@ def _eos_ids(tokenizer, model) -> frozenset[int]:
     configured = getattr(config, "eos_token_id", None)
     ids.update(configured if isinstance(configured, (list, tuple)) else [configured])
     return frozenset(int(token) for token in ids if token is not None)
-
-
-def _cache_keyword(model) -> str:
-    """transformers renamed `past_key_values` to `cache` in 5.2x; use whichever the model's forward takes.
-
-    A PEFT wrapper forwards keyword arguments, so its base model's signature decides.
-    """
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    parameters = inspect.signature(base.forward).parameters
-    return "cache" if "cache" in parameters else "past_key_values"
-
-
-def _new_cache(model):
-    from transformers import DynamicCache
-
-    return DynamicCache(config=model.config)

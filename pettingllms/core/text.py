@@ -149,5 +149,11 @@ class AnyText(spaces.Text):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AnyText) and other.max_length == self.max_length
 
+    def __deepcopy__(self, memo: dict) -> AnyText:
+        # the lookup tables are never mutated: a copy (one per sampled candidate's env) copies only the generator
+        clone = copy.copy(self)
+        clone._np_random = copy.deepcopy(self._np_random, memo)
+        return clone
+
     def __hash__(self) -> int:
         return hash((AnyText, self.max_length))

@@ -16,11 +16,21 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from pettingllms.backends.shared_prefix import cache_keyword, prefill, uses_activation_checkpointing
 from pettingllms.core.errors import PettingLLMsError
 
 PRIVATE_SURFACE: dict[str, tuple[str, ...]] = {
     "_prepare_inputs": ("self", "generation_batch"),
-    "_get_per_token_logps_and_entropies": ("self", "model", "input_ids", "attention_mask", "logits_to_keep"),
+    "_get_per_token_logps_and_entropies": (
+        "self",
+        "model",
+        "input_ids",
+        "attention_mask",
+        "logits_to_keep",
+        "batch_size",
+        "compute_entropy",
+        "compute_aux_loss",
+    ),
 }
 """Private methods of `GRPOTrainer` used or overridden here -> their leading parameters in TRL 1.16."""
 PRIVATE_ATTRIBUTES = ("_metrics", "_entropy_bonus_enabled")
@@ -93,6 +103,53 @@ class GRPOTrainerAdapter(GRPOTrainer):
         logged.clear()
         return means
 
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        **model_inputs,
+    ):
+        """TRL's per-token log-probabilities (and entropies) of the last `logits_to_keep` tokens, with every prompt
+        token computed once however many rows share it (`shared_prefix_logps`); TRL's own computation where
+        sharing does not apply: multimodal inputs, a mixture-of-experts auxiliary loss, activation checkpointing,
+        an empty prompt."""
+        shareable = (
+            not compute_aux_loss
+            and all(value is None for value in model_inputs.values())
+            and not uses_activation_checkpointing(model)
+            and bool(attention_mask[:, : input_ids.size(1) - logits_to_keep].any(dim=1).all())
+        )
+        if not shareable:
+            return super()._get_per_token_logps_and_entropies(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size,
+                compute_entropy,
+                compute_aux_loss,
+                **model_inputs,
+            )
+        step = batch_size or input_ids.size(0)
+        logps, entropies = [], []
+        for start in range(0, input_ids.size(0), step):
+            with self.accelerator.autocast():
+                chunk = shared_prefix_logps(
+                    model,
+                    input_ids[start : start + step],
+                    attention_mask[start : start + step],
+                    logits_to_keep,
+                    pad_token_id=self.processing_class.pad_token_id,
+                )
+            logps.append(chunk.log_probs)
+            entropies.append(chunk.entropy)
+        return torch.cat(logps), torch.cat(entropies) if compute_entropy else None, None
+
     def per_token_logps(
         self, model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int
     ) -> torch.Tensor:
@@ -102,3 +159,36 @@ class GRPOTrainerAdapter(GRPOTrainer):
             :2
         ]
         return logps
+
+
+def shared_prefix_logps(model, input_ids, attention_mask, completion_width: int, *, pad_token_id: int):
+    """The output of TRL's fused log-prob head (`model(..., labels=..., fused_lm_head=True)`: `log_probs` and
+    `entropy`, each (rows, completion_width), 0 on padding) for rows of prompt + completion whose prompts are
+    prefilled with `shared_prefix.prefill`.
+
+    `input_ids` / `attention_mask` are TRL's: prompts left-padded, then completions right-padded over the last
+    `completion_width` columns. Every prompt but its last token goes through `prefill` (the common prefix once,
+    each distinct prompt once); the last prompt token and the completion then run through TRL's fused head, whose
+    first position scores the first completion token. The result is TRL's own computation on each row, up to
+    floating-point rounding."""
+    prompt_width = input_ids.size(1) - completion_width
+    prompts = [
+        ids[mask.bool()].tolist()
+        for ids, mask in zip(input_ids[:, :prompt_width], attention_mask[:, :prompt_width], strict=True)
+    ]
+    start = prefill(model, [prompt[:-1] for prompt in prompts], pad_token_id=pad_token_id, min_suffix=0)
+    device = input_ids.device
+    last = torch.tensor([prompt[-1] for prompt in prompts], dtype=torch.long, device=device)[:, None]
+    completion_mask = attention_mask[:, prompt_width:]
+    ids = torch.cat([last, input_ids[:, prompt_width:]], dim=1)
+    fed = torch.cat([torch.ones_like(last), completion_mask], dim=1)
+    labels = ids.masked_fill(fed == 0, -100)
+    labels[:, 0] = -100  # the last prompt token is context, not a scored token
+    return model(
+        input_ids=ids,
+        attention_mask=torch.cat([start.attention_mask, fed], dim=1),
+        position_ids=start.next_positions + torch.arange(ids.size(1), device=device)[None],
+        labels=labels,
+        fused_lm_head=True,
+        **{cache_keyword(model): start.cache},
+    )

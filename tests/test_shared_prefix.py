@@ -1,0 +1,113 @@
+"""`shared_prefix.prefill`: the layout it computes, and a cache equal to each row's own forward (values and
+gradients), checked against plain unpadded forwards of a random tiny model."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from pettingllms.backends.shared_prefix import (  # noqa: E402
+    SharedLayout,
+    cache_keyword,
+    prefill,
+    uses_activation_checkpointing,
+)
+from pettingllms.models.tiny import build_model, tiny_config  # noqa: E402
+
+PREFIX = [7, 8, 9, 10]
+ROWS = [  # duplicates (a group's candidates), a shared 4-token prefix, remainders of unequal lengths
+    PREFIX + [11, 12, 13],
+    PREFIX + [11, 12, 13],
+    PREFIX + [20],
+    PREFIX + [21, 22, 23, 24, 25],
+    PREFIX + [20],
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.set_num_threads(1)
+    config = tiny_config(64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, head_dim=8)
+    return build_model(config, seed=0).eval()
+
+
+def test_the_layout_computes_the_common_prefix_and_each_distinct_remainder_once():
+    layout = SharedLayout.of(ROWS, min_suffix=1)
+    assert layout.prefix == tuple(PREFIX)
+    assert layout.suffixes == ((11, 12, 13), (20,), (21, 22, 23, 24, 25))
+    assert layout.row_suffix == (0, 0, 1, 2, 1)
+    assert layout.computed_tokens == 4 + 3 + 1 + 5  # against 36 tokens row by row
+
+
+def test_the_prefix_leaves_each_row_its_minimum_suffix():
+    assert SharedLayout.of([[1, 2, 3], [1, 2, 3]], min_suffix=1).prefix == (1, 2)
+    assert SharedLayout.of([[1, 2, 3], [1, 2, 3]], min_suffix=0).prefix == (1, 2, 3)
+    assert SharedLayout.of([[1, 2], [3, 4]], min_suffix=1).prefix == ()
+    with pytest.raises(ValueError, match="shorter than min_suffix=1"):
+        SharedLayout.of([[1], []], min_suffix=1)
+    with pytest.raises(ValueError, match="no rows"):
+        SharedLayout.of([], min_suffix=1)
+
+
+def own_logits(model, row: list[int], extra: list[int] = ()) -> torch.Tensor:
+    """The logits of `row + extra` at every position of `extra` and at the last token of `row`: one unpadded
+    forward of that row alone."""
+    output = model(input_ids=torch.tensor([row + list(extra)]))
+    return output.logits[0, len(row) - 1 :]
+
+
+@pytest.mark.parametrize("rows", [ROWS, [[5, 6, 7]] * 3, [[1, 2, 3], [4, 5], [6]]])
+def test_the_cache_continues_every_row_as_its_own_forward(model, rows):
+    """Last-token logits, then two more tokens fed through the cache, equal each row's unpadded forward."""
+    extra = [[30 + i, 40 + i] for i in range(len(rows))]
+    with torch.no_grad():
+        start = prefill(model, rows, pad_token_id=0)
+        continued = model(
+            input_ids=torch.tensor(extra),
+            attention_mask=torch.cat([start.attention_mask, torch.ones(len(rows), 2, dtype=torch.long)], 1),
+            position_ids=start.next_positions + torch.arange(2)[None],
+            use_cache=True,
+            **{cache_keyword(model): start.cache},
+        ).logits
+        for index, row in enumerate(rows):
+            want = own_logits(model, list(row), extra[index])
+            assert torch.allclose(start.last_logits[index], want[0], atol=1e-5)
+            assert torch.allclose(continued[index], want[1:], atol=1e-5)
+    assert start.next_positions[:, 0].tolist() == [len(row) for row in rows]
+
+
+def test_gradients_through_the_shared_cache_are_those_of_separate_forwards(model):
+    """A loss on tokens fed after the cache backpropagates into the prefix computed once: the gradient is the sum
+    over the rows that read it, as with one forward per row."""
+    extra = [[30 + i] for i in range(len(ROWS))]
+    weights = torch.linspace(-1.0, 1.0, len(ROWS))
+
+    def loss_of(logits_per_row):
+        return sum(w * torch.log_softmax(lg, -1)[..., 3].sum() for w, lg in zip(weights, logits_per_row))
+
+    model.zero_grad()
+    start = prefill(model, ROWS, pad_token_id=0, min_suffix=0)
+    fed = model(
+        input_ids=torch.tensor(extra),
+        attention_mask=torch.cat([start.attention_mask, torch.ones(len(ROWS), 1, dtype=torch.long)], 1),
+        position_ids=start.next_positions,
+        **{cache_keyword(model): start.cache},
+    ).logits
+    loss_of(list(fed)).backward()
+    shared = {name: p.grad.clone() for name, p in model.named_parameters()}
+    model.zero_grad()
+    loss_of([own_logits(model, row, ex)[1:] for row, ex in zip(ROWS, extra)]).backward()
+    for name, p in model.named_parameters():
+        assert torch.allclose(shared[name], p.grad, atol=1e-6), name
+    model.zero_grad()
+
+
+def test_activation_checkpointing_is_detected(model):
+    assert not uses_activation_checkpointing(model)
+    model.activation_checkpointing_enable()
+    try:
+        assert uses_activation_checkpointing(model)
+    finally:
+        model.activation_checkpointing_disable()
