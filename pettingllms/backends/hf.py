@@ -16,7 +16,8 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
 - `temperature == 0` is greedy (argmax); otherwise logits are divided by the temperature, then `top_k`
   (0 = off) and `top_p` (nucleus) filter them. A row ends at an eos token (the tokenizer's and the model's
   generation config's `eos_token_id`s, e.g. `<|im_end|>`), when its decoded completion contains a stop string,
-  or after `max_new_tokens` tokens.
+  or after `max_new_tokens` tokens; an ended row leaves the batch and its cache, so each decoding step costs what
+  the rows still generating need.
 - `Generation.text` is the decoded completion without special tokens. With a stop string the text is cut right
   AFTER the earliest-ending stop string, which stays in the text (`...</answer>`, unlike vLLM's default).
 - `Generation.prompt_ids` are the unpadded template ids; `completion_ids` are every sampled token up to and
@@ -177,25 +178,30 @@ class HFPolicy:
         completions: list[list[int]] = [[] for _ in rows]
         logprobs: list[list[float]] = [[] for _ in rows]
         texts: list[str | None] = [None] * batch  # set when a row ends at a stop string
-        done = [False] * batch
+        active = list(range(batch))  # the rows still generating, in the order of the batch's tensors
         for step in range(sampling.max_new_tokens):
             tokens = self._sample_next(logits, sampling)
             chosen = torch.log_softmax(logits.float(), dim=-1).gather(-1, tokens[:, None])[:, 0]
-            for i, (token, logprob) in enumerate(zip(tokens.tolist(), chosen.tolist())):
-                if done[i]:
-                    continue
-                completions[i].append(token)
-                logprobs[i].append(float(logprob))
+            going = []
+            for position, (row, token, logprob) in enumerate(zip(active, tokens.tolist(), chosen.tolist())):
+                completions[row].append(token)
+                logprobs[row].append(float(logprob))
                 if token in self.eos_token_ids:
-                    done[i] = True
-                elif sampling.stop:
-                    texts[i] = cut_at_stop(self._decode(completions[i]), sampling.stop)
-                    done[i] = texts[i] is not None
-            if all(done) or step == sampling.max_new_tokens - 1:
+                    continue
+                if sampling.stop:
+                    texts[row] = cut_at_stop(self._decode(completions[row]), sampling.stop)
+                    if texts[row] is not None:
+                        continue
+                going.append(position)
+            if not going or step == sampling.max_new_tokens - 1:
                 break
-            tokens = torch.where(torch.tensor(done, device=self.device), self.pad_token_id, tokens)
+            if len(going) < len(active):  # finished rows leave the batch and its cache
+                keep = torch.tensor(going, device=self.device)
+                cache.batch_select_indices(keep)
+                attention, next_position, tokens = attention[keep], next_position[keep], tokens[keep]
+                active = [active[position] for position in going]
             attention = torch.cat(
-                [attention, torch.ones((batch, 1), dtype=torch.long, device=self.device)], -1
+                [attention, torch.ones((len(active), 1), dtype=torch.long, device=self.device)], -1
             )
             logits = self._forward(tokens[:, None], attention, next_position, cache)
             next_position = next_position + 1
