@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from pettingllms.backends.shared_prefix import (  # noqa: E402
+    LEVEL_COST,
     SharedLayout,
     cache_keyword,
     prefill,
@@ -34,21 +35,71 @@ def model():
 
 
 def test_the_layout_computes_the_common_prefix_and_each_distinct_remainder_once():
-    layout = SharedLayout.of(ROWS, min_suffix=1)
-    assert layout.prefix == tuple(PREFIX)
-    assert layout.suffixes == ((11, 12, 13), (20,), (21, 22, 23, 24, 25))
-    assert layout.row_suffix == (0, 0, 1, 2, 1)
+    layout = SharedLayout.of(ROWS)
+    assert SharedLayout.cheapest(ROWS) == layout
+    assert [level.segments for level in layout.levels] == [
+        (tuple(PREFIX),),
+        ((11, 12, 13), (20,), (21, 22, 23, 24, 25)),
+    ]
+    assert layout.levels[1].parents == (0, 0, 0)
+    assert layout.row_node == (0, 0, 1, 2, 1)
+    assert layout.row_end == ((1, 0), (1, 0), (1, 1), (1, 2), (1, 1))
     assert layout.computed_tokens == 4 + 3 + 1 + 5  # against 36 tokens row by row
 
 
-def test_the_prefix_leaves_each_row_its_minimum_suffix():
-    assert SharedLayout.of([[1, 2, 3], [1, 2, 3]], min_suffix=1).prefix == (1, 2)
-    assert SharedLayout.of([[1, 2, 3], [1, 2, 3]], min_suffix=0).prefix == (1, 2, 3)
-    assert SharedLayout.of([[1, 2], [3, 4]], min_suffix=1).prefix == ()
-    with pytest.raises(ValueError, match="shorter than min_suffix=1"):
-        SharedLayout.of([[1], []], min_suffix=1)
+CLUSTERS = [  # two instances' candidates: a 2-token prefix for all, then 3 tokens per instance, then 1 each
+    [1, 2, 3, 4, 5, 6],
+    [1, 2, 3, 4, 5, 7],
+    [1, 2, 9, 9, 9, 9],
+    [1, 2, 9, 9, 9, 8],
+]
+
+
+def test_tokens_shared_within_a_cluster_get_a_level_when_they_save_enough():
+    layout = SharedLayout.of(CLUSTERS, min_saving=3, min_node=1)
+    assert [level.segments for level in layout.levels] == [
+        ((1, 2),),
+        ((3, 4, 5), (9, 9, 9)),
+        ((6,), (7,), (9,), (8,)),
+    ]
+    assert layout.levels[2].parents == (0, 0, 1, 1)
+    assert layout.computed_tokens == 2 + 6 + 4
+    too_little = SharedLayout.of(CLUSTERS, min_saving=4, min_node=1)  # each cluster saves (2 - 1) * 3 tokens
+    assert [level.segments for level in too_little.levels] == [
+        ((1, 2),),
+        ((3, 4, 5, 6), (3, 4, 5, 7), (9, 9, 9, 9), (9, 9, 9, 8)),
+    ]
+    capped = SharedLayout.of(CLUSTERS, min_saving=3, min_node=1, max_levels=2)
+    assert [level.segments for level in capped.levels] == [level.segments for level in too_little.levels]
+    short = SharedLayout.of(CLUSTERS, min_saving=3, min_node=4)  # 3 shared tokens are not a node
+    assert [level.segments for level in short.levels] == [level.segments for level in too_little.levels]
+
+
+def test_the_cheapest_tree_pays_for_its_padding_and_forwards():
+    """Two instances whose 4 candidates share 100 tokens: a level for the instances costs 2 x 100 tokens and a
+    forward, and spares 8 x 100 tokens of the distinct rows; sharing 2 tokens spares too little."""
+
+    def batch(shared):
+        return [[1, 2] + [10 + instance] * shared + [50 + k] for instance in range(2) for k in range(4)]
+
+    deep = SharedLayout.cheapest(batch(100))
+    assert [len(level.segments) for level in deep.levels] == [1, 2, 8]
+    assert deep.cost == (2 + LEVEL_COST) + (2 * 100 + LEVEL_COST) + (8 * 1 + LEVEL_COST)
+    assert deep.cost < SharedLayout.of(batch(100)).cost == (2 + LEVEL_COST) + (8 * 101 + LEVEL_COST)
+    shallow = SharedLayout.cheapest(batch(2))
+    assert shallow == SharedLayout.of(batch(2)) and len(shallow.levels) == 2
+
+
+def test_a_row_that_ends_inside_the_tree_is_passed_through_to_the_last_level():
+    layout = SharedLayout.of([[1, 2, 3], [1, 2, 3, 4], [1, 2, 5]], min_saving=1, min_node=1)
+    assert [level.segments for level in layout.levels] == [((1, 2),), ((3,), (5,)), ((), (4,), ())]
+    assert layout.levels[2].parents == (0, 0, 1)
+    assert layout.row_end == ((1, 0), (2, 1), (1, 1))
+    assert SharedLayout.of([[], [1]]).row_end == (None, (1, 1))
     with pytest.raises(ValueError, match="no rows"):
-        SharedLayout.of([], min_suffix=1)
+        SharedLayout.of([])
+    with pytest.raises(ValueError, match="max_levels=1"):
+        SharedLayout.of([[1]], max_levels=1)
 
 
 def own_logits(model, row: list[int], extra: list[int] = ()) -> torch.Tensor:
@@ -58,12 +109,17 @@ def own_logits(model, row: list[int], extra: list[int] = ()) -> torch.Tensor:
     return output.logits[0, len(row) - 1 :]
 
 
-@pytest.mark.parametrize("rows", [ROWS, [[5, 6, 7]] * 3, [[1, 2, 3], [4, 5], [6]]])
-def test_the_cache_continues_every_row_as_its_own_forward(model, rows):
+@pytest.mark.parametrize(
+    "rows", [ROWS, [[5, 6, 7]] * 3, [[1, 2, 3], [4, 5], [6]], CLUSTERS, [[1, 2, 3], [1, 2, 3, 4], [1, 2, 5]]]
+)
+@pytest.mark.parametrize("min_saving", [1, None])
+def test_the_cache_continues_every_row_as_its_own_forward(model, rows, min_saving):
     """Last-token logits, then two more tokens fed through the cache, equal each row's unpadded forward."""
     extra = [[30 + i, 40 + i] for i in range(len(rows))]
     with torch.no_grad():
-        start = prefill(model, rows, pad_token_id=0)
+        start = prefill(
+            model, rows, pad_token_id=0, layout=SharedLayout.of(rows, min_saving=min_saving, min_node=1)
+        )
         continued = model(
             input_ids=torch.tensor(extra),
             attention_mask=torch.cat([start.attention_mask, torch.ones(len(rows), 2, dtype=torch.long)], 1),
@@ -81,24 +137,25 @@ def test_the_cache_continues_every_row_as_its_own_forward(model, rows):
 def test_gradients_through_the_shared_cache_are_those_of_separate_forwards(model):
     """A loss on tokens fed after the cache backpropagates into the prefix computed once: the gradient is the sum
     over the rows that read it, as with one forward per row."""
-    extra = [[30 + i] for i in range(len(ROWS))]
-    weights = torch.linspace(-1.0, 1.0, len(ROWS))
+    rows = CLUSTERS + ROWS
+    extra = [[30 + i] for i in range(len(rows))]
+    weights = torch.linspace(-1.0, 1.0, len(rows))
 
     def loss_of(logits_per_row):
         return sum(w * torch.log_softmax(lg, -1)[..., 3].sum() for w, lg in zip(weights, logits_per_row))
 
     model.zero_grad()
-    start = prefill(model, ROWS, pad_token_id=0, min_suffix=0)
+    start = prefill(model, rows, pad_token_id=0, layout=SharedLayout.of(rows, min_saving=1, min_node=1))
     fed = model(
         input_ids=torch.tensor(extra),
-        attention_mask=torch.cat([start.attention_mask, torch.ones(len(ROWS), 1, dtype=torch.long)], 1),
+        attention_mask=torch.cat([start.attention_mask, torch.ones(len(rows), 1, dtype=torch.long)], 1),
         position_ids=start.next_positions,
         **{cache_keyword(model): start.cache},
     ).logits
     loss_of(list(fed)).backward()
     shared = {name: p.grad.clone() for name, p in model.named_parameters()}
     model.zero_grad()
-    loss_of([own_logits(model, row, ex)[1:] for row, ex in zip(ROWS, extra)]).backward()
+    loss_of([own_logits(model, row, ex)[1:] for row, ex in zip(rows, extra)]).backward()
     for name, p in model.named_parameters():
         assert torch.allclose(shared[name], p.grad, atol=1e-6), name
     model.zero_grad()

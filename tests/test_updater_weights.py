@@ -195,7 +195,9 @@ def test_shared_prefix_log_probabilities_and_entropies_are_trls(tiny_model, tmp_
     mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
     width = inputs["completion_ids"].size(1)
     with torch.no_grad():
-        ours = updater._get_per_token_logps_and_entropies(updater.model, ids, mask, width, compute_entropy=True)
+        ours = updater._get_per_token_logps_and_entropies(
+            updater.model, ids, mask, width, compute_entropy=True
+        )
         trls = GRPOTrainer._get_per_token_logps_and_entropies(
             updater, updater.model, ids, mask, width, compute_entropy=True
         )

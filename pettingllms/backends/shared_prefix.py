@@ -1,16 +1,14 @@
 """Run a causal LM over a batch of prompts computing every shared token once.
 
-The rows of one batch share most of their tokens: the K candidates of an AT-GRPO group have one prompt, and the
-prompts of one turn share their instructions. `prefill(model, rows)` builds the KV cache of `rows` in two forwards:
-
-1. the longest common prefix of all rows, once, as a single row;
-2. each distinct remainder (suffix) once, left-padded behind the prefix and attending to it through the cache;
-
-then expands the cache to one row per input row. The cache holds, for every row, what the row's own unpadded forward
-would have put there (up to floating-point rounding): the attention mask hides the padding between prefix and
-suffix, and each real token keeps its own position. A caller continues from `Prefilled` exactly as from a
-left-padded prefill: append a column of ones to `attention_mask` per new token and feed positions from
-`next_positions`.
+The rows of one batch share many of their tokens: the K candidates of an AT-GRPO group have one prompt, the prompts
+of one turn share their instructions, and the greedy probes of one instance's candidates share that instance's
+state. `prefill(model, rows)` arranges the distinct rows in a prefix tree (`SharedLayout`), each node holding tokens
+that every row below it shares, and computes it level by level: one forward per level over all of its nodes, each
+node left-padded behind its parent and attending to it through the KV cache. Then the cache is expanded to one row
+per input row. It holds, for every row, what the row's own unpadded forward would have put there (up to
+floating-point rounding): the attention mask hides the padding between levels, and each real token keeps its own
+position. A caller continues from `Prefilled` exactly as from a left-padded prefill: append a column of ones to
+`attention_mask` per new token and feed positions from `next_positions`.
 
 It works under autograd: the gradient of a loss over many rows flows back through the expanded cache into the one
 computation of each shared token, which is the gradient of the rows' separate forwards (a shared activation's
@@ -27,45 +25,171 @@ from collections.abc import Sequence
 
 import torch
 
+MAX_LEVELS = 4
+"""At most this many forwards per prefill: the depth of the prefix tree."""
+MIN_SAVINGS = (None, 1024, 256, 64)
+"""The trees `SharedLayout.cheapest` compares: tokens shared by r rows below the root become a node of their own
+only when that saves (r - 1) * their length >= the threshold (None: never, the root then the distinct rows). The
+root, the prefix of every row, is always a node."""
+MIN_NODE = 16
+"""Tokens shared below the root make a node only when there are at least this many: prompts that share a few
+tokens (the first cells of two grids) and then differ would otherwise add a level of mostly padding in front of
+the nodes worth sharing (one instance's candidates)."""
+LEVEL_COST = 128
+"""What one more forward costs, in tokens of a padded batch, when comparing trees (a small model's fixed cost per
+forward on CPU is that of ~100 tokens)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+    """One forward of `prefill`: node j holds the tokens `segments[j]` and continues node `parents[j]` of the
+    previous level; an empty segment passes a row that has no more tokens through to the next level."""
+
+    segments: tuple[tuple[int, ...], ...]
+    parents: tuple[int, ...]
+
 
 @dataclasses.dataclass(frozen=True)
 class SharedLayout:
-    """How `rows` are computed: `prefix` once, each of `suffixes` once, row i reads `suffixes[row_suffix[i]]`.
+    """The prefix tree of a batch: its `levels`; row i is node `row_node[i]` of the last level, and its last token
+    is the last of node `row_end[i] = (level, node)` (None for an empty row)."""
 
-    Every suffix has at least `min_suffix` tokens (the prefix is shortened when a row would have fewer), so that a
-    caller who needs each row's last-token output (generation) gets it from the suffix forward.
-    """
-
-    prefix: tuple[int, ...]
-    suffixes: tuple[tuple[int, ...], ...]
-    row_suffix: tuple[int, ...]
+    levels: tuple[Level, ...]
+    row_node: tuple[int, ...]
+    row_end: tuple[tuple[int, int] | None, ...]
 
     @classmethod
-    def of(cls, rows: Sequence[Sequence[int]], min_suffix: int) -> SharedLayout:
-        """The layout of `rows` (see the class docstring); raises ValueError for an empty batch or a row shorter
-        than `min_suffix`."""
+    def cheapest(cls, rows: Sequence[Sequence[int]]) -> SharedLayout:
+        """Of the trees of `MIN_SAVINGS`, the one with the lowest `cost` (the first of equals): a node shared by
+        few rows can cost more in padding and forwards than it saves."""
+        layouts = [cls.of(rows, min_saving=min_saving) for min_saving in MIN_SAVINGS]
+        return min(layouts, key=lambda layout: layout.cost)
+
+    @classmethod
+    def of(
+        cls,
+        rows: Sequence[Sequence[int]],
+        *,
+        max_levels: int = MAX_LEVELS,
+        min_saving: int | None = None,
+        min_node: int = MIN_NODE,
+    ) -> SharedLayout:
+        """The tree of `rows` in which at least `min_node` tokens shared below the root are a node when they save
+        `min_saving` token computations (None: never); raises ValueError for an empty batch."""
         if not rows:
             raise ValueError("no rows to prefill")
+        if max_levels < 2:
+            raise ValueError(f"max_levels={max_levels} must be >= 2 (the root, then what differs)")
         distinct: dict[tuple[int, ...], int] = {}
-        row_suffix = tuple(distinct.setdefault(tuple(row), len(distinct)) for row in rows)
+        row_prompt = [distinct.setdefault(tuple(row), len(distinct)) for row in rows]
         prompts = list(distinct)
-        shortest = min(len(prompt) for prompt in prompts)
-        if shortest < min_suffix:
-            raise ValueError(f"a row of {shortest} tokens is shorter than min_suffix={min_suffix}")
-        common = _common_prefix_length(prompts, shortest - min_suffix)
-        return cls(prompts[0][:common], tuple(prompt[common:] for prompt in prompts), row_suffix)
+        paths = _paths(prompts, max_levels, (min_saving, min_node))
+        levels, ends, last = _levels(prompts, paths)
+        return cls(
+            tuple(levels),
+            tuple(last[prompt] for prompt in row_prompt),
+            tuple(ends[prompt] for prompt in row_prompt),
+        )
 
     @property
     def computed_tokens(self) -> int:
-        """Tokens the model runs on: the prefix once plus every distinct suffix once."""
-        return len(self.prefix) + sum(len(suffix) for suffix in self.suffixes)
+        """Tokens of the tree, padding aside: every node once."""
+        return sum(len(segment) for level in self.levels for segment in level.segments)
+
+    @property
+    def cost(self) -> int:
+        """Tokens the model runs on, padding included, plus `LEVEL_COST` per forward."""
+        widths = [max(len(segment) for segment in level.segments) for level in self.levels]
+        return sum(
+            len(level.segments) * width + LEVEL_COST for level, width in zip(self.levels, widths) if width
+        )
+
+
+@dataclasses.dataclass(eq=False)
+class _Node:
+    """Tokens `start:end` that every one of `members` (prompt indices) has."""
+
+    start: int
+    end: int
+    members: list[int]
+
+
+def _paths(
+    prompts: list[tuple[int, ...]], max_levels: int, rule: tuple[int | None, int]
+) -> list[list[_Node]]:
+    """Each prompt's nodes from the root down: together they cover the prompt, at most `max_levels` of them;
+    `rule` = (min_saving, min_node) of `SharedLayout.of`."""
+    everyone = list(range(len(prompts)))
+    root = _Node(0, _shared_length(prompts, everyone, 0), everyone)
+    paths: list[list[_Node]] = [[] for _ in prompts]
+    stack = [(root, [root])]
+    while stack:
+        node, path = stack.pop()
+        below = [m for m in node.members if len(prompts[m]) > node.end]
+        for member in node.members:
+            if len(prompts[member]) == node.end:
+                paths[member] = path
+        if len(path) == max_levels - 1:  # the last level: every remainder is a leaf
+            children = [_Node(node.end, len(prompts[m]), [m]) for m in below]
+        else:
+            children = _children(prompts, below, node.end, rule)
+        stack.extend((child, path + [child]) for child in reversed(children))
+    return paths
+
+
+def _children(prompts, members: list[int], start: int, rule: tuple[int | None, int]) -> list[_Node]:
+    """The nodes that continue `members` from token `start`: a group that shares enough tokens is one node, a
+    prompt alone is a leaf; a group that shares too little is split where its members differ, and each part is
+    looked at again (its members may share more)."""
+    min_saving, min_node = rule
+    children, todo = [], [members] if members else []
+    while todo:
+        group = todo.pop(0)
+        shared = _shared_length(prompts, group, start)
+        if len(group) == 1:
+            children.append(_Node(start, len(prompts[group[0]]), group))
+        elif min_saving is not None and shared >= min_node and (len(group) - 1) * shared >= min_saving:
+            children.append(_Node(start, start + shared, group))
+        else:
+            split = start + shared
+            children += [_Node(start, split, [m]) for m in group if len(prompts[m]) == split]
+            parts: dict[int, list[int]] = {}
+            for member in group:
+                if len(prompts[member]) > split:
+                    parts.setdefault(prompts[member][split], []).append(member)
+            todo += parts.values()
+    return children
+
+
+def _levels(prompts, paths: list[list[_Node]]):
+    """(levels, each prompt's (level, node) of its last token or None, each prompt's node in the last level)."""
+    levels: list[Level] = []
+    ends: list[tuple[int, int] | None] = [None] * len(prompts)
+    previous: list[int] = [0] * len(prompts)
+    for depth in range(max(len(path) for path in paths)):
+        slots: dict[tuple[int, bool], int] = {}
+        segments, parents, current = [], [], []
+        for prompt, path in enumerate(paths):
+            passed = depth >= len(path)
+            node = path[-1] if passed else path[depth]
+            key = (id(node), passed)
+            if key not in slots:
+                slots[key] = len(segments)
+                segments.append(() if passed else prompts[prompt][node.start : node.end])
+                parents.append(previous[prompt])
+            current.append(slots[key])
+            if depth == len(path) - 1 and prompts[prompt]:
+                ends[prompt] = (depth, slots[key])
+        levels.append(Level(tuple(segments), tuple(parents)))
+        previous = current
+    return levels, ends, previous
 
 
 @dataclasses.dataclass
 class Prefilled:
     """The state after `prefill`: `cache` (one row per input row), `attention_mask` (rows, width) with 1 on real
     tokens, `next_positions` (rows, 1) the position of each row's next token, and `last_logits` (rows, vocab) the
-    logits at each row's last token (meaningless for a row whose suffix is empty)."""
+    logits at each row's last token (zeros for an empty row; None when every row is empty)."""
 
     cache: object
     attention_mask: torch.Tensor
@@ -74,64 +198,61 @@ class Prefilled:
 
 
 def prefill(
-    model, rows: Sequence[Sequence[int]], *, pad_token_id: int, min_suffix: int = 1, device=None
+    model, rows: Sequence[Sequence[int]], *, pad_token_id: int, device=None, layout=None
 ) -> Prefilled:
     """Build the KV cache of `rows` through `model` (a `transformers` causal LM, PEFT-wrapped or not), computing
-    the common prefix and each distinct suffix once (see the module docstring). `min_suffix=1` also returns each
-    row's last-token logits; with `min_suffix=0` a row may be entirely in the prefix, and its logits are
-    meaningless. Gradients flow when autograd is on."""
+    every token of `layout` (default: `SharedLayout.cheapest(rows)`) once (see the module docstring). Gradients
+    flow when autograd is on."""
     device = torch.device(device) if device is not None else next(model.parameters()).device
-    layout = SharedLayout.of(rows, min_suffix)
+    layout = SharedLayout.cheapest(rows) if layout is None else layout
     keyword = cache_keyword(model)
     cache = new_cache(model)
-    prefix_length = len(layout.prefix)
-    if prefix_length:
-        prefix = torch.tensor([layout.prefix], dtype=torch.long, device=device)
-        model(
-            input_ids=prefix,
-            attention_mask=torch.ones_like(prefix),
-            position_ids=torch.arange(prefix_length, device=device)[None],
-            use_cache=True,
-            logits_to_keep=1,
-            **{keyword: cache},
-        )
-    distinct = len(layout.suffixes)
-    lengths = torch.tensor([len(suffix) for suffix in layout.suffixes], device=device)
-    width = int(lengths.max())
-    suffix_mask = torch.zeros((distinct, width), dtype=torch.long, device=device)
-    logits = None
-    if width:
-        if prefix_length:
-            cache.batch_repeat_interleave(distinct)
-        ids = torch.full((distinct, width), pad_token_id, dtype=torch.long)
-        for index, suffix in enumerate(layout.suffixes):
-            if suffix:
-                ids[index, width - len(suffix) :] = torch.tensor(suffix, dtype=torch.long)
-        ids = ids.to(device)
-        suffix_mask = (torch.arange(width, device=device)[None] >= (width - lengths)[:, None]).long()
-        mask = torch.cat([torch.ones((distinct, prefix_length), dtype=torch.long, device=device), suffix_mask], 1)
-        positions = (prefix_length + suffix_mask.cumsum(-1) - 1).clamp(min=0)
+    mask = torch.zeros((1, 0), dtype=torch.long, device=device)
+    positions = torch.zeros((1, 1), dtype=torch.long, device=device)  # the next position of each node
+    logits: list[torch.Tensor | None] = []
+    for level in layout.levels:
+        parents = torch.tensor(level.parents, device=device)
+        cache.batch_select_indices(parents)
+        mask, positions = mask[parents], positions[parents]
+        lengths = torch.tensor([len(segment) for segment in level.segments], device=device)
+        width = int(lengths.max())
+        if width == 0:
+            logits.append(None)
+            continue
+        ids = torch.full((len(level.segments), width), pad_token_id, dtype=torch.long)
+        for index, segment in enumerate(level.segments):
+            if segment:
+                ids[index, width - len(segment) :] = torch.tensor(segment, dtype=torch.long)
+        segment_mask = (torch.arange(width, device=device)[None] >= (width - lengths)[:, None]).long()
+        mask = torch.cat([mask, segment_mask], 1)
         output = model(
-            input_ids=ids,
+            input_ids=ids.to(device),
             attention_mask=mask,
-            position_ids=positions,
+            position_ids=(positions + segment_mask.cumsum(-1) - 1).clamp(min=0),
             use_cache=True,
             logits_to_keep=1,
             **{keyword: cache},
         )
-        logits = output.logits[:, -1, :]
-    rows_index = torch.tensor(layout.row_suffix, device=device)
-    if width or prefix_length:
-        cache.batch_select_indices(rows_index if width else torch.zeros_like(rows_index))
-    mask = torch.cat(
-        [torch.ones((len(rows_index), prefix_length), dtype=torch.long, device=device), suffix_mask[rows_index]], 1
-    )
+        logits.append(output.logits[:, -1, :])
+        positions = positions + lengths[:, None]
+    rows_index = torch.tensor(layout.row_node, device=device)
+    cache.batch_select_indices(rows_index)
     return Prefilled(
         cache=cache,
-        attention_mask=mask,
-        next_positions=(prefix_length + lengths[rows_index])[:, None],
-        last_logits=None if logits is None else logits[rows_index],
+        attention_mask=mask[rows_index],
+        next_positions=positions[rows_index],
+        last_logits=_row_logits(logits, layout.row_end),
     )
+
+
+def _row_logits(logits: list[torch.Tensor | None], ends) -> torch.Tensor | None:
+    """Each row's logits at its last token, from the level that computed it (zeros for an empty row); None when
+    every row is empty."""
+    computed = [level for level in logits if level is not None]
+    if not computed:
+        return None
+    zero = torch.zeros_like(computed[0][0])
+    return torch.stack([zero if end is None else logits[end[0]][end[1]] for end in ends])
 
 
 def cache_keyword(model) -> str:
@@ -156,12 +277,13 @@ def uses_activation_checkpointing(model) -> bool:
     return any(getattr(module, "gradient_checkpointing", False) for module in model.modules())
 
 
-def _common_prefix_length(prompts: Sequence[Sequence[int]], limit: int) -> int:
-    """The length of the longest prefix all `prompts` share, at most `limit`."""
-    first = prompts[0]
-    length = limit
-    for prompt in prompts[1:]:
-        length = next((i for i in range(length) if prompt[i] != first[i]), length)
+def _shared_length(prompts, members: Sequence[int], start: int) -> int:
+    """How many tokens from `start` on all `members` have in common."""
+    first = prompts[members[0]]
+    length = min(len(prompts[m]) for m in members) - start
+    for member in members[1:]:
+        other = prompts[member]
+        length = next((i for i in range(length) if other[start + i] != first[start + i]), length)
         if length == 0:
             break
     return length

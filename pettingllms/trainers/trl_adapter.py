@@ -176,7 +176,7 @@ def shared_prefix_logps(model, input_ids, attention_mask, completion_width: int,
         ids[mask.bool()].tolist()
         for ids, mask in zip(input_ids[:, :prompt_width], attention_mask[:, :prompt_width], strict=True)
     ]
-    start = prefill(model, [prompt[:-1] for prompt in prompts], pad_token_id=pad_token_id, min_suffix=0)
+    start = prefill(model, [prompt[:-1] for prompt in prompts], pad_token_id=pad_token_id)
     device = input_ids.device
     last = torch.tensor([prompt[-1] for prompt in prompts], dtype=torch.long, device=device)[:, None]
     completion_mask = attention_mask[:, prompt_width:]
