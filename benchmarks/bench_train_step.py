@@ -5,9 +5,12 @@ up to 24 new tokens, micro-batch 32, lr 1e-4).
 1. Update floor: a plain PyTorch loop (the same model, the same samples cut into the same micro-batches, forward,
    per-token log-probabilities of the completion, the GRPO policy-gradient loss, backward, gradient clipping, one
    AdamW step; no TRL) -> completion tokens/s; then `PolicyUpdater.update` on the same samples -> tokens/s, ratio.
-2. Generation floor: a plain batched sampling loop with a KV cache (temperature 1, no stop strings, every row
-   runs to the token budget) on the tool prompts of the same rollout, K rows each -> tokens/s; then the HF backend
-   (`HFPolicy.generate_from_ids`) on the same rows and budget, without and with the training stop string.
+   The floor runs every sample's whole prompt; the updater runs each micro-batch's prompt tree once
+   (`backends.shared_prefix`): both token counts are reported.
+2. Generation floor: a plain batched sampling loop with a KV cache (temperature 1, no stop strings, rows stop at
+   end-of-sequence) on the tool prompts of the same rollout, K rows each -> tokens/s; then the HF backend
+   (`HFPolicy.generate_from_ids`) on the same rows and budget, without and with the training stop string. The
+   floor prefills every row; the backend prefills the prompt tree: both prefill token counts are reported.
 3. Peer: TRL's own `GRPOTrainer` on a single-turn dataset of the same tool prompts with a reward function, the same
    model, K=4, up to 24 new tokens, and about as many completions per step as one AT-GRPO step samples ->
    completions per second of wall time (generation + update); then AT-GRPO steps of the default run -> the same.
@@ -98,8 +101,9 @@ class FloorUpdate:
 def floor_generate(model, rows, max_new_tokens: int, pad: int, eos: frozenset[int], generator) -> int:
     """The plain sampling loop of point 2: rows stop at an end-of-sequence token (as the backends' do) and the loop
     ends when every row has; returns the number of tokens generated (each row's up to and with its eos)."""
-    from transformers import DynamicCache
+    from pettingllms.backends.shared_prefix import cache_keyword, new_cache
 
+    keyword = cache_keyword(model)
     model.eval()
     width = max(len(row) for row in rows)
     ids = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -108,10 +112,8 @@ def floor_generate(model, rows, max_new_tokens: int, pad: int, eos: frozenset[in
         ids[index, width - len(row) :] = torch.tensor(row)
         attention[index, width - len(row) :] = 1
     positions = (attention.cumsum(-1) - 1).clamp(min=0)
-    cache = DynamicCache()
-    logits = model(
-        input_ids=ids, attention_mask=attention, position_ids=positions, past_key_values=cache
-    ).logits
+    cache = new_cache(model)
+    logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, **{keyword: cache}).logits
     logits, position = logits[:, -1], positions[:, -1:] + 1
     eos_ids = torch.tensor(sorted(eos))
     done = torch.zeros(len(rows), dtype=torch.bool)
@@ -124,7 +126,7 @@ def floor_generate(model, rows, max_new_tokens: int, pad: int, eos: frozenset[in
             break
         tokens = tokens.masked_fill(done[:, None], pad)
         attention = torch.cat([attention, torch.ones_like(tokens)], 1)
-        out = model(input_ids=tokens, attention_mask=attention, position_ids=position, past_key_values=cache)
+        out = model(input_ids=tokens, attention_mask=attention, position_ids=position, **{keyword: cache})
         logits, position = out.logits[:, -1], position + 1
     return generated
 
@@ -178,6 +180,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
     from pettingllms.backends.base import SamplingConfig
+    from pettingllms.backends.shared_prefix import SharedLayout
     from pettingllms.core.seeding import derive_seed
     from pettingllms.runs.layout import RunLayout
     from pettingllms.trainers import checkpoint
@@ -205,6 +208,7 @@ def main() -> None:
             "floor_tokens_per_s": tokens / floor_s,
             "ours_tokens_per_s": tokens / ours_s,
             "ratio": floor_s / ours_s,
+            **update_forward_tokens(samples, args.per_device_train_batch_size),
         }
 
         # 2. generation
@@ -218,7 +222,12 @@ def main() -> None:
         floor_gen_s = median_time(
             lambda: counts.append(floor_generate(model, rows, 24, pad, eos, generator)), options.repeats
         )
-        generation = {"rows": len(rows), "floor_tokens_per_s": statistics.median(counts) / floor_gen_s}
+        generation = {
+            "rows": len(rows),
+            "floor_tokens_per_s": statistics.median(counts) / floor_gen_s,
+            "floor_prefill_tokens": sum(len(row) for row in rows),
+            "ours_prefill_tokens": SharedLayout.cheapest(rows).computed_tokens,
+        }
         for label, stop in (("hf", ()), ("hf_with_stop", ("</answer>",))):
             sampling = SamplingConfig(temperature=1.0, max_new_tokens=24, stop=stop)
             out = tool_policy.generate_from_ids([list(p) for p in prompts], 4, sampling)
@@ -280,6 +289,21 @@ def main() -> None:
     if options.json:
         options.json.parent.mkdir(parents=True, exist_ok=True)
         options.json.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def update_forward_tokens(samples, micro_batch: int) -> dict[str, int]:
+    """Tokens each update runs forward (padding aside): the floor runs every sample's whole prompt and completion;
+    `PolicyUpdater` runs each micro-batch's prompt tree (`SharedLayout`) once, then each sample's last prompt token
+    and completion."""
+    from pettingllms.backends.shared_prefix import SharedLayout
+
+    ours = 0
+    for start in range(0, len(samples), micro_batch):
+        chunk = samples[start : start + micro_batch]
+        ours += SharedLayout.cheapest([s.generation.prompt_ids[:-1] for s in chunk]).computed_tokens
+        ours += sum(1 + len(s.generation.completion_ids) for s in chunk)
+    floor = sum(len(s.generation.prompt_ids) + len(s.generation.completion_ids) for s in samples)
+    return {"floor_forward_tokens": floor, "ours_forward_tokens": ours}
 
 
 def len_of(metrics: dict) -> int:

@@ -35,3 +35,13 @@ def test_the_update_floor_has_the_updaters_gradient(tiny_model, tmp_path, micro_
     )
     floor.accumulate()
     assert_same(gradients(updater.model), want)
+
+
+def test_the_forward_token_counts_are_the_floors_rows_and_the_updaters_prompt_tree():
+    """Three groups of three candidates, prompts of 7, 5 and 9 tokens sharing 4 (`grouped_samples`): the floor
+    runs 3 x (7 + 5 + 9) prompt tokens; the updater runs the shared 4 once, then what each group's prompt but its
+    last token adds (2, 0, 4), then per sample its last prompt token; both run the 33 completion tokens."""
+    from test_updater_weights import grouped_samples
+
+    counts = load_benchmark().update_forward_tokens(grouped_samples(), micro_batch=9)
+    assert counts == {"floor_forward_tokens": 3 * (7 + 5 + 9) + 33, "ours_forward_tokens": 4 + 2 + 4 + 9 + 33}
