@@ -87,7 +87,11 @@ def assert_same(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> 
     """Equal up to float rounding (padding differs between cuts): 1e-5 of each tensor's largest entry."""
     assert got.keys() == want.keys() and got
     for name in want:
-        error = (got[name] - want[name]).abs().max() / want[name].abs().max()
+        scale = want[name].abs().max()
+        if scale == 0:  # e.g. a LoRA A matrix while B is still zero
+            assert got[name].abs().max() == 0, f"{name}: {got[name].abs().max():.2e} where TRL has 0"
+            continue
+        error = (got[name] - want[name]).abs().max() / scale
         assert error < 1e-5, f"{name}: relative error {error:.2e}"
 
 
@@ -218,4 +222,22 @@ def test_under_activation_checkpointing_the_update_falls_back_to_trls_forward(ti
         "pettingllms.trainers.trl_adapter.shared_prefix_logps", side_effect=AssertionError("not a fallback")
     ):
         updater.accumulate_gradients(grouped_samples())
+    assert_same(gradients(updater.model), reference)
+
+
+def test_a_lora_adapter_gets_trls_gradient_through_the_shared_prefix(tiny_model, tmp_path):
+    """PEFT forwards the shared cache, positions and TRL's fused head to the base model: the adapter's gradient
+    is TRL's."""
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer
+    from pettingllms.trainers.policy_set import activate_adapter
+
+    trainer = ATGRPOTrainer(
+        args_for(tiny_model, tmp_path, "--policy_layout", "lora_per_role"), log=lambda _: None
+    )
+    updater = next(iter(trainer.policies.updaters.values()))
+    activate_adapter(updater.model, updater.name)
+    reference = trl_gradients(updater, grouped_samples())
+    assert any("lora_B" in name for name in reference)
+    updater.model.zero_grad()
+    updater.accumulate_gradients(grouped_samples())
     assert_same(gradients(updater.model), reference)

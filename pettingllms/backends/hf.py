@@ -5,9 +5,9 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
 - Each prompt becomes one user message rendered with the tokenizer's chat template (`add_generation_prompt=True`;
   special-token strings inside the prompt are encoded as plain text where transformers supports it). The rows
   (each prompt repeated `n` times, contiguously) form one batch whose prompts are prefilled by
-  `shared_prefix.prefill`: the prefix common to all prompts is computed once, each distinct prompt's remainder once,
-  so the `n` samples of a group share one prompt computation; `max_batch_rows` may split a call into several
-  batches, never inside a group.
+  `shared_prefix.prefill`: each token of the prompts' prefix tree is computed once, so the `n` samples of a group
+  share one prompt computation and prompts that begin alike share their beginning; `max_batch_rows` may split a
+  call into several batches, never inside a group.
 - Sampling is this module's own loop over that KV cache, with an `attention_mask` and `position_ids` that make the
   padding invisible: under greedy decoding a prompt gets the same completion alone or in a batch (up to
   floating-point ties). Random draws come only from the policy's `torch.Generator`, seeded at construction, so

@@ -167,8 +167,8 @@ def shared_prefix_logps(model, input_ids, attention_mask, completion_width: int,
     prefilled with `shared_prefix.prefill`.
 
     `input_ids` / `attention_mask` are TRL's: prompts left-padded, then completions right-padded over the last
-    `completion_width` columns. Every prompt but its last token goes through `prefill` (the common prefix once,
-    each distinct prompt once); the last prompt token and the completion then run through TRL's fused head, whose
+    `completion_width` columns. Every prompt but its last token goes through `prefill` (each token of the prompts'
+    prefix tree once); the last prompt token and the completion then run through TRL's fused head, whose
     first position scores the first completion token. The result is TRL's own computation on each row, up to
     floating-point rounding."""
     prompt_width = input_ids.size(1) - completion_width
