@@ -62,7 +62,13 @@ class SharedLayout:
     def cheapest(cls, rows: Sequence[Sequence[int]]) -> SharedLayout:
         """Of the trees of `MIN_SAVINGS`, the one with the lowest `cost` (the first of equals): a node shared by
         few rows can cost more in padding and forwards than it saves."""
-        layouts = [cls.of(rows, min_saving=min_saving) for min_saving in MIN_SAVINGS]
+        lowest_saving = min(t for t in MIN_SAVINGS if t is not None)
+        lowest = cls.of(rows, min_saving=lowest_saving)
+        if (
+            len(lowest.levels) <= 2
+        ):  # no node below the root even at the lowest threshold: every tree is this one
+            return lowest
+        layouts = [lowest if t == lowest_saving else cls.of(rows, min_saving=t) for t in MIN_SAVINGS]
         return min(layouts, key=lambda layout: layout.cost)
 
     @classmethod
@@ -129,6 +135,8 @@ def _paths(
         for member in node.members:
             if len(prompts[member]) == node.end:
                 paths[member] = path
+        if not below:
+            continue
         if len(path) == max_levels - 1:  # the last level: every remainder is a leaf
             children = [_Node(node.end, len(prompts[m]), [m]) for m in below]
         else:
@@ -278,12 +286,11 @@ def uses_activation_checkpointing(model) -> bool:
 
 
 def _shared_length(prompts, members: Sequence[int], start: int) -> int:
-    """How many tokens from `start` on all `members` have in common."""
-    first = prompts[members[0]]
-    length = min(len(prompts[m]) for m in members) - start
-    for member in members[1:]:
-        other = prompts[member]
-        length = next((i for i in range(length) if other[start + i] != first[start + i]), length)
-        if length == 0:
-            break
-    return length
+    """How many tokens from `start` on all `members` (which share their first `start` tokens) have in common: those
+    of the lexicographically smallest and largest of them (compared in C, not token by token in Python)."""
+    if len(members) == 1:
+        return len(prompts[members[0]]) - start
+    low = min(prompts[m] for m in members)
+    high = max(prompts[m] for m in members)
+    limit = min(len(low), len(high))
+    return next((i for i in range(start, limit) if low[i] != high[i]), limit) - start
