@@ -168,3 +168,10 @@ def test_activation_checkpointing_is_detected(model):
         assert uses_activation_checkpointing(model)
     finally:
         model.activation_checkpointing_disable()
+
+
+def test_a_batch_of_empty_rows_prefills_nothing(model):
+    """The update prefills every prompt but its last token: one-token prompts leave nothing to compute."""
+    start = prefill(model, [[], []], pad_token_id=0)
+    assert start.last_logits is None and start.cache.get_seq_length() == 0
+    assert start.attention_mask.shape == (2, 0) and start.next_positions.tolist() == [[0], [0]]

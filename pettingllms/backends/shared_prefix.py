@@ -20,6 +20,7 @@ gradient is the sum over the rows that read it). Layers that recompute their for
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Sequence
 
@@ -269,7 +270,14 @@ def cache_keyword(model) -> str:
     A PEFT wrapper forwards keyword arguments, so its base model's signature decides.
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    parameters = inspect.signature(base.forward).parameters
+    return _cache_keyword_of(type(base))
+
+
+@functools.cache
+def _cache_keyword_of(model_class: type) -> str:
+    """`cache_keyword` of a model class, read once per class (a patched instance forward, such as TRL's fused
+    head, keeps its class's signature)."""
+    parameters = inspect.signature(model_class.forward).parameters
     return "cache" if "cache" in parameters else "past_key_values"
 
 

@@ -75,6 +75,16 @@ def truncate(text: str, limit: int, marker: str = "\n...[truncated]") -> str:
     return text[: max(0, limit - len(marker))] + marker
 
 
+class _SharesTablesWhenCopied:
+    """A text space whose deep copy shares its charset lookup tables (never mutated) and copies only its random
+    generator: environments are copied for every sampled candidate, and copying the tables dominated a copy."""
+
+    def __deepcopy__(self, memo: dict):
+        clone = copy.copy(self)
+        clone._np_random = copy.deepcopy(self._np_random, memo)
+        return clone
+
+
 @functools.cache
 def _charset_tables() -> tuple[frozenset[str], tuple[str, ...], dict[str, np.int32], str]:
     """The lookup tables of `gymnasium.spaces.Text` for `printable_charset()`, built as `Text` builds them."""
@@ -82,7 +92,7 @@ def _charset_tables() -> tuple[frozenset[str], tuple[str, ...], dict[str, np.int
     return prototype._char_set, prototype._char_list, prototype._char_index, prototype._char_str
 
 
-class PrintableText(spaces.Text):
+class PrintableText(_SharesTablesWhenCopied, spaces.Text):
     """`gymnasium.spaces.Text` over `printable_charset()` whose deep copy shares the (immutable) charset tables.
 
     A plain `Text` over ~55k characters builds ~10 MB of lookup tables and copies them on `deepcopy`;
@@ -110,11 +120,6 @@ class PrintableText(spaces.Text):
         picks = self.np_random.integers(0, len(self._char_str), size=length)
         return "".join(map(self._char_str.__getitem__, picks.tolist()))
 
-    def __deepcopy__(self, memo: dict) -> PrintableText:
-        clone = copy.copy(self)
-        clone._np_random = copy.deepcopy(self._np_random, memo)
-        return clone
-
     def __reduce__(self):
         # pickled (an env shipped to a worker process): lengths and generator only; the tables are rebuilt (once
         # per process) on the other side instead of travelling as ~2 MB per space
@@ -127,7 +132,7 @@ def _rebuild_printable_text(max_length: int, min_length: int, np_random) -> Prin
     return space
 
 
-class AnyText(spaces.Text):
+class AnyText(_SharesTablesWhenCopied, spaces.Text):
     """The action space of every agent: it contains every `str` (any length, any characters), because `step`
     accepts any string; `sample()` draws printable ASCII strings of at most `sample_max_length` characters.
 
@@ -148,12 +153,6 @@ class AnyText(spaces.Text):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AnyText) and other.max_length == self.max_length
-
-    def __deepcopy__(self, memo: dict) -> AnyText:
-        # the lookup tables are never mutated: a copy (one per sampled candidate's env) copies only the generator
-        clone = copy.copy(self)
-        clone._np_random = copy.deepcopy(self._np_random, memo)
-        return clone
 
     def __hash__(self) -> int:
         return hash((AnyText, self.max_length))
