@@ -1,6 +1,7 @@
 """The sandbox hosted from outside the project's venv: by a normal user, and from a venv under ``/tmp``.
 
-Issue 13, finding 1 on a non-root host: runs keep the user's uid, and still cannot reach the server.
+Issue 13, finding 1 on a non-root host: runs keep the user's uid, and still cannot reach the server.  Issue 24,
+finding 10: nor can they use up the kernel's per-user counters that the host user's other processes share.
 
 The host side runs as an unprivileged user (``setpriv`` to nobody) under a system interpreter, importing a
 world-readable copy of ``pettingllms/sandbox`` only.  Its runs try what a same-uid program could do to the old
@@ -121,11 +122,11 @@ def package_copy():
     shutil.rmtree(root)
 
 
-def test_same_uid_runs_cannot_forge_replies_kill_or_trace_the_server(package_copy):
-    command = _as_nobody()
+def _host_as_nobody(package_copy: Path, host: str, stdin: str) -> dict:
+    """Run the host script ``host`` as nobody on ``stdin``, importing only ``package_copy``; its JSON report."""
     done = subprocess.run(
-        [*command, "-c", _HOST],
-        input=_ATTACK,
+        [*_as_nobody(), "-c", host],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,
@@ -133,13 +134,73 @@ def test_same_uid_runs_cannot_forge_replies_kill_or_trace_the_server(package_cop
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(package_copy), "HOME": str(package_copy)},
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def test_same_uid_runs_cannot_forge_replies_kill_or_trace_the_server(package_copy):
+    report = _host_as_nobody(package_copy, _HOST, _ATTACK)
     assert report["uid"] != 0
     attack, *rest = report["results"]
     assert attack == ["ok", "[]\n"]  # nothing to forge into, trace or read: the server is not in its /proc
     assert rest[:5] == [["ok", "1\n"], ["ok", "x\n"], ["ok", "2\n"], ["ok", "y\n"], ["ok", "3\n"]]
     nothing_left = "/left False /dev/left False /etc/left False /tmp/left False /dev/shm/left False "
     assert rest[5:] == [["ok", nothing_left]] * 2  # the second run finds nothing the first one wrote
+
+
+_COUNTER_HOG = r"""
+import ctypes, os, signal, time
+libc = ctypes.CDLL(None, use_errno=True)
+os.fork()  # two processes, 60 fds each
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+instances = queued = 0
+while instances < 60 and libc.inotify_init1(0) >= 0:
+    instances += 1
+class Value(ctypes.Union):
+    _fields_ = [("number", ctypes.c_int)]
+while queued < 100_000 and libc.sigqueue(os.getpid(), signal.SIGRTMIN, Value(1)) == 0:
+    queued += 1
+print(instances, queued, flush=True)
+time.sleep(6)
+"""
+
+_COUNTERS_HOST = r"""
+import ctypes, json, os, signal, sys, threading, time
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])  # before any thread starts: every thread inherits it
+from pettingllms.sandbox import Sandbox
+
+libc = ctypes.CDLL(None, use_errno=True)
+class Value(ctypes.Union):
+    _fields_ = [("number", ctypes.c_int)]
+QUEUE_ONE = (
+    "import ctypes, os, signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])\n"
+    "class Value(ctypes.Union):\n    _fields_ = [('number', ctypes.c_int)]\n"
+    "print(ctypes.CDLL(None).sigqueue(os.getpid(), signal.SIGRTMIN, Value(1)))"
+)
+hog, hogs = sys.stdin.read(), []
+with Sandbox(workers=3, preload=()) as box:
+    threads = [threading.Thread(target=lambda: hogs.append(box.run(hog, timeout=20).stdout)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    time.sleep(3)  # the hogs hold what they could get for 6 s
+    benign = box.run(QUEUE_ONE).stdout
+    host = [libc.inotify_init1(0) >= 0, libc.sigqueue(os.getpid(), signal.SIGRTMIN, Value(1)) == 0]
+    for thread in threads:
+        thread.join()
+print(json.dumps({"hogs": hogs, "benign": benign, "host": host}))
+"""
+
+
+def test_runs_cannot_use_up_the_host_users_kernel_counters(package_copy):
+    """Two runs of two processes each held 240 inotify instances and ~96,000 queued real-time signals, which
+    the kernel counts per user up to the host's user namespace (128 instances, RLIMIT_SIGPENDING): the host's
+    and another worker's ``inotify_init``/``sigqueue`` then failed.  Now each worker's user namespace allows no
+    inotify (or fanotify) instance, and a program's processes queue at most ``MAX_PENDING_SIGNALS``."""
+    report = _host_as_nobody(package_copy, _COUNTERS_HOST, _COUNTER_HOG)
+    assert report["host"] == [True, True] and report["benign"] == "0\n", report
+    for hog in report["hogs"]:
+        counts = [line.split() for line in hog.splitlines()]
+        assert [instances for instances, _ in counts] == ["0", "0"], report
+        assert sum(int(queued) for _, queued in counts) <= 64, report
 
 
 _TMP_VENV_HOST = r"""

@@ -25,7 +25,25 @@ Threat model: the program is hostile and knows this code.  Covered, per run, as 
     normal user would otherwise own and share between runs).
   * IPC and keys: each run has its own IPC namespace (SysV objects and POSIX queues vanish with it); the
     kernel keyring is out of reach (see seccomp).
-  * network: a new, empty network namespace per worker (loopback only, not the host's).
+  * network: no IP at all.  Programs may open AF_UNIX sockets only (seccomp: no TCP, UDP, raw or packet
+    socket), in a new, empty network namespace per worker (loopback only, not the host's).  So no run holds
+    TCP buffers (a loopback connection whose receiver never reads held 3-4 MiB of host memory, which no
+    cgroup v1 limit without ``memory.kmem.tcp`` and nothing on a non-root host charges: ~1.9 GiB a run, near
+    the host-wide ``tcp_mem``), and no run leaves connection state, TIME_WAIT entries or loopback traffic
+    counts for the worker's next run to read (``/proc/net/tcp``, ``udp`` and ``raw`` stay empty, the ``lo``
+    counters of ``/proc/net/dev`` at zero).  Denied rather than limited: no program of this project needs IP
+    (code problems are stdin/stdout or function calls, judges talk to the candidate through pipes, tool
+    programs print their answers), a kernel TCP limit needs a memory cgroup (root only) and would still leave
+    the state, and a network namespace per run costs its creation and an asynchronous teardown on every run.
+  * per-user kernel counters: as root every worker's run uid has its own.  As a normal user every process of
+    every worker counts towards the host user's one allowance, which its other processes share, so the server
+    zeroes its user namespace's inotify and fanotify limits at start (``/proc/sys/user/max_inotify_*``,
+    ``max_fanotify_*``: one run's 116 inotify instances made the host's and another worker's
+    ``inotify_init`` fail; no program needs file-change notification) and a program's processes queue at most
+    ``_server.MAX_PENDING_SIGNALS`` signals (RLIMIT_SIGPENDING; one run's ~96,000 queued real-time signals made
+    every ``sigqueue`` of the host user fail).  The namespace counters cannot be raised by a program (no
+    unshare/setns/clone with namespace flags, see seccomp; no further user namespace, bwrap's
+    ``--disable-userns``), nor can the limits (no CAP_SYS_RESOURCE).
   * identity: as root, the program runs as the worker's unprivileged uid (supplementary groups dropped) with
     no capabilities; as a normal user it keeps that user's uid inside the worker's user namespace and drops
     every capability.  ``no_new_privs`` in both cases.
@@ -33,31 +51,37 @@ Threat model: the program is hostile and knows this code.  Covered, per run, as 
     unshare/setns and clone with namespace flags (clone3 gets ENOSYS so libc falls back to clone), mount and
     the new mount API, chroot/pivot_root, bpf, perf_event_open, userfaultfd, io_uring, kexec, module loading,
     memfd_create, SysV shmget/msgget and a few more fail with EPERM; foreign-ABI (x32) syscalls kill the run.
-    Sockets only of the families AF_UNIX, AF_INET and AF_INET6 (AF_VSOCK would reach a VM's hypervisor whatever
-    the network namespace); socket buffer sizes cannot be raised (``SO_SNDBUF``/``SO_RCVBUF``: kernel memory);
-    ``setsid`` fails, as each new session is a scheduler autogroup (a program of many sessions took most of
-    the CPU from other workers' runs, which then timed out).
+    Sockets only of the family AF_UNIX (``_seccomp.SOCKET_FAMILIES``: see network; AF_VSOCK would reach a VM's
+    hypervisor whatever the network namespace); socket buffer sizes cannot be raised (``SO_SNDBUF``,
+    ``SO_RCVBUF``: kernel memory); ``setsid`` fails, as each new session is a scheduler autogroup (a program
+    of many sessions took most of the CPU from other workers' runs, which then timed out).
   * limits: wall-clock ``timeout`` (RLIMIT_CPU as a backstop), RLIMIT_AS = ``memory_mb`` per process
     (including ~100 MiB of the preloaded interpreter), RLIMIT_FSIZE 64 MiB, RLIMIT_NOFILE 64
-    (``_server.MAX_OPEN_FILES``), no core files, ``max_output_bytes``
+    (``_server.MAX_OPEN_FILES``), RLIMIT_SIGPENDING 64, RLIMIT_MSGQUEUE 0, no core files, ``max_output_bytes``
     of stdout+stderr together.  memfd and SysV shared memory (not charged to RLIMIT_AS) are refused.
   * memory per run: as root, where the host's cgroup tree is writable (cgroup v1 ``memory``, or v2 with
     ``memory`` delegated), each worker has its own memory cgroup (``_cgroup``) and a run may add at most
-    ``memory_mb`` plus its tmpfs caps to the idle server's usage - anonymous memory, tmpfs, page cache and
-    kernel memory (pipe buffers, page tables) of all its processes together; past that the OOM killer ends
-    one of its processes and the run is ``"memory"``.  Elsewhere a run holds at most ``max_processes`` x
-    ``memory_mb`` of address space plus its tmpfs caps (and unaccounted kernel memory).
+    ``memory_mb`` plus its tmpfs caps to the idle server's usage as measured once, when the worker was ready
+    - anonymous memory, tmpfs, page cache and kernel memory (pipe buffers, page tables, dentries) of all its
+    processes together; past that the OOM killer ends one of its processes and the run is ``"memory"``.  What
+    earlier runs left charged never raises that limit (lookups of missing paths left 550 MiB of dentries, which
+    the next run's budget used to include): a worker whose idle usage drifts more than
+    ``server_pool.DRIFT_BYTES`` above its baseline is restarted in a recreated cgroup before its next run.
+    Elsewhere a run holds at most ``max_processes`` x ``memory_mb`` of address space plus its tmpfs caps (and
+    unaccounted kernel memory).
   * protocol: requests and replies carry ids; a mismatch, a dead or silent server, or any host-side exception
     during a request (e.g. KeyboardInterrupt) kills and restarts that worker, so a reply never answers a later
-    request.  Limits are validated on the host (``pool.check_limits``) before anything is sent.
+    request.  Limits are validated on the host (``server_pool.check_limits``) before anything is sent.
 
 Not covered: memory per run without a usable cgroup (non-root hosts, read-only cgroup trees: per process
-only, see above, and socket buffers up to ~200 KiB per open socket); the timeout is wall-clock only; ``/usr``
-(system-wide packages included) is readable, as is kernel information in ``/proc``; runs of
-one worker share its network and UTS namespaces (nothing of a run survives in them, as every process of the
-run is dead before the next starts, but the kernel keeps a closed TCP connection's TIME_WAIT state for about a
-minute, so a port another run of the worker just used may be busy); on architectures other than x86_64 and aarch64 there is no seccomp
-filter; the kernel itself is trusted (a kernel exploit through an allowed syscall escapes every layer).
+only, see above); AF_UNIX socket buffers, which no cgroup charges (~200 KiB per open socket: 11 processes of
+58 sockets each held 80-190 MiB here); the timeout is wall-clock only; ``/usr`` (system-wide packages included)
+is readable, as is kernel information in ``/proc``; runs of one worker share its network and UTS namespaces
+(nothing of a run survives in them: every process of the run is dead before the next starts, which closes its
+AF_UNIX sockets, and no run can open an IP socket); as a normal user, runs still count towards the host user's
+RLIMIT_NPROC (at most ``max_processes`` per worker); on architectures other than x86_64 and aarch64 there is
+no seccomp filter (so IP sockets, with their buffers and state, are open there); the kernel itself is trusted
+(a kernel exploit through an allowed syscall escapes every layer).
 
 Statuses: "ok" (exit 0), "error" (nonzero exit or uncaught exception, traceback on stderr), "timeout",
 "memory" (MemoryError / address-space limit, or the worker cgroup's OOM killer), "output_limit" (output

@@ -115,5 +115,6 @@ def server_argv(bwrap: str, uid: int, preload: tuple[str, ...]) -> list[str]:
         "shm_bytes": SHM_BYTES,
         "seccomp": seccomp.hex() if seccomp is not None else None,
         "host_pid_namespace": os.readlink("/proc/self/ns/pid"),
+        "host_user_namespace": os.readlink("/proc/self/ns/user"),
     }
     return argv + ["--chdir", "/", sys.executable, "-I", "-c", source, json.dumps(config)]

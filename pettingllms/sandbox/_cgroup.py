@@ -1,10 +1,15 @@
 """A memory cgroup per worker (root only, where the host's cgroup tree is writable), bounding each run as a whole.
 
 Everything a run's processes charge - anonymous memory, tmpfs and page cache, and kernel memory such as pipe
-buffers and page tables - is charged to its worker's cgroup, which holds one run at a time.  Before each run
-the host sets the limit to the worker's current usage (its idle server) plus the run's budget, so the run can
-use at most that budget in total, whatever it forks; past it the kernel's OOM killer ends a process of the run
+buffers, page tables and dentries (socket buffers are not charged) - is charged to its worker's cgroup, which
+holds one run at a time.  The host measures the idle worker's usage once, when its server is ready (the
+*baseline*), and before each run sets the limit to that baseline plus the run's budget, so a run can use at
+most that budget in total, whatever it forks; past it the kernel's OOM killer ends a process of the run
 (programs raise their own ``oom_score_adj`` so they go before the server), and the host reports ``"memory"``.
+What runs leave charged to the cgroup (dentries of paths they looked up, page cache of files they read: the
+kernel keeps both until it needs the memory) never raises the limit; once the idle usage has drifted past a
+bound (``server_pool.DRIFT_BYTES``) the host kills the worker and recreates its cgroup (``recreate``), which
+starts with nothing charged.
 
 Supported: cgroup v1 with the ``memory`` controller mounted at ``/sys/fs/cgroup/memory``, and cgroup v2 where
 the process's own cgroup already delegates ``memory`` to its children.  ``MemoryCgroup.create`` returns None
@@ -15,7 +20,9 @@ killed process is simply reused.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -67,10 +74,14 @@ class MemoryCgroup:
         """``argv`` run by a shell that first moves itself into this cgroup (so every descendant starts in it)."""
         return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
 
-    def limit_to(self, budget_bytes: int) -> None:
-        """Allow the current usage plus ``budget_bytes``."""
-        usage = int((self.path / self._usage).read_text())
-        (self.path / self._limit).write_text(str(usage + budget_bytes))
+    def usage(self) -> int:
+        """Bytes charged to the cgroup now."""
+        return int((self.path / self._usage).read_text())
+
+    def set_limit(self, limit_bytes: int) -> None:
+        """Cap the bytes charged to the cgroup at ``limit_bytes`` (the caller keeps it above the current usage:
+        below it, cgroup v1 refuses the write once reclaim fails, and v2 OOM-kills)."""
+        (self.path / self._limit).write_text(str(limit_bytes))
 
     def oom_kills(self) -> int:
         """How many processes the OOM killer has ended in this cgroup so far."""
@@ -80,16 +91,44 @@ class MemoryCgroup:
                 return int(value)
         return 0
 
-    def remove(self) -> None:
-        """Delete the cgroup once its processes are gone (they may take a moment to exit); leave it if not."""
+    def recreate(self) -> None:
+        """Kill every process in the cgroup, delete it and make it anew: empty, nothing charged, no limit, no OOM
+        kills counted.  RuntimeError when processes stay in it for a second (the old cgroup is then left)."""
+        pids: list[str] = []
+        for _ in range(100):
+            pids = _read(self.path / "cgroup.procs").split()
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):  # it may have exited since the read
+                    os.kill(int(pid), signal.SIGKILL)
+            if not pids and _rmdir(self.path):
+                self.path.mkdir()
+                return
+            time.sleep(0.01)
+        raise RuntimeError(
+            f"cannot recreate the sandbox memory cgroup {self.path}: processes {pids} stay in it after SIGKILL; "
+            "end them (or close the Sandbox) and retry"
+        )
+
+    def remove(self) -> bool:
+        """Delete the cgroup once its processes are gone (they may take a moment to exit); leave it if not.
+        True when it is gone."""
         for _ in range(50):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.02)
+            if _rmdir(self.path):
+                return True
+            time.sleep(0.02)
+        return False
+
+
+def _rmdir(path: Path) -> bool:
+    """Delete the empty dir ``path`` (True also when it is already gone); False while the kernel refuses, as it
+    does for a cgroup that still has processes."""
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def _read(path: Path) -> str:

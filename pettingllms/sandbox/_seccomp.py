@@ -7,10 +7,13 @@ own processes are not filtered, since they need ``unshare``/``setns``/``mount`` 
 Contract of the filter: a syscall from a foreign ABI (x32 on x86_64, or any other audit arch) kills the
 process; the calls in ``DENIED`` (and ``modify_ldt`` on x86_64) fail with EPERM; ``clone`` with any namespace
 flag fails with EPERM; ``clone3`` fails with ENOSYS (its flags sit behind a pointer BPF cannot read; libc then
-falls back to ``clone``, whose flags it can); ``socket``/``socketpair`` of a family other than ``SOCKET_FAMILIES``
-fail with EAFNOSUPPORT (AF_VSOCK reaches a VM's hypervisor whatever the network namespace); ``setsockopt`` of a
-socket buffer size (``SO_SNDBUF``, ``SO_RCVBUF`` and their ``FORCE`` forms) fails with EPERM (buffers are kernel
-memory no memory limit of a non-root host charges); everything else is allowed. ``setsid`` is denied because
+falls back to ``clone``, whose flags it can); ``socket``/``socketpair`` of a family other than
+``SOCKET_FAMILIES`` (AF_UNIX) fail with EAFNOSUPPORT: no IP socket of any type, stream, datagram or raw (a
+loopback TCP connection held 3-4 MiB of host memory that no cgroup v1 limit and no non-root host charges, and
+a closed one's TIME_WAIT entry in ``/proc/net/tcp`` carried data to the worker's next run), no AF_PACKET or
+netlink, no AF_VSOCK (it reaches a VM's hypervisor whatever the network namespace); ``setsockopt`` of a socket
+buffer size (``SO_SNDBUF``, ``SO_RCVBUF`` and their ``FORCE`` forms) fails with EPERM (buffers are kernel memory
+no memory limit charges); everything else is allowed.  ``setsid`` is denied because
 every new session gets its own scheduler autogroup: a program of 16 sessions took 16/17 of the CPU from the runs
 of other workers, which then timed out.  Supported: x86_64 and aarch64; elsewhere
 ``program()`` returns None and runs are not filtered (the module docstring of the package says so).
@@ -39,8 +42,10 @@ DENIED = (
     # a new session is a new scheduler autogroup: a fork of sessions would starve other workers' runs
     "setsid",
 )  # fmt: skip
-SOCKET_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
-"""The address families a program may open (the network itself is an empty namespace)."""
+SOCKET_FAMILIES = {"AF_UNIX": 1}
+"""The address families a program may open: local sockets only (``socketpair``, ``multiprocessing``, asyncio's
+self-pipe).  No program of this project needs IP: code problems use stdin/stdout or function calls, judges and
+tool programs pipes and printed answers."""
 _SOL_SOCKET = 1
 _BUFFER_OPTIONS = (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
 

@@ -2,7 +2,9 @@
 
 The host passes this file's source with ``python -I -c SOURCE CONFIG_JSON`` (stdlib only, never imported on
 the host).  CONFIG: ``host_pid_namespace`` (the host's ``/proc/self/ns/pid`` link: the server refuses to start
-in it), ``uid`` every run is switched to (``-1``: stay the current user and drop all capabilities),
+in it), ``host_user_namespace`` (likewise, when ``uid`` is ``-1``: the server then zeroes the inotify and
+fanotify counters of its own user namespace before anything else, see ``_zero_user_counters``), ``uid`` every
+run is switched to (``-1``: stay the current user and drop all capabilities),
 ``preload`` module names, ``scratch`` (mount point of each run's tmpfs), ``scratch_bytes``/``shm_bytes`` (its
 size and that of the run's ``/dev/shm``), ``seccomp`` (hex of the BPF filter every program runs under, or
 null).  Protocol on the inherited fds 0 (requests) and 1 (replies): frames of a 4-byte big-endian length
@@ -64,6 +66,19 @@ _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 
 _RUN_FDS = 6  # program memfd, stdin memfd, stdout, stderr, memory tag, wait-status pipe
 MAX_OPEN_FILES = 64
 """RLIMIT_NOFILE of a program's processes: few fds, so little unaccounted kernel memory in socket buffers."""
+MAX_PENDING_SIGNALS = 64
+"""RLIMIT_SIGPENDING of a program's processes.  The kernel counts queued signals per user in each user namespace
+up to the host's, and checks the receiver's limit against that count: without it one run's ``sigqueue`` of
+~96,000 blocked real-time signals failed every ``sigqueue`` of the host user (EAGAIN).  Signals the kernel or
+``kill`` sends (SIGCHLD, SIGALRM, SIGINT, ...) are delivered past the limit."""
+_USER_COUNTERS = "/proc/sys/user/"
+_ZEROED_COUNTERS = (
+    "max_inotify_instances",
+    "max_inotify_watches",
+    "max_fanotify_groups",
+    "max_fanotify_marks",
+)
+_SINCE_5_13 = ("max_fanotify_groups", "max_fanotify_marks")  # older kernels allow no unprivileged fanotify
 
 
 class _Caps(ctypes.Structure):
@@ -204,6 +219,7 @@ def _program(program_fd, fds, config, fprog):
             resource.RLIMIT_NOFILE: MAX_OPEN_FILES,
             resource.RLIMIT_NPROC: req["max_processes"],
             resource.RLIMIT_MSGQUEUE: 0,
+            resource.RLIMIT_SIGPENDING: MAX_PENDING_SIGNALS,
         }
         for kind, value in limits.items():
             resource.setrlimit(kind, (value, value))
@@ -454,10 +470,38 @@ def _manager(ctl, req_fd, rep_fd):
         _send(rep_fd, {"id": req["id"], **_serve(ctl, req)})
 
 
+def _zero_user_counters(config):
+    """Non-root host: allow no inotify or fanotify instance, watch or mark in the worker's user namespace.
+
+    These kernel counters are kept per user in every user namespace up to the host's, where the host user's
+    processes and every other worker share one allowance (128 inotify instances by default): a run holding them
+    made the host's and other workers' ``inotify_init`` fail.  The server holds CAP_SYS_RESOURCE in its own user
+    namespace only, so the writes change that namespace's limits; programs have no capability to raise them
+    again.  No program needs file-change notification.  As root there is no user namespace, and each worker's
+    run uid has its own per-user counts."""
+    if config["uid"] >= 0:
+        return
+    if os.readlink("/proc/self/ns/user") == config["host_user_namespace"]:
+        sys.exit("sandbox server: refusing to run as a normal user outside a private user namespace")
+    for name in _ZEROED_COUNTERS:
+        path = _USER_COUNTERS + name
+        if name in _SINCE_5_13 and not os.path.exists(path):
+            continue
+        try:
+            with open(path, "w") as counter:
+                counter.write("0")
+        except OSError as exc:
+            sys.exit(
+                f"sandbox server: cannot set {path} to 0 in its user namespace ({exc}); it needs a writable "
+                "/proc/sys in the sandbox, as bubblewrap's --unshare-user gives a normal user"
+            )
+
+
 def main():
     config = json.loads(sys.argv[1])
     if os.readlink("/proc/self/ns/pid") == config["host_pid_namespace"] or os.getpid() == 1:
         sys.exit("sandbox server: refusing to run outside a private pid namespace")
+    _zero_user_counters(config)
     _check(_LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "dumpable")  # no /proc/<pid>/fd|mem, no ptrace
     req_fd, rep_fd = os.dup(0), os.dup(1)
     null = os.open("/dev/null", os.O_RDWR)

@@ -2,10 +2,12 @@
 
 Each worker slot owns one server process (``_bwrap.server_argv``) and, when the host runs as root, a run uid
 leased host-wide (``_uids``: unique across every process on this host) so that RLIMIT_NPROC bounds each
-worker separately.  A run is one length-prefixed JSON request/reply on the server's stdin/stdout; every
-request carries a fresh random id that its reply must echo.  A server that closes its pipe (died), does not
-reply within ``timeout + HOST_MARGIN_S``, or answers with another id is killed, that run is reported as
-``"crashed"`` and a fresh server is started; any other exception while a request is in flight (e.g.
+worker separately, and where it can a memory cgroup (``_cgroup``) whose limit is the idle worker's usage,
+measured once when its server is ready, plus the run's budget (a worker whose idle usage drifts
+``DRIFT_BYTES`` past that baseline is restarted in a recreated cgroup).  A run is one length-prefixed JSON
+request/reply on the server's stdin/stdout; every request carries a fresh random id that its reply must echo.
+A server that closes its pipe (died), does not reply within ``timeout + HOST_MARGIN_S``, or answers with another
+id is killed, that run is reported as ``"crashed"`` and a fresh server is started; any other exception while a request is in flight (e.g.
 KeyboardInterrupt) also kills and replaces the server before it propagates, so a reply can never be read as
 the answer to a later request.  Limits are validated on the host before anything is sent.
 """
@@ -38,6 +40,11 @@ MAX_TIMEOUT_S = 3600.0
 """Largest ``timeout`` a run may ask for (seconds)."""
 MIN_MEMORY_MB, MAX_MEMORY_MB = 16, 1 << 20
 """Smallest and largest ``memory_mb`` a run may ask for."""
+DRIFT_BYTES = 32 << 20
+"""How far a worker's idle memory usage may rise above its baseline (what earlier runs left charged to its
+cgroup: dentries, page cache) before the worker is restarted in a recreated cgroup.  Benign runs stay within
+5 MiB (HumanEval programs, code-v0 judges, 1 MB outputs); far below the smallest budget (``MIN_MEMORY_MB`` plus
+the tmpfs caps, 160 MiB), so a limit is never set below the usage."""
 
 # bwrap --die-with-parent ties a server to the *thread* that spawned it, so every server is spawned
 # from this one long-lived thread rather than from short-lived pool threads.
@@ -167,7 +174,8 @@ class _Server:
 
 
 class _Slot:
-    """A worker position in the pool: a run uid (``-1``: not root), its memory cgroup (None where there is none)
+    """A worker position in the pool: a run uid (``-1``: not root), its memory cgroup (None where there is none),
+    the idle worker's usage in it (``baseline``, measured once, when the first server in that cgroup is ready)
     and the server currently serving it."""
 
     def __init__(self, bwrap: str, uid: int, preload: tuple[str, ...]):
@@ -177,15 +185,24 @@ class _Slot:
         self.cgroup = _cgroup.MemoryCgroup.create(f"pettingllms-sandbox-{uid}") if uid >= 0 else None
         if self.cgroup is not None:
             self.argv = self.cgroup.wrap(self.argv)
+        self.baseline: int | None = None
         self.server: _Server | None = _Server(self.argv)
+
+    def wait_ready(self) -> None:
+        """Block until the server is ready (see ``_Server.wait_ready``); the first time in this cgroup, measure
+        the idle worker's usage: the fixed baseline of every later run's limit."""
+        if not self.server.ready:
+            self.server.wait_ready()
+        if self.cgroup is not None and self.baseline is None:
+            self.baseline = self.cgroup.usage()
 
     def run(self, req: dict) -> SandboxResult:
         """One request; a dead or silent server yields "crashed" and is replaced by a fresh one."""
         if self.server is None:
             self.server = _Server(self.argv)
-        oom_kills = self._limit_memory(req["memory_mb"])
         start = time.monotonic()
         try:
+            oom_kills = self._limit_memory(req["memory_mb"])
             reply = self.server.request(
                 {"id": secrets.token_hex(8), **req}, start + req["timeout"] + HOST_MARGIN_S
             )
@@ -206,15 +223,32 @@ class _Slot:
         return result
 
     def _limit_memory(self, memory_mb: int) -> int:
-        """Set the worker cgroup's budget for the next run; returns its OOM-kill count so far (0: no cgroup)."""
+        """Set the worker cgroup's limit for the next run to the baseline plus its budget, first recreating the
+        worker when its idle usage has drifted more than ``DRIFT_BYTES`` past the baseline; returns the
+        cgroup's OOM-kill count so far (0: no cgroup)."""
         if self.cgroup is None:
             return 0
-        self.cgroup.limit_to((memory_mb << 20) + _bwrap.SCRATCH_BYTES + _bwrap.SHM_BYTES)
+        self.wait_ready()  # a restarted server's usage is compared once it is idle
+        if self.cgroup.usage() > self.baseline + DRIFT_BYTES:
+            self._recreate()
+        self.cgroup.set_limit(self.baseline + (memory_mb << 20) + _bwrap.SCRATCH_BYTES + _bwrap.SHM_BYTES)
         return self.cgroup.oom_kills()
 
-    def _restart(self) -> None:
-        self.log = self.server.log_tail()
+    def _recreate(self) -> None:
+        """A fresh server in a fresh cgroup (nothing charged) and a new baseline; the old baseline stays when the
+        cgroup cannot be recreated (RuntimeError), so no limit ever rises."""
         self.server.kill()
+        self.server = None
+        self.cgroup.recreate()
+        self.baseline = None
+        self.server = _Server(self.argv)
+        self.wait_ready()
+
+    def _restart(self) -> None:
+        """Replace the server (keeping its log tail for the "crashed" result); the cgroup and baseline stay."""
+        if self.server is not None:
+            self.log = self.server.log_tail()
+            self.server.kill()
         self.server = _Server(self.argv)
 
 
@@ -263,7 +297,7 @@ class Sandbox:
                     uid = self._leases[-1].uid
                 self._slots.append(_Slot(bwrap, uid, tuple(preload)))
             for slot in self._slots:
-                slot.server.wait_ready()
+                slot.wait_ready()
         except BaseException:
             self._shutdown()
             raise
