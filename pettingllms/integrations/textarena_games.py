@@ -12,11 +12,27 @@ in seat 0 against others (`pettingllms-eval --policy player_0=...,player_1=...`)
 rounds (every player moved once); `max_turns` (default: none) truncates a game that runs longer. Reset options
 `{"split": "train" | "val" | "eval"}` draw TextArena's seed from disjoint streams of the episode seed
 (`core.seeding`), so that training and evaluation games differ wherever a game's setup is random.
+
+Moves and observations are bounded before TextArena sees them or a player reads them:
+
+- A move longer than `MOVE_MAX_CHARS` (2,000) characters is cut to its last 2,000 (where a final answer
+  usually is, as TextArena's own `ClipCharactersActionWrapper` cuts), and its player gets a `[GAME]` line
+  saying so (an admin line, which a game's `-train` variant does not show). The cut carries no penalty of its
+  own: TextArena judges the cut move, and one with no legal move in it is an invalid move under TextArena's
+  rules. The cap also bounds TextArena's move parsing, quadratic in a move's length for some games
+  (ConnectFour's regex).
+- A move's role tags (`[GAME]`, `[Player 1]`, the game's role names such as `[White]`) are removed until none
+  is left, so that a move cannot forge a line of the game in the other players' view: TextArena removes each
+  tag once, and `[GA[GAME]ME]` became `[GAME]`.
+- A player's observation is TextArena's whole history for it; when that is longer than
+  `OBSERVATION_MAX_CHARS`, it keeps its first `HISTORY_HEAD_CHARS` (TextArena's prompt: the player's role and
+  the rules) and its end (the latest moves and board), with `HISTORY_CUT_MARKER` where turns were cut.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,13 +47,18 @@ from pettingllms.core.text import (
     PrintableText,
     TextObservation,
     sanitize,
-    truncate,
 )
 
 TEXTARENA_VERSION = "0.7.4"
 """The TextArena release this bridge is tested with (the `textarena` extra pins it)."""
 PREFIX = "textarena/"
 SPLITS = ("train", "val", "eval")
+MOVE_MAX_CHARS = 2_000
+"""The longest move handed to TextArena: a longer one is cut to its last `MOVE_MAX_CHARS` characters."""
+HISTORY_HEAD_CHARS = OBSERVATION_MAX_CHARS // 4
+"""How much of the start of a history too long for an observation it keeps (the rest comes from its end)."""
+HISTORY_CUT_MARKER = "\n...[earlier turns cut]...\n"
+"""What stands in a cut observation where the turns between its start and its end were."""
 
 
 def import_textarena():
@@ -155,7 +176,9 @@ class TextArenaEnv(AECEnv):
         self._read_next()
 
     def observe(self, agent: str) -> TextObservation:
-        return TextObservation(truncate(sanitize(self._texts.get(agent, "")), OBSERVATION_MAX_CHARS))
+        return TextObservation(
+            keep_start_and_end(sanitize(self._texts.get(agent, "")), OBSERVATION_MAX_CHARS)
+        )
 
     def step(self, action: str | None) -> None:
         agent = self.agent_selection
@@ -163,7 +186,7 @@ class TextArenaEnv(AECEnv):
             self._was_dead_step(action)
             return
         self._cumulative_rewards[agent] = 0.0
-        done, _ = self._game.step(str(action))
+        done, _ = self._game.step(self._move(str(action)))
         self._moves += 1
         self.turn = self._moves // self.num_players
         self.rewards = dict.fromkeys(self.agents, 0.0)
@@ -184,6 +207,26 @@ class TextArenaEnv(AECEnv):
             self._read_next()
         self._accumulate_rewards()
 
+    def _move(self, action: str) -> str:
+        """`action` as TextArena gets it: cut to its last `MOVE_MAX_CHARS` characters (its player is told so
+        in a `[GAME]` line only it sees, before the move in its history), then stripped of role tags."""
+        if len(action) > MOVE_MAX_CHARS:
+            self._game.state.add_observation(
+                message=(
+                    f"Your move had {len(action):,} characters; moves are capped at {MOVE_MAX_CHARS:,}, "
+                    f"so only its last {MOVE_MAX_CHARS:,} were played."
+                ),
+                observation_type=import_textarena().ObservationType.GAME_ADMIN,
+                to_id=self._game.state.current_player_id,
+            )
+            action = action[-MOVE_MAX_CHARS:]
+        return strip_role_tags(action, self._role_tags())
+
+    def _role_tags(self) -> set[str]:
+        """The names TextArena writes in brackets before a message: `GAME`, `Player <i>`, the game's roles."""
+        roles = getattr(self._game.state, "role_mapping", None) or {}
+        return {"GAME", *(f"Player {index}" for index in range(self.num_players)), *map(str, roles.values())}
+
     def _read_next(self) -> None:
         player, text = self._game.get_observation()
         self.agent_selection = self.possible_agents[player]
@@ -203,6 +246,31 @@ class TextArenaEnv(AECEnv):
 
     def close(self) -> None:
         """Nothing to release (TextArena's `close` ends a game and is called when it is over)."""
+
+
+def strip_role_tags(move: str, tags: set[str]) -> str:
+    """`move` without any `[tag]` of `tags`, removed until none is left (`[GA[GAME]ME]` -> ``): one pass
+    would leave the tag that the removal assembles. Each pass is linear in `len(move)` and all but the last
+    remove at least one tag, so at most about `len(move) / 3` passes run."""
+    if not tags:
+        return move
+    pattern = re.compile("|".join(re.escape(f"[{tag}]") for tag in sorted(tags, key=len, reverse=True)))
+    while True:
+        stripped = pattern.sub("", move)
+        if stripped == move:
+            return move
+        move = stripped
+
+
+def keep_start_and_end(text: str, limit: int) -> str:
+    """`text` if it has at most `limit` characters, else its first `HISTORY_HEAD_CHARS` characters (at most a
+    quarter of `limit`), `HISTORY_CUT_MARKER`, and its end, `limit` characters in all: a growing history keeps
+    its prompt and its latest turns."""
+    if len(text) <= limit:
+        return text
+    head = min(HISTORY_HEAD_CHARS, limit // 4)
+    tail = max(0, limit - head - len(HISTORY_CUT_MARKER))
+    return (text[:head] + HISTORY_CUT_MARKER + (text[-tail:] if tail else ""))[:limit]
 
 
 def play_with_agents(

@@ -31,16 +31,27 @@ Time bounds and threads
 -----------------------
 Answers outside ``bounds.parsable`` (longer than ``bounds.MAX_ANSWER_CHARS``, brackets nested deeper than
 ``bounds.MAX_NESTING``, unbalanced braces, ...) are never parsed, and parsed answers outside
-``bounds.tractable`` (``10^{10^{10}}``, unevaluated integrals, ...) never compared: both equal only an
-identical normalized text. Beyond that, math-verify bounds each parse and each comparison with
-``signal.alarm``, which works only in the main thread (in any other thread math-verify raises ValueError
-instead). So ``timeout_seconds`` (whole seconds, default ``DEFAULT_TIMEOUT_S``; a step that runs out counts as
-"not equal") is passed on in the main thread, and ``None`` (no timeout) in every other thread. Consequences:
+``bounds.tractable`` (``10^{10^{10}}``, unevaluated integrals, ...) or holding more than ``MAX_EXACT_DIGITS``
+(1,000) digits of exact numbers (``exact_digits_bounded``: ``10^{1000}+1``, ``\\sqrt{10^{99990}+1}``,
+``\\sin(10^{5000})``) never compared: all of them equal only an identical normalized text, so a correct
+answer of more than 1,000 digits (``2^{4000}``) is graded correct only when it is written as the gold answer
+is. The digit budget is far below ``bounds.MAX_DIGITS`` (100,000), which bounds the cost of computing a
+power's digits but not what sympy does with the number next: it tests integers for primality and factors
+radicands (``\\sqrt{n}`` tries to pull square factors out of ``n``), in time that grows with the cube of the
+digits. ``\\sqrt{10^{99990}+1}`` passed ``tractable`` (its radicand has 99,991 digits) and then, against any
+gold answer, took ~2 s in the main thread (the alarm) and never returned in a worker thread; at 1,000 digits
+the worst case measured is under a second.
+
+Beyond that, math-verify bounds each parse and each comparison with ``signal.alarm``, which works only in the
+main thread (in any other thread math-verify raises ValueError instead). So ``timeout_seconds`` (whole
+seconds, default ``DEFAULT_TIMEOUT_S``; a step that runs out counts as "not equal") is passed on in the main
+thread, and ``None`` (no timeout) in every other thread. Consequences:
 
 - In a worker thread nothing interrupts a comparison that passes the bounds but makes sympy's ``simplify``
-  slow. Fuzzing found two families: a logarithm against a large integer (``\\log(i)`` against ``99^{12}``)
-  and nested powers with variables (``10^{y 99^{2*2_2}}+e`` against ``x+1``); neither returned within the
-  15 s and 200 s we waited. In the main thread the alarm stops both after ``timeout_seconds``.
+  slow. Fuzzing found two families, each a particular pair of answers (neither answer is slow against
+  ``7``): a logarithm against a large integer (``\\log(i)`` against ``99^{12}``) and nested powers with
+  variables (``10^{y 99^{2*2_2}}+e`` against ``x+1``); neither returned within the 15 s and 200 s we
+  waited. In the main thread the alarm stops both after ``timeout_seconds``.
 - Even in the main thread the alarm only fires between Python bytecodes, so a single huge C-level integer
   operation would run to its end; the bounds exist to keep those out.
 - For a hard bound, grade in a separate process that the caller kills at a deadline (a process pool whose
@@ -56,15 +67,21 @@ math-verify is called with ``raise_on_error=False``: it turns every parser or sy
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from types import ModuleType
 
+import sympy
+
 from pettingllms.core.errors import DependencyNotInstalled
-from pettingllms.data.math.bounds import parsable, tractable
+from pettingllms.data.math.bounds import _log10_bound, _nodes, parsable, tractable
 from pettingllms.data.math.latex import extract_boxed, has_box, normalize_answer
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "MAX_EXACT_DIGITS",
+    "exact_digits",
+    "exact_digits_bounded",
     "extract_boxed",
     "grade",
     "is_equivalent",
@@ -74,6 +91,10 @@ __all__ = [
 
 DEFAULT_TIMEOUT_S = 2
 """Seconds allowed for each parse and each comparison (main thread only)."""
+MAX_EXACT_DIGITS = 1_000
+"""Parsed answers whose exact numbers would need more digits than this together (``exact_digits``) are not
+compared: sympy may test such a number for primality or factor it, in time that grows with the cube of its
+digits (1,000 digits: ~0.2 s; 2,000: ~0.8 s; ``\\sqrt{10^{99990}+1}`` never returned in a worker thread)."""
 
 
 def is_equivalent(candidate: str, gold: str, *, timeout_seconds: int | None = DEFAULT_TIMEOUT_S) -> bool:
@@ -99,7 +120,7 @@ def is_equivalent(candidate: str, gold: str, *, timeout_seconds: int | None = DE
     gold_parsed, candidate_parsed = _parse(gold_text, timeout), _parse(candidate_text, timeout)
     if not gold_parsed or not candidate_parsed:
         return False
-    if not all(tractable(item) for item in gold_parsed + candidate_parsed):
+    if not all(tractable(item) and exact_digits_bounded(item) for item in gold_parsed + candidate_parsed):
         return False
     return _math_verify().verify(
         list(gold_parsed), list(candidate_parsed), timeout_seconds=timeout, raise_on_error=False
@@ -116,6 +137,65 @@ def grade(completion_or_answer: str, gold: str, *, timeout_seconds: int | None =
         return is_equivalent(completion_or_answer, gold, timeout_seconds=timeout_seconds)
     answer = extract_boxed(completion_or_answer)
     return answer is not None and is_equivalent(answer, gold, timeout_seconds=timeout_seconds)
+
+
+def exact_digits_bounded(parsed: object) -> bool:
+    """Whether a parsed answer (a math-verify result: a sympy expression, a matrix or a string) holds at most
+    ``MAX_EXACT_DIGITS`` digits of exact numbers, counted by ``exact_digits``; a matrix counts its entries
+    together. Evaluates nothing."""
+    if isinstance(parsed, sympy.MatrixBase):
+        return sum(exact_digits(entry) for entry in parsed) <= MAX_EXACT_DIGITS
+    return not isinstance(parsed, sympy.Basic) or exact_digits(parsed) <= MAX_EXACT_DIGITS
+
+
+def exact_digits(expr: sympy.Basic) -> float:
+    """An upper bound on the digits of the exact numbers that evaluating ``expr`` may produce: for a rational
+    value, of its numerator and its denominator; for any other, of every rational part (a radicand, the
+    argument of ``sin``, an exponent). Infinite where a bound overflows a float; evaluates nothing.
+
+    A rational counts its larger part, a float its integer digits; a sum counts the sum of its terms (a common
+    denominator multiplies them) plus a carry, a product the sum of its factors, a constant power its base
+    times the exponent's magnitude plus the exponent's own digits, the factorial family and ``gamma`` the size
+    ``bounds`` gives them; a symbol or a constant such as ``pi`` nothing; any other node the sum of its
+    arguments. Iterative, so deep expressions do not recurse.
+    """
+    nodes = list(_nodes(expr))  # parents before children; kept alive so that their ids stay unique
+    digits: dict[int, float] = {}
+    for node in reversed(nodes):
+        parts = [digits[id(arg)] for arg in node.args if isinstance(arg, sympy.Basic)]
+        digits[id(node)] = _node_digits(node, parts)
+    return digits[id(expr)]
+
+
+def _node_digits(node: sympy.Basic, parts: list[float]) -> float:
+    """``exact_digits`` of one node, given those of its arguments (``parts``)."""
+    if node.is_Rational:
+        return max(_digits_of(node.p), _digits_of(node.q))
+    if node.is_Float:
+        return max(0.0, _log10_bound(node))
+    if not parts:
+        return 0.0
+    if isinstance(node, sympy.Pow) and not node.exp.free_symbols:
+        base, exponent = parts
+        return (0.0 if base == 0.0 else base * _magnitude(node.exp)) + exponent
+    if isinstance(node, _INTEGER_VALUED) and not node.free_symbols:
+        bound = _log10_bound(node)
+        return math.inf if bound is None else max(bound, 0.0)
+    return sum(parts) + (math.log10(len(parts)) if isinstance(node, sympy.Add) else 0.0)
+
+
+_INTEGER_VALUED = (sympy.factorial, sympy.factorial2, sympy.subfactorial, sympy.binomial, sympy.gamma)
+
+
+def _magnitude(constant: sympy.Basic) -> float:
+    """An upper bound on ``max(1, |constant|)``; infinite when none is known (``I``) or it overflows."""
+    bound = _log10_bound(constant)
+    return math.inf if bound is None or bound > 300 else max(1.0, 10.0**bound)
+
+
+def _digits_of(number: int) -> float:
+    """``log10(|number|)``, 0 for 0: the digits of an integer, to within one."""
+    return 0.0 if number == 0 else math.log10(abs(number))
 
 
 @functools.lru_cache(maxsize=8192)
