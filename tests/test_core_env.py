@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import pettingllms
-from pettingllms.core.env import TextAECEnv
+from pettingllms.core.env import StepOutcome, TextAECEnv
 from pettingllms.core.errors import ConfigError
 
 BUILT_IN = ["sokoban-v0", "sudoku-v0", "plan-path-v0", "code-v0", "math-v0"]
@@ -44,3 +44,45 @@ def test_numpy_integer_seeds_are_seeds():
     first = env.observe(env.agent_selection)
     env.reset(seed=3)
     assert env.observe(env.agent_selection) == first
+
+
+class Levels(TextAECEnv):
+    """A proposer and an executor: each answer is a number; the proposer's is its potential until the executor
+    answers, whose number becomes everyone's potential (what the team executed); 0.5 to start."""
+
+    metadata = {"name": "levels", "render_modes": ["ansi"], "is_parallelizable": False}
+    WORKFLOWS = {"mas": ("proposer", "executor")}
+
+    def _reset_task(self, options):
+        pass
+
+    def _initial_potentials(self):
+        return dict.fromkeys(self.possible_agents, 0.5)
+
+    def _act(self, agent, action):
+        level = float(action)
+        if agent == "proposer":
+            return StepOutcome(potentials={"proposer": level}, reward_local=-0.25 * (level > 1))
+        return StepOutcome(potentials=dict.fromkeys(self.agents, level), reward_team=float(level == 1))
+
+    def _observation_text(self, agent):
+        return agent
+
+    def _render_text(self):
+        return ""
+
+
+def test_agents_are_paid_the_change_of_their_potential_and_proposers_settle_on_what_was_executed():
+    env = Levels(alpha=2.0, max_turns=3)
+    env.reset(seed=0)
+    paid = []
+    for action in ["0.9", "0.2", "3", "0.7", "1", "1"]:  # proposer, executor, proposer, executor, ...
+        env.step(action)
+        paid += [env.infos["proposer"]["reward_local"], env.infos["executor"]["reward_local"]]
+    # worked by hand: the proposer is paid 0.9 - 0.5, settled 0.2 - 0.9; paid 3 - 0.2 - 0.25 (its penalty),
+    # settled 0.7 - 3; paid 1 - 0.7, settled 0; the executor is paid the executed change each turn
+    assert paid == pytest.approx([0.4, 0.0, -0.7, -0.3, 2.55, 0.0, -2.3, 0.5, 0.3, 0.0, 0.0, 0.3])
+    proposer, executor = sum(paid[0::2]), sum(paid[1::2])
+    assert proposer == pytest.approx(1.0 - 0.5 - 0.25) and executor == pytest.approx(1.0 - 0.5)
+    assert env.rewards["executor"] == pytest.approx(2.0 * 1.0 + 0.3)  # alpha * team + local
+    assert env.unwrapped.potential("proposer") == env.unwrapped.potential("executor") == 1.0

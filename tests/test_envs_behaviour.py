@@ -137,6 +137,20 @@ def test_loaded_sudoku_accepts_a_whole_grid_answer():
     assert env.unwrapped.success and "error" not in env.infos["plan"]
 
 
+@needs_bwrap
+@pytest.mark.parametrize("agent", ["tool", "plan"])
+def test_a_sudoku_number_too_long_for_int_is_a_parse_error_not_an_exception(agent):
+    # issue 24: a 4,301-digit number raised ValueError from parse_placements inside step
+    answer = "<answer>(1, 1, " + "9" * 4301 + ") r1c1=" + "7" * 5000 + "</answer>"
+    env = pettingllms.make("sudoku-v0")
+    env.reset(seed=0)
+    if agent == "plan":
+        env.step("<answer>nothing</answer>")
+    env.step(answer if agent == "plan" else f"```python\nprint({answer!r})\n```")
+    info = env.infos[agent]
+    assert info["parse_error"] and "no placement found" in info["error"]
+
+
 def test_loaded_plan_path_grid():
     env = pettingllms.make("plan-path-v0", workflow="single")
     env.reset(options={"grid": GRID})

@@ -460,3 +460,22 @@ def test_grouping_ablations_pool_one_key_over_the_same_samples(grouping, key):
     )
     pooled = [g for g in groups if len({s.prompt for s in ablation.samples if s.group_id == g}) > 1]
     assert pooled  # groups now mix different prompts: what agent-and-turn grouping avoids
+
+
+def test_trajectory_returns_hold_what_a_tool_agent_is_settled_when_its_team_acts():
+    # the tool proposes the solution every turn and the plan agent answers nothing: the tool is paid its
+    # simulated progress (+1) at its step and settled back (-1) at the plan's, so the team's return is the
+    # plan agent's four parse penalties, not 4 x (+1) for proposals nobody executed
+    from pettingllms.backends.baselines import OraclePolicy
+
+    env_fn = functools.partial(pettingllms.make, "plan-path-v0", workflow="mas")
+    rollout = RolloutEngine(
+        env_fn,
+        {"oracle": OraclePolicy(), "silent": ScriptedPolicy(lambda prompt, rng: "", seed=0)},
+        {"tool": "oracle", "plan": "silent"},
+        {"oracle": SamplingConfig(), "silent": SamplingConfig()},
+        num_generations=2,
+        grouping="trajectory",
+    ).collect(range(2))
+    assert all(episode.returns == pytest.approx({"tool": 0.0, "plan": -0.4}) for episode in rollout.episodes)
+    assert [sample.reward for sample in rollout.samples] == pytest.approx([-0.4] * len(rollout.samples))

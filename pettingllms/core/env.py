@@ -11,10 +11,19 @@ Contract shared by all environments (subclasses implement the task; this class i
   exception: it earns a penalty and `infos[agent]["error"]` explains why.
 - After every step, for *every* live agent `a`:
   `rewards[a] == alpha * infos[a]["reward_team"] + infos[a]["reward_local"]`, where the team reward is shared by
-  the team and the local reward goes to the acting agent only (other agents get `reward_local == 0.0`).
+  the team and the local reward is `a`'s own: the change of `a`'s potential at this step (below), plus, for the
+  acting agent only, the step's direct reward (`StepOutcome.reward_local`: the penalties of unusable answers).
   `infos[a]` always holds `reward_team`, `reward_local`, `turn` (the turn in which the step happened),
   `success` (whether the task is solved so far); the acting agent's also holds `parse_error` (nothing in the
   action was usable) and, when its action could not be used fully or partly, `error` saying why.
+- Returns mean success (the reward contract). Every agent has a *potential*, a bounded level that the env
+  declares (`_initial_potentials` at reset, `StepOutcome.potentials` after a step: the acting agent's, and a
+  proposer's when its team executes); an agent is paid its potential's *change*, so its local rewards over an
+  episode sum to its final potential minus its initial one, whatever happened in between. Team rewards are paid
+  on change of success likewise (they sum to the final success), and the episode ends when the task is solved.
+  So an agent's return is bounded, and is maximised by the team solving the instance: stalling, repeating an
+  answer, oscillating, sabotaging a teammate or guessing earn no more than honest solver play (penalties only
+  lower a return). `pettingllms.testing.check_returns` plays a battery of such strategies against the oracle.
 - Randomness comes only from `self.np_random`, seeded by `reset(seed=...)` (a new seed draws a new generator;
   `reset()` without a seed continues the current one).
 - `clone()` (or `copy.deepcopy`) returns an exact, independent copy; stepping the copy never changes the
@@ -78,16 +87,22 @@ class StepOutcome:
     """What one agent's action did.
 
     Attributes:
-        reward_local: the acting agent's own reward.
+        reward_local: the acting agent's direct reward, paid as is on top of its potential's change: the
+            penalty of an unusable answer (this package's envs pay nothing positive here; progress is a
+            potential, so that it telescopes).
         reward_team: the team's reward for this step (given to every agent).
+        potentials: the new potential of each agent named (the acting agent's, or a proposer's whose proposal
+            the team just acted on); each is paid the change from its previous potential as local reward.
+            Agents not named keep theirs.
         error: why the action could not be used (fully or partly), or None.
         parse_error: nothing in the action could be used at all (a malformed answer), not just part of it.
         terminal: the task has ended (solved, or finished for good).
         info: extra entries for the acting agent's `infos` (documented by each env).
     """
 
-    reward_local: float
+    reward_local: float = 0.0
     reward_team: float = 0.0
+    potentials: Mapping[str, float] = dataclasses.field(default_factory=dict)
     error: str | None = None
     parse_error: bool = False
     terminal: bool = False
@@ -98,7 +113,8 @@ class TextAECEnv(AECEnv):
     """Base class: turn-based text environment with team and local rewards (see the module docstring).
 
     Subclasses set `WORKFLOWS`, `DEFAULT_MAX_TURNS`, `RESET_OPTIONS` and `metadata["name"]`, and implement
-    `_reset_task`, `_act`, `_observation_text` and `_render_text` (and `_render_rgb` for grid games).
+    `_reset_task`, `_act`, `_observation_text` and `_render_text` (and `_render_rgb` for grid games; and
+    `_initial_potentials` when an agent's potential does not start at 0).
 
     Args:
         alpha: weight of the team reward in `rewards[agent] = alpha * reward_team + reward_local`.
@@ -165,6 +181,7 @@ class TextAECEnv(AECEnv):
         self.np_random, self.np_random_seed = seeding.np_random(None)
         self.turn = 0
         self.success = False
+        self._potentials = dict.fromkeys(self.possible_agents, 0.0)
         self._observations: dict[str, TextObservation] = {}
 
     def _check_team(self, workflow: str, num_agents: int | None) -> int | None:
@@ -198,6 +215,10 @@ class TextAECEnv(AECEnv):
         """The full prompt of `agent` for the current state."""
         raise NotImplementedError
 
+    def _initial_potentials(self) -> Mapping[str, float]:
+        """Each agent's potential for the task `_reset_task` just started (agents not named start at 0.0)."""
+        return {}
+
     def _render_text(self) -> str:
         """A human-readable picture of the current state."""
         raise NotImplementedError
@@ -216,6 +237,10 @@ class TextAECEnv(AECEnv):
         raise NotImplementedError(
             f"{type(self).__name__} declares no random_answer(); the random policy cannot play it"
         )
+
+    def potential(self, agent: str) -> float:
+        """`agent`'s potential now: what its local rewards since reset sum to, penalties aside (module docstring)."""
+        return self._potentials[agent]
 
     # ----------------------------------------------------------------- PettingZoo API
     @property
@@ -245,6 +270,8 @@ class TextAECEnv(AECEnv):
         self.turn = 0
         self.success = False
         self._reset_task(options)
+        self._potentials = dict.fromkeys(self.possible_agents, 0.0)
+        self._potentials.update(self._initial_potentials())
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
@@ -263,9 +290,10 @@ class TextAECEnv(AECEnv):
         outcome = self._act(agent, action)
         self._observations = {}
         acting_turn = self.turn
-        own = float(outcome.reward_local) if self.reward_mode == "shaped" else 0.0
+        changes = self._settle_potentials(outcome.potentials)
+        changes[agent] = changes.get(agent, 0.0) + float(outcome.reward_local)
         for a in self.agents:
-            local = own if a == agent else 0.0
+            local = changes.get(a, 0.0) if self.reward_mode == "shaped" else 0.0
             self.rewards[a] = self.alpha * float(outcome.reward_team) + local
             self.infos[a] = self._info(float(outcome.reward_team), local, turn=acting_turn)
         self.infos[agent].update(outcome.info)
@@ -311,6 +339,14 @@ class TextAECEnv(AECEnv):
         return copy.deepcopy(self)
 
     # ----------------------------------------------------------------- helpers
+    def _settle_potentials(self, potentials: Mapping[str, float]) -> dict[str, float]:
+        """Record the new `potentials`; return each named agent's change (its local reward of this step)."""
+        changes = {}
+        for a, level in potentials.items():
+            changes[a] = float(level) - self._potentials[a]
+            self._potentials[a] = float(level)
+        return changes
+
     def _info(self, reward_team: float, reward_local: float, *, turn: int | None = None) -> dict[str, Any]:
         return {
             "reward_team": reward_team,

@@ -14,12 +14,20 @@ Each turn, in order:
 
 The episode terminates when the puzzle is solved and is truncated after `max_turns` turns.
 
-Rewards (version 0), with `potential(state)` in [0, 1] defined per game (1 iff solved):
-- local, both agents: `potential(after) - potential(before)` (for `tool`, "after" is the simulated copy),
-  minus `INVALID_ACTION_PENALTY` (0.05) per action that could not be applied (at most `MAX_INVALID_PENALTY`, 0.5
-  in total), or minus `PARSE_ERROR_PENALTY` (0.1) when the answer holds no usable action at all (no answer,
-  unknown token, code that failed or printed nothing usable).
-- team: `SUCCESS_REWARD` (1.0) on the step that solves the puzzle, else 0.
+Rewards, with `potential(state)` defined per game (bounded; 1 iff solved), paid on change as
+`pettingllms.core.env` states:
+- `plan` (and the aggregator): its potential is the real state's, so its local reward is the progress its moves
+  make, `potential(after) - potential(before)`.
+- `tool` (each tool agent of an ensemble): at its step its potential becomes its proposal's, simulated on a copy,
+  so it is paid `potential(simulated) - potential(real)` at once (the signal that ranks proposals of one state);
+  when the plan agent then acts, its potential becomes the real state's again and it is paid the difference
+  (`potential(real after) - potential(simulated)`, often negative). Over a turn a tool agent earns exactly the
+  progress its team executed: a proposal the team does not carry out earns nothing, however often it is made.
+- penalties (any agent, on top): `INVALID_ACTION_PENALTY` (0.05) per action that could not be applied (at most
+  `MAX_INVALID_PENALTY`, 0.5 in total), or `PARSE_ERROR_PENALTY` (0.1) when the answer holds no usable action at
+  all (no answer, unknown token, code that failed or printed nothing usable).
+- team: `SUCCESS_REWARD` (1.0) on the step that solves the puzzle, which ends the episode; else 0.
+So every agent's return is at most `(1 - potential(start)) + alpha`, reached by solving.
 """
 
 from __future__ import annotations
@@ -192,18 +200,19 @@ class ToolPlanEnv(TextAECEnv):
         self._proposals = {}
         self._last_turn_report = None
 
+    def _initial_potentials(self) -> dict[str, float]:
+        return dict.fromkeys(self.possible_agents, self._state_potential)
+
     def _act(self, agent: str, action: str) -> StepOutcome:
         if agent_role(agent) == "tool":
             return self._act_tool(agent, action)
         return self._act_plan(agent, action)
 
     def _act_plan(self, agent: str, action: str) -> StepOutcome:
-        before = self._state_potential
         actions, error = self._answer_actions(action)
         problems = self._run(self.state, actions)
         self.success = self._solved(self.state)
         self._state_potential = self._potential(self.state)
-        local = self._state_potential - before - self._penalty(actions, problems)
         error = error or self._describe_problems(problems)
         self._last_turn_report = (
             f"Turn {self.turn + 1}: the {'aggregator' if agent == AGGREGATOR else 'plan agent'} answered "
@@ -211,8 +220,9 @@ class ToolPlanEnv(TextAECEnv):
         )
         self._proposals = {}
         return StepOutcome(
-            reward_local=local,
+            reward_local=-self._penalty(actions, problems),
             reward_team=SUCCESS_REWARD if self.success else 0.0,
+            potentials=dict.fromkeys(self.agents, self._state_potential),  # proposers settle on what ran
             error=error,
             parse_error=not actions,
             terminal=self.success,
@@ -230,7 +240,6 @@ class ToolPlanEnv(TextAECEnv):
             error = error or parse_error
         simulated = self.state.copy()
         problems = self._run(simulated, actions)
-        local = self._potential(simulated) - self._state_potential - self._penalty(actions, problems)
         error = error or self._describe_problems(problems)
         outcome = (
             "it would solve the puzzle"
@@ -245,7 +254,8 @@ class ToolPlanEnv(TextAECEnv):
         )
         self._proposals[agent] = Proposal(code, output, status, tuple(actions), summary)
         return StepOutcome(
-            reward_local=local,
+            reward_local=-self._penalty(actions, problems),
+            potentials={agent: self._potential(simulated)},
             error=error,
             parse_error=not actions,
             info={"actions": len(actions), "invalid_actions": len(problems), "code_status": status},

@@ -21,8 +21,9 @@ AT-GRPO (`grouping="agent_turn"`), for every instance, turn and agent in workflo
    makes, not on best-of-K ones).
 
 Trajectory baseline (`grouping="trajectory"`): K independent episodes per instance, one completion per step;
-every sample of an episode carries the episode's return (the sum of the rewards of its steps), and the group is
-the instance.
+every sample of an episode carries the episode's return (the sum of the rewards of its steps: each acting
+agent's reward, plus the local rewards a step settles for other agents, such as a tool agent's credit for the
+moves its team executed), and the group is the instance.
 
 Grouping ablations (`grouping="agent"` or `"turn"`): the same tree sampling and commits as AT-GRPO, but a group
 pools one key only: `(instance, agent)` (all turns of an agent: prompts differ across turns) or
@@ -187,11 +188,8 @@ class RolloutEngine:
         envs = [self._new_env(seed, options) for seed in seeds for _ in range(k)]
         instances = [index for index in range(len(seeds)) for _ in range(k)]
         played = self._play(envs, instances, n=1, trajectory=True, credit_turn=False)
-        returns: dict[int, float] = {}
         for sample in played.samples:
-            returns[sample.episode] = returns.get(sample.episode, 0.0) + sample.reward
-        for sample in played.samples:
-            sample.reward = returns[sample.episode]
+            sample.reward = sum(played.episodes[sample.episode].returns.values())
         assign_groups(played.samples, "trajectory")
         return played
 
@@ -229,6 +227,8 @@ class RolloutEngine:
                         sample.episode = index if trajectory else None
                     samples.extend(rows)
                     returns[index][agent] += chosen_reward
+                    for other, settled in _settled(envs[index], agent).items():
+                        returns[index][other] += settled
         episodes = [
             EpisodeResult(
                 instances[index],
@@ -377,3 +377,13 @@ class RolloutEngine:
         else:
             chosen = int(self.rng.integers(len(candidates)))
         return copies[chosen], rows, chosen
+
+
+def _settled(env: AECEnv, agent: str) -> dict[str, float]:
+    """The local rewards that `agent`'s step (just taken on `env`) paid to the other agents: a proposer's credit
+    settled on what its team executed (`pettingllms.core.env`)."""
+    return {
+        other: float(info["reward_local"])
+        for other, info in env.infos.items()
+        if other != agent and info.get("reward_local")
+    }

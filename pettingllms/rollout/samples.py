@@ -66,7 +66,8 @@ class Sample:
 
 @dataclasses.dataclass(frozen=True)
 class EpisodeResult:
-    """How one (committed) episode ended."""
+    """How one (committed) episode ended; `returns` holds each agent's return: the rewards of its committed
+    steps (as the engine scored them) plus the local rewards other agents' steps settled to it."""
 
     instance: int
     success: bool

@@ -42,6 +42,7 @@ HOSTILE_ACTIONS: tuple[str, ...] = (
     "<answer>" + "U " * 5_000 + "</answer>",
     "x" * 100_000,
     "<answer>(1, 1, 5) (9, 9, 9) r1c1=0</answer>",
+    "<answer>(1, 1, " + "9" * 4_301 + ") r1c1=" + "7" * 5_000 + "</answer>",
     "<answer>\n1234\n3412\n2143\n4321\n</answer>",
     "None",
     "{'action': [1, 2]}",

@@ -2,9 +2,9 @@
 
 "easy" problems are arithmetic and string manipulation, "medium" ones sorting, counting, prefix sums,
 stacks and sliding windows, "hard" ones dynamic programming, graphs and greedy algorithms. Each has a
-statement with its input and output format and a worked example, a reference program, and hidden tests (the
-example plus inputs drawn by a seeded generator, with outputs computed by running the reference in the
-sandbox). The problems are written in ``bundled_easy``/``bundled_medium``/``bundled_hard``; the data file
+statement with its input and output format and a worked example, a reference program, and ten hidden tests
+(inputs drawn by a seeded generator, never the example, with outputs computed by running the reference in the
+sandbox, and no output expected by more than five of them). The problems are written in ``bundled_easy``/``bundled_medium``/``bundled_hard``; the data file
 ``bundled_problems.jsonl`` next to this module is generated from them by
 ``python -m pettingllms.data.code.build_bundled``.
 

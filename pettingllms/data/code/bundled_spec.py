@@ -23,7 +23,7 @@ class BundledSpec:
     """A hand-written stdin/stdout problem.
 
     ``statement`` and ``reference`` are dedented and stripped on construction. ``example`` is the stdin of
-    the worked example shown in the statement (and the first hidden test). ``generate(rng)`` returns the
+    the worked example shown in the statement (never a hidden test). ``generate(rng)`` returns the
     stdin of one hidden test, satisfying the statement's constraints, drawing only from ``rng``.
     """
 

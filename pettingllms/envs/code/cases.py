@@ -8,7 +8,7 @@ Formats (explained in the tester's observation):
   the value (`==` a literal, `is True/False/None`, a tight tolerance); a line of another form, or one that cannot
   be read for any reason, is kept as a case that is never right, with the reason shown.
 
-At most `MAX_CASES` cases are read from one answer. Function-kind code is judged by
+At most `MAX_CASES` cases are read from one answer, and a repeated case counts once. Function-kind code is judged by
 `pettingllms.data.code.judge` (the verdict is decided outside the candidate's process); nothing here
 evaluates model text on the host.
 """
@@ -89,10 +89,11 @@ def stdio_cases(text: str) -> list[TestCase]:
 def parse_cases(text: str, problem: CodeProblem) -> list[TestCase | AssertCase]:
     """Parse the tester's answer into cases: `TestCase`s for stdio problems, `AssertCase`s for function ones.
 
-    Raises `ParseError` when no case is found, or when every `assert` line is rejected (naming why).
+    Repeated cases are kept once (`distinct`). Raises `ParseError` when no case is found, or when every `assert`
+    line is rejected (naming why).
     """
     if problem.kind == "stdio":
-        cases = stdio_cases(text)
+        cases = distinct(stdio_cases(text))
         if not cases:
             raise ParseError(
                 "no test case found: write cases as <input>STDIN</input><output>EXPECTED STDOUT</output>"
@@ -103,11 +104,40 @@ def parse_cases(text: str, problem: CodeProblem) -> list[TestCase | AssertCase]:
         raise ParseError(
             f"no test case found: write one ```python block of assert lines, e.g. assert {problem.entry_point}(2) == 4"
         )
-    cases = [assert_case(line, problem.entry_point) for line in lines]
+    cases = distinct([assert_case(line, problem.entry_point) for line in lines])
     if not any(usable(case) for case in cases):
         reasons = "; ".join(f"`{case.input[:80]}`: {case.error}" for case in cases[:3])
         raise ParseError(f"no usable test case: {reasons}")
     return cases
+
+
+def distinct(cases: Sequence[TestCase | AssertCase]) -> list[TestCase | AssertCase]:
+    """`cases` without repeats (the first of each kept, in order): a stdio case repeats another with the same
+    input and the same expected tokens; an assert line, the same line up to whitespace. A case said ten times
+    is one case."""
+    seen, kept = set(), []
+    for case in cases:
+        key = (
+            ("".join(case.input.split()),)
+            if isinstance(case, AssertCase)
+            else (case.input, tuple(case.output.split()))
+        )
+        if key not in seen:
+            seen.add(key)
+            kept.append(case)
+    return kept
+
+
+def constant_passes(problem: CodeProblem) -> int:
+    """The most hidden tests one constant output can pass: the largest number of the problem's stdio tests that
+    expect the same tokens (0 for function problems, judged by one `check`)."""
+    if problem.kind != "stdio" or not problem.tests:
+        return 0
+    counts: dict[tuple[str, ...], int] = {}
+    for test in problem.tests:
+        key = tuple(test.output.split())
+        counts[key] = counts.get(key, 0) + 1
+    return max(counts.values())
 
 
 def usable(case: TestCase | AssertCase) -> bool:

@@ -12,30 +12,40 @@ sandbox and both agents see the mismatches. Success: the code passes the problem
 | observation | text: the problem, the current code, the tester's cases with the code's results on them (mismatches shown), and the answer format |
 | instances | `dataset` (default `"bundled"`: 60 stdin/stdout problems, a train/eval hash split; `"humaneval"`: 164 function problems, evaluation only; `"mbpp"`, `"apps"`, `"codecontests"`, `"livecodebench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": DICT})` takes a problem in HumanEval's schema or the stdio schema as it is; `options={"split": "train"|"eval"}`; `options={"index": i}` takes the split's i-th problem (fixed evaluation suites) |
 
-The episode terminates after a tester step when the code passes every case the tester gave (at least one), or,
-in the single workflow, when the code passes the hidden tests; it is truncated after `max_turns` turns.
+The episode terminates when the code passes the hidden tests (single workflow: at the coder's step; mas: after
+the tester's step of that turn), or, in the mas workflow, after a tester step in which the code passes every
+case the tester gave (at least one); it is truncated after `max_turns` turns.
 
-## Rewards (version 0)
-- coder, local: the share of hidden tests its code passes (function problems: 1 if `check` passes, else 0; the
-  check runs outside the code's process, which must return plain data: numbers, str, bytes, None and containers
-  of them; see `pettingllms.data.code.judge`); -0.1 when the answer holds no ```python block.
-- tester, local: with `right` = the cases the reference solution passes (a case is right about the problem) and
-  n the number of cases: `right / n` when the coder's code is correct; otherwise
-  `0.5 * right / n + 0.5 * caught / n`, where `caught` counts right cases that the coder's code fails (a case
-  earns full credit when it passes a correct program and fails an incorrect one, as in CURE). Without a
-  reference solution no case can be verified: only `0.5 * caught / n` counts. -0.1 when no case can be parsed.
-- team: +1 on the step where the code starts passing the hidden tests, -1 if a later code stops passing them
-  (so an episode's team rewards sum to its final success), else 0.
+## Rewards
+Paid on change, as `pettingllms.core.env` states: each agent is paid the change of its potential, so its local
+rewards over an episode sum to its final potential; team rewards sum to the final success.
+- coder, potential: the score of its current code on the hidden tests: 1 when it passes them all, else the
+  share it passes beyond what the best constant output passes, `max(0, (passed - c) / (n - c))` with `c` the
+  largest number of hidden tests that expect one same output (function problems: 1 if `check` passes, else 0;
+  the check runs outside the code's process, which must return plain data: numbers, str, bytes, None and
+  containers of them; see `pettingllms.data.code.judge`). -0.1 when the answer holds no ```python block (the
+  current code stays).
+- tester, potential: the quality of its current cases, which needs code to test and a reference solution to
+  verify them (without either it is 0: nothing it says can be checked). With `right` = the distinct cases the
+  reference passes and n the number of distinct cases: `right / n` when the coder's code is correct;
+  otherwise `0.5 * right / n + 0.5 * caught / n`, where `caught` counts right cases that the coder's code fails
+  (a case earns full credit when it passes a correct program and fails an incorrect one, as in CURE). -0.1 when
+  no case can be parsed.
+- team: +1 on the step where the code first passes the hidden tests (the episode ends with that turn), else 0:
+  an episode's team rewards sum to its success.
+So each agent's return is at most `1 + alpha`, reached by solving; repeating an answer earns nothing more.
 
 ## Arguments
 `dataset`, `dataset_path`, `test_timeout` (seconds per program, default 2), `test_memory_mb` (default 512),
 `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3), `render_mode` ("ansi", "human").
 
-`reward="outcome"` zeroes every local reward (penalties included), keeping only the team's +1/-1 on changes of
-hidden-test success. (No ensemble workflow: the coder/tester roles are not interchangeable proposers.)
+`reward="outcome"` zeroes every local reward (penalties included), keeping only the team's +1 on hidden-test
+success. (No ensemble workflow: the coder/tester roles are not interchangeable proposers.)
 
 ## Version history
-- v0: initial release.
+- v0: initial release; revised before release (2026-12) so that returns mean success: local rewards paid on
+  change, the episode ends on success, no tester credit without code and a reference, partial credit only
+  beyond a constant output's.
 """
 
 from __future__ import annotations
@@ -60,6 +70,7 @@ from pettingllms.envs.code.cases import (
     Runs,
     assert_case,
     case_runs,
+    constant_passes,
     hidden_runs,
     parse_cases,
     usable,
@@ -104,6 +115,7 @@ class CodeEnv(TextAECEnv):
         self.case_results: list[CaseResult] = []
         self._code_correct = False
         self._tester_note: str | None = None
+        self._constant_passes = 0
 
     # ----------------------------------------------------------------- instances
     def problems(self, split: str) -> tuple[CodeProblem, ...]:
@@ -125,6 +137,7 @@ class CodeEnv(TextAECEnv):
         self.cases, self.case_results = [], []
         self._code_correct = False
         self._tester_note = None
+        self._constant_passes = constant_passes(self.problem)
 
     # ----------------------------------------------------------------- steps
     def _act(self, agent: str, action: str) -> StepOutcome:
@@ -140,12 +153,15 @@ class CodeEnv(TextAECEnv):
             )
         self.code = code
         [hidden] = self._run([hidden_runs(self.problem, code, **self._limits())])
-        ratio = sum(r.passed for r in hidden) / len(hidden)
-        team = self._set_correct(all(r.passed for r in hidden))
+        passed = sum(r.passed for r in hidden)
+        team = self._set_correct(passed == len(hidden))
         self.case_results = []
         terminal = self.workflow == "single" and self.success
         return StepOutcome(
-            reward_local=ratio, reward_team=team, terminal=terminal, info={"hidden_pass_ratio": ratio}
+            reward_team=team,
+            potentials={"coder": hidden_score(passed, len(hidden), self._constant_passes)},
+            terminal=terminal,
+            info={"hidden_pass_ratio": passed / len(hidden)},
         )
 
     def _act_tester(self, action: str) -> StepOutcome:
@@ -153,10 +169,11 @@ class CodeEnv(TextAECEnv):
             cases = parse_cases(action, self.problem)
         except ParseError as error:
             self._tester_note = str(error)
-            return StepOutcome(reward_local=-PARSE_ERROR_PENALTY, error=str(error), parse_error=True)
+            return StepOutcome(
+                reward_local=-PARSE_ERROR_PENALTY, error=str(error), parse_error=True, terminal=self.success
+            )
         self.cases = cases
         self._tester_note = None
-        n = len(cases)
         sources = {"code": self.code, "reference": self.problem.reference or None}
         runs = {
             name: case_runs(self.problem, source, cases, **self._limits())
@@ -165,19 +182,14 @@ class CodeEnv(TextAECEnv):
         }
         results = dict(zip(runs, self._run(list(runs.values())), strict=True))
         self.case_results = results.get("code", [])
-        reference = results.get("reference", [])
-        # a rejected assert line is never right; without a reference every usable case is taken as right
-        right = [r.passed for r in reference] if reference else [usable(case) for case in cases]
-        code_passed = [r.passed for r in self.case_results] or [False] * n
-        caught = sum(ok and not passed for ok, passed in zip(right, code_passed))
-        if not reference:
-            right = [False] * n  # unverifiable without a reference: only caught bugs count
-        local = sum(right) / n if self._code_correct else 0.5 * sum(right) / n + 0.5 * caught / n
-        terminal = bool(self.case_results) and all(r.passed for r in self.case_results)
+        right, caught, quality = case_credit(
+            results.get("reference", []), self.case_results, self._code_correct
+        )
+        passes_cases = bool(self.case_results) and all(r.passed for r in self.case_results)
         return StepOutcome(
-            reward_local=local,
-            terminal=terminal,
-            info={"cases": n, "cases_right": sum(right), "cases_caught": caught},
+            potentials={"tester": quality},
+            terminal=self.success or passes_cases,
+            info={"cases": len(cases), "cases_right": right, "cases_caught": caught},
         )
 
     def _set_correct(self, correct: bool) -> float:
@@ -310,6 +322,43 @@ class CodeEnv(TextAECEnv):
         if self.problem.kind == "stdio":
             return f"<input>{int(rng.integers(0, 101))}</input><output>{value}</output>"
         return f"```python\nassert {self.problem.entry_point}({int(rng.integers(0, 101))}) == {value}\n```"
+
+
+def hidden_score(passed: int, total: int, constant: int) -> float:
+    """The coder's potential for code that passes `passed` of `total` hidden tests, when one constant output
+    passes `constant` of them: 1.0 iff all pass, else the share passed beyond the constant's (never below 0).
+
+    >>> hidden_score(8, 10, 8), hidden_score(9, 10, 5), hidden_score(10, 10, 10)
+    (0.0, 0.8, 1.0)
+    """
+    if passed == total:
+        return 1.0
+    if total <= constant:
+        return 0.0
+    return max(0.0, (passed - constant) / (total - constant))
+
+
+def case_credit(
+    reference: Sequence[CaseResult], code: Sequence[CaseResult], code_correct: bool
+) -> tuple[int, int, float]:
+    """The tester's credit for its cases, from the reference's results on them and the current code's (each
+    empty when there is none): (`right`: cases the reference passes, `caught`: right cases the code fails,
+    `quality`: the tester's potential, module docstring). Without a reference or without code nothing is
+    verified: quality 0.
+
+    >>> ok, bad = CaseResult(True, ""), CaseResult(False, "")
+    >>> case_credit([ok, ok, bad], [ok, bad, bad], code_correct=False)
+    (2, 1, 0.5)
+    >>> case_credit([ok, ok], [], code_correct=False), case_credit([], [bad, bad], code_correct=False)
+    ((2, 0, 0.0), (0, 0, 0.0))
+    """
+    right = [result.passed for result in reference]
+    caught = sum(ok and not result.passed for ok, result in zip(right, code))
+    if not reference or not code:
+        return sum(right), 0, 0.0
+    n = len(right)
+    quality = sum(right) / n if code_correct else 0.5 * sum(right) / n + 0.5 * caught / n
+    return sum(right), caught, quality
 
 
 def _pinned(line: str, entry_point: str) -> str:

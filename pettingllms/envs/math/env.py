@@ -13,14 +13,19 @@ answers; the episode ends when their answers agree. Success: the final answer is
 | instances | `dataset` (default `"generated"`: a seeded generator of problems with exact answers, train/eval split by a hash of the problem; or `"gsm8k"`, `"math500"`, `"aime2024"`, `"aime2025"`, `"olympiadbench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": {"problem": TEXT, "answer": TEXT}})` loads a problem; `options={"split": "train"|"eval"}`; `options={"index": i}` takes the split's i-th dataset problem (fixed evaluation suites) |
 
 The team's answer is the reasoner's latest answer. In the "mas" workflow the episode terminates after a tool step
-whose answer is equivalent (by `math-verify`) to the reasoner's; in the "single" workflow after the first
-answer. It is truncated after `max_turns` turns.
+whose answer agrees with the reasoner's: equivalent to it (by `math-verify`), or both correct (two correct
+answers are one answer, even in forms `math-verify` does not match to each other, such as `7.0` and
+`\\text{7}`); in the "single" workflow after the first answer. It is truncated after `max_turns` turns.
 
-## Rewards (version 0)
-- local, each agent: 1.0 when its own answer is correct (equivalent forms count: `\\frac{3}{4}`, `0.75`, `3/4`),
-  else 0.0; -0.1 when the answer cannot be found (no `\\boxed{}`, code that fails or prints nothing).
+## Rewards
+Paid on change, as `pettingllms.core.env` states (an agent's local rewards sum to its final potential):
+- local, each agent: its potential is 1.0 while its own latest answer is correct (equivalent forms count:
+  `\\frac{3}{4}`, `0.75`, `3/4`), else 0.0, so it is paid +1 when its answer becomes correct, -1 when it
+  turns wrong, 0 for saying the same again; -0.1 when the answer cannot be found (no `\\boxed{}`, code that
+  fails or prints nothing; its previous answer stays).
 - team: +1 on the step where the team's answer becomes correct, -1 if a later answer makes it wrong (the team
   rewards of an episode sum to its success), else 0.
+So each agent's return is at most `1 + alpha`, reached by answering correctly.
 
 ## Arguments
 `dataset`, `dataset_path`, `difficulty` (1-3, generated problems), `tool_timeout` (default 5 s),
@@ -30,11 +35,12 @@ answer. It is truncated after `max_turns` turns.
 `workflow="ensemble", num_agents=N` (1-16, default 3): reasoners `reasoner_0 .. reasoner_{N-2}` answer
 independently (local reward: their own correctness), then `aggregator_0` sees every answer of the turn and gives
 the team's answer (local reward: its correctness; team reward as above); the episode ends when every reasoner of
-the turn agrees with it. `reward="outcome"` zeroes every local reward (penalties included), keeping only the
+the turn agrees with it (equivalent, or both correct). `reward="outcome"` zeroes every local reward (penalties included), keeping only the
 team's +1/-1 on changes of correctness.
 
 ## Version history
-- v0: initial release.
+- v0: initial release; revised before release (2026-12) so that returns mean success: local rewards paid on
+  change, and two correct answers agree.
 """
 
 from __future__ import annotations
@@ -100,6 +106,7 @@ class MathEnv(TextAECEnv):
         self._sandbox = sandbox
         self.problem: MathProblem | None = None
         self.answers: dict[str, str | None] = {}
+        self.correct: dict[str, bool] = {}
         self.tool_run: tuple[str, str] | None = None  # the tool agent's last (code, shown output)
         self._team_correct = False
 
@@ -130,6 +137,7 @@ class MathEnv(TextAECEnv):
                 pool = self.problems(split)
                 self.problem = pick_problem(pool, options, self.np_random)
         self.answers = dict.fromkeys(self.possible_agents)
+        self.correct = dict.fromkeys(self.possible_agents, False)  # whether each latest answer is right
         self.proposals: dict[str, str] = {}  # ensemble: this turn's proposals, by reasoner
         self.tool_run = None
         self._team_correct = False
@@ -153,18 +161,23 @@ class MathEnv(TextAECEnv):
             return StepOutcome(reward_local=-PARSE_ERROR_PENALTY, error=error, parse_error=True)
         self.answers[agent] = answer
         correct = is_equivalent(answer, self.problem.answer)
+        self.correct[agent] = correct
         team = 0.0
         if agent == "reasoner":
             team = float(correct) - float(self._team_correct)
             self._team_correct = self.success = correct
-        if self.workflow == "single":
-            terminal = True
-        else:
-            other = self.answers["reasoner"]
-            terminal = agent == "tool" and other is not None and is_equivalent(answer, other)
-        return StepOutcome(
-            reward_local=float(correct), reward_team=team, terminal=terminal, info={"correct": correct}
+        terminal = self.workflow == "single" or (
+            agent == "tool" and self.answers["reasoner"] is not None and self._agree("tool", "reasoner")
         )
+        return StepOutcome(
+            reward_team=team, potentials={agent: float(correct)}, terminal=terminal, info={"correct": correct}
+        )
+
+    def _agree(self, agent: str, other: str) -> bool:
+        """Whether two agents' latest answers agree: both correct, or equivalent to each other."""
+        if self.correct[agent] and self.correct[other]:
+            return True
+        return is_equivalent(self.answers[agent], self.answers[other])
 
     def _act_ensemble(self, agent: str, action: str) -> StepOutcome:
         """Proposers answer alone (local: own correctness); the aggregator's answer is the team's (local: the
@@ -177,16 +190,16 @@ class MathEnv(TextAECEnv):
                 error="no \\boxed{...} answer found: end with \\boxed{your answer}",
             )
         self.answers[agent] = answer
-        correct = is_equivalent(answer, self.problem.answer)
+        correct = self.correct[agent] = is_equivalent(answer, self.problem.answer)
         if agent != AGGREGATOR:
             self.proposals[agent] = answer
-            return StepOutcome(reward_local=float(correct), info={"correct": correct})
+            return StepOutcome(potentials={agent: float(correct)}, info={"correct": correct})
         team = float(correct) - float(self._team_correct)
         self._team_correct = self.success = correct
-        terminal = all(is_equivalent(answer, proposal) for proposal in self.proposals.values())
+        terminal = all(self._agree(AGGREGATOR, proposer) for proposer in self.proposals)
         self.proposals = {}
         return StepOutcome(
-            reward_local=float(correct), reward_team=team, terminal=terminal, info={"correct": correct}
+            reward_team=team, potentials={agent: float(correct)}, terminal=terminal, info={"correct": correct}
         )
 
     def _tool_answer(self, action: str) -> tuple[str | None, str | None]:

@@ -22,12 +22,14 @@ the goal is reached.
 `tool_timeout`, `tool_memory_mb`.
 
 `workflow="ensemble", num_agents=N` (1-16, default 3): tool agents `tool_0 .. tool_{N-2}` propose independently
-(each simulated on a copy; local reward: its own simulated progress), then `aggregator_0` sees every proposal and
-answers on the real puzzle (local reward: the team's progress; team reward as above). `reward="outcome"` zeroes
+(each simulated on a copy; paid its own simulated progress, then settled to the progress the team executes),
+then `aggregator_0` sees every proposal and answers on the real puzzle (local reward: the team's progress; team
+reward as above). `reward="outcome"` zeroes
 every local reward (penalties included), keeping only the team's success reward.
 
 ## Version history
-- v0: initial release.
+- v0: initial release; revised before release (2026-12) so that returns mean success: a tool agent is
+  credited with the progress its team executes, not with its proposal again every turn.
 """
 
 from __future__ import annotations

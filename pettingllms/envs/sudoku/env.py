@@ -22,12 +22,14 @@ placement that is legal but wrong is accepted and earns no progress. Team reward
 `tool_memory_mb`.
 
 `workflow="ensemble", num_agents=N` (1-16, default 3): tool agents `tool_0 .. tool_{N-2}` propose independently
-(each simulated on a copy; local reward: its own simulated progress), then `aggregator_0` sees every proposal and
-answers on the real puzzle (local reward: the team's progress; team reward as above). `reward="outcome"` zeroes
+(each simulated on a copy; paid its own simulated progress, then settled to the progress the team executes),
+then `aggregator_0` sees every proposal and answers on the real puzzle (local reward: the team's progress; team
+reward as above). `reward="outcome"` zeroes
 every local reward (penalties included), keeping only the team's success reward.
 
 ## Version history
-- v0: initial release.
+- v0: initial release; revised before release (2026-12) so that returns mean success: a tool agent is
+  credited with the progress its team executes, not with its proposal again every turn.
 """
 
 from __future__ import annotations
@@ -42,8 +44,10 @@ from pettingllms.core.parsing import MAX_MOVES, ParseError
 from pettingllms.envs.sudoku import board
 from pettingllms.envs.tool_plan import ToolPlanEnv
 
+_NUMBER = r"(\d{1,6})(?!\d)"  # a longer digit run is no number of a placement (int() refuses > 4,300 digits)
 _TRIPLE = re.compile(
-    r"\(\s*(\d+)\s*[,\s]\s*(\d+)\s*[,\s]\s*(\d+)\s*\)|r\s*(\d+)\s*c\s*(\d+)\s*[=:]\s*(\d+)", re.I
+    rf"\(\s*{_NUMBER}\s*[,\s]\s*{_NUMBER}\s*[,\s]\s*{_NUMBER}\s*\)|r\s*{_NUMBER}\s*c\s*{_NUMBER}\s*[=:]\s*{_NUMBER}",
+    re.I,
 )
 _GRID_ROW = re.compile(r"^[\s|+\-]*(?:[0-9.][\s|,]*)+$")
 
@@ -54,7 +58,8 @@ def parse_placements(text: str, size: int) -> list[Placement]:
     """Parse an answer into 1-based `(row, col, digit)` placements (see the module docstring).
 
     A whole grid (N lines of N digits, `.` or `0` for blanks, `|`, `-`, `+` and spaces ignored) becomes one
-    placement per non-blank cell. Raises `ParseError` if neither form is found.
+    placement per non-blank cell. A number of more than 6 digits forms no placement. Raises `ParseError` if
+    neither form is found.
 
     >>> parse_placements("(1, 2, 3) r4c1=2", 4)
     [(1, 2, 3), (4, 1, 2)]
