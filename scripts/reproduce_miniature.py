@@ -3,6 +3,7 @@
     .venv/bin/python scripts/reproduce_miniature.py              # everything; resumes finished and killed runs
     .venv/bin/python scripts/reproduce_miniature.py --parts main --seeds 0 --budget 300 --eval_episodes 20  # smoke
     .venv/bin/python scripts/reproduce_miniature.py --report     # rebuild the tables and plots from the JSON
+    .venv/bin/python scripts/reproduce_miniature.py --parts main --methods mas+trajectory-grpo  # rerun some rows
 
 The miniature is built so that the paper's mechanism can exist: the team's tool agent can *compute*. Its warm
 start mixes programs (a compact BFS that reads the map on standard input, `pettingllms.models.tool_programs`,
@@ -201,7 +202,7 @@ class Study:
 
     def main_table(self) -> None:
         for seed in self.args.seeds:  # seed by seed: an interrupted study has every row for its first seeds
-            for method in MAIN_ROWS:
+            for method in self.args.methods:
                 if method in ("single", "mas"):
                     self.untrained_row(method, seed)
                 else:
@@ -469,6 +470,8 @@ def main() -> int:
     parser.add_argument("--parts", nargs="+", default=["warmstart", "main", "mechanism", "ablations"],
                         choices=["warmstart", "main", "mechanism", "ablations"], help="run in this order")  # fmt: skip
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--methods", nargs="+", default=list(MAIN_ROWS), choices=MAIN_ROWS,
+                        help="the main table's rows to run (the others keep their recorded rows)")  # fmt: skip
     parser.add_argument("--ablation_seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--budget", type=int, default=5000, help="sampled completions per training run")
     parser.add_argument("--max_steps", type=int, default=200, help="cap on optimizer steps per run")

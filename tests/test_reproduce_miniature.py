@@ -113,3 +113,18 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     line = next(line for line in text.splitlines() if line.startswith("| mas+at-grpo-per-role | single |"))
     assert "| +15.0 |" in line and "sign-flip permutation" in line and "| 10 |" in line
     assert (tmp_path / "miniature_curves.png").stat().st_size > 5_000
+
+
+def test_the_main_table_runs_only_the_rows_asked_for(study):
+    ran = []
+    runner = study.Study.__new__(study.Study)
+    runner.args, runner.rows = argparse.Namespace(seeds=[0, 1], methods=["mas", "mas+trajectory-grpo"]), []
+    runner.untrained_row = lambda method, seed: ran.append((method, seed))
+    runner.trained_row = lambda part, method, seed, flags, workflow: ran.append((method, seed, flags[-1]))
+    runner.main_table()
+    assert ran == [
+        ("mas", 0),
+        ("mas+trajectory-grpo", 0, "per_role"),
+        ("mas", 1),
+        ("mas+trajectory-grpo", 1, "per_role"),
+    ]

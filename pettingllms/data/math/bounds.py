@@ -5,7 +5,8 @@ sympy evaluates ``binomial``, ``gcd`` and ``lcm`` while parsing (``\\binom{10^{1
 and comparing ``10^{10^{10}}`` with anything computes all its digits. Its signal-based timeout interrupts
 those only in the main thread, so ``grading`` screens every answer with these checks first, in any thread.
 They evaluate nothing: ``parsable`` reads the text, ``tractable`` walks the parsed tree and bounds sizes
-with float arithmetic on the numbers it finds. They keep out the blowups found so far; they cannot bound
+with float arithmetic on the numbers it finds, and ``exact_digits_bounded`` bounds the digits of the exact
+numbers sympy would hold (``grading`` explains why far fewer than ``MAX_DIGITS``). They keep out the blowups found so far; they cannot bound
 every slow simplification (see ``grading`` on threads).
 """
 
@@ -25,6 +26,10 @@ MAX_DIGITS = 100_000
 """Answers holding a power, exponential or factorial with more digits than this are not compared."""
 MAX_SYMBOLIC_EXPONENT = 1_000
 """Answers raising an expression with variables to a larger constant power are not compared."""
+MAX_EXACT_DIGITS = 1_000
+"""Parsed answers whose exact numbers would need more digits than this together (``exact_digits``) are not
+compared: sympy may test such a number for primality or factor it, in time that grows with the cube of its
+digits (1,000 digits: ~0.2 s; 2,000: ~0.8 s; ``\\sqrt{10^{99990}+1}`` never returned in a worker thread)."""
 
 _BRACKET_TOKEN = re.compile(r"\\[{}]|\\.|[{}()\[\]]", re.DOTALL)
 _OPENERS = ("{", "(", "[", "\\{")
@@ -86,6 +91,65 @@ def tractable(parsed: object) -> bool:
             if exponent is not None and exponent > math.log10(MAX_SYMBOLIC_EXPONENT):
                 return False
     return True
+
+
+def exact_digits_bounded(parsed: object) -> bool:
+    """Whether a parsed answer (a math-verify result: a sympy expression, a matrix or a string) holds at most
+    ``MAX_EXACT_DIGITS`` digits of exact numbers, counted by ``exact_digits``; a matrix counts its entries
+    together. Evaluates nothing."""
+    if isinstance(parsed, sympy.MatrixBase):
+        return sum(exact_digits(entry) for entry in parsed) <= MAX_EXACT_DIGITS
+    return not isinstance(parsed, sympy.Basic) or exact_digits(parsed) <= MAX_EXACT_DIGITS
+
+
+def exact_digits(expr: sympy.Basic) -> float:
+    """An upper bound on the digits of the exact numbers that evaluating ``expr`` may produce: for a rational
+    value, of its numerator and its denominator; for any other, of every rational part (a radicand, the
+    argument of ``sin``, an exponent). Infinite where a bound overflows a float; evaluates nothing.
+
+    A rational counts its larger part, a float its integer digits; a sum counts the sum of its terms (a common
+    denominator multiplies them) plus a carry, a product the sum of its factors, a constant power its base
+    times the exponent's magnitude plus the exponent's own digits, the factorial family and ``gamma`` the size
+    ``bounds`` gives them; a symbol or a constant such as ``pi`` nothing; any other node the sum of its
+    arguments. Iterative, so deep expressions do not recurse.
+    """
+    nodes = list(_nodes(expr))  # parents before children; kept alive so that their ids stay unique
+    digits: dict[int, float] = {}
+    for node in reversed(nodes):
+        parts = [digits[id(arg)] for arg in node.args if isinstance(arg, sympy.Basic)]
+        digits[id(node)] = _node_digits(node, parts)
+    return digits[id(expr)]
+
+
+def _node_digits(node: sympy.Basic, parts: list[float]) -> float:
+    """``exact_digits`` of one node, given those of its arguments (``parts``)."""
+    if node.is_Rational:
+        return max(_digits_of(node.p), _digits_of(node.q))
+    if node.is_Float:
+        return max(0.0, _log10_bound(node))
+    if not parts:
+        return 0.0
+    if isinstance(node, sympy.Pow) and not node.exp.free_symbols:
+        base, exponent = parts
+        return (0.0 if base == 0.0 else base * _magnitude(node.exp)) + exponent
+    if isinstance(node, _INTEGER_VALUED) and not node.free_symbols:
+        bound = _log10_bound(node)
+        return math.inf if bound is None else max(bound, 0.0)
+    return sum(parts) + (math.log10(len(parts)) if isinstance(node, sympy.Add) else 0.0)
+
+
+_INTEGER_VALUED = (sympy.factorial, sympy.factorial2, sympy.subfactorial, sympy.binomial, sympy.gamma)
+
+
+def _magnitude(constant: sympy.Basic) -> float:
+    """An upper bound on ``max(1, |constant|)``; infinite when none is known (``I``) or it overflows."""
+    bound = _log10_bound(constant)
+    return math.inf if bound is None or bound > 300 else max(1.0, 10.0**bound)
+
+
+def _digits_of(number: int) -> float:
+    """``log10(|number|)``, 0 for 0: the digits of an integer, to within one."""
+    return 0.0 if number == 0 else math.log10(abs(number))
 
 
 def _nodes(expr: sympy.Basic) -> Iterator[sympy.Basic]:

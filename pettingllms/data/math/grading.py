@@ -67,14 +67,17 @@ math-verify is called with ``raise_on_error=False``: it turns every parser or sy
 from __future__ import annotations
 
 import functools
-import math
 import threading
 from types import ModuleType
 
-import sympy
-
 from pettingllms.core.errors import DependencyNotInstalled
-from pettingllms.data.math.bounds import _log10_bound, _nodes, parsable, tractable
+from pettingllms.data.math.bounds import (
+    MAX_EXACT_DIGITS,
+    exact_digits,
+    exact_digits_bounded,
+    parsable,
+    tractable,
+)
 from pettingllms.data.math.latex import extract_boxed, has_box, normalize_answer
 
 __all__ = [
@@ -91,10 +94,6 @@ __all__ = [
 
 DEFAULT_TIMEOUT_S = 2
 """Seconds allowed for each parse and each comparison (main thread only)."""
-MAX_EXACT_DIGITS = 1_000
-"""Parsed answers whose exact numbers would need more digits than this together (``exact_digits``) are not
-compared: sympy may test such a number for primality or factor it, in time that grows with the cube of its
-digits (1,000 digits: ~0.2 s; 2,000: ~0.8 s; ``\\sqrt{10^{99990}+1}`` never returned in a worker thread)."""
 
 
 def is_equivalent(candidate: str, gold: str, *, timeout_seconds: int | None = DEFAULT_TIMEOUT_S) -> bool:
@@ -137,65 +136,6 @@ def grade(completion_or_answer: str, gold: str, *, timeout_seconds: int | None =
         return is_equivalent(completion_or_answer, gold, timeout_seconds=timeout_seconds)
     answer = extract_boxed(completion_or_answer)
     return answer is not None and is_equivalent(answer, gold, timeout_seconds=timeout_seconds)
-
-
-def exact_digits_bounded(parsed: object) -> bool:
-    """Whether a parsed answer (a math-verify result: a sympy expression, a matrix or a string) holds at most
-    ``MAX_EXACT_DIGITS`` digits of exact numbers, counted by ``exact_digits``; a matrix counts its entries
-    together. Evaluates nothing."""
-    if isinstance(parsed, sympy.MatrixBase):
-        return sum(exact_digits(entry) for entry in parsed) <= MAX_EXACT_DIGITS
-    return not isinstance(parsed, sympy.Basic) or exact_digits(parsed) <= MAX_EXACT_DIGITS
-
-
-def exact_digits(expr: sympy.Basic) -> float:
-    """An upper bound on the digits of the exact numbers that evaluating ``expr`` may produce: for a rational
-    value, of its numerator and its denominator; for any other, of every rational part (a radicand, the
-    argument of ``sin``, an exponent). Infinite where a bound overflows a float; evaluates nothing.
-
-    A rational counts its larger part, a float its integer digits; a sum counts the sum of its terms (a common
-    denominator multiplies them) plus a carry, a product the sum of its factors, a constant power its base
-    times the exponent's magnitude plus the exponent's own digits, the factorial family and ``gamma`` the size
-    ``bounds`` gives them; a symbol or a constant such as ``pi`` nothing; any other node the sum of its
-    arguments. Iterative, so deep expressions do not recurse.
-    """
-    nodes = list(_nodes(expr))  # parents before children; kept alive so that their ids stay unique
-    digits: dict[int, float] = {}
-    for node in reversed(nodes):
-        parts = [digits[id(arg)] for arg in node.args if isinstance(arg, sympy.Basic)]
-        digits[id(node)] = _node_digits(node, parts)
-    return digits[id(expr)]
-
-
-def _node_digits(node: sympy.Basic, parts: list[float]) -> float:
-    """``exact_digits`` of one node, given those of its arguments (``parts``)."""
-    if node.is_Rational:
-        return max(_digits_of(node.p), _digits_of(node.q))
-    if node.is_Float:
-        return max(0.0, _log10_bound(node))
-    if not parts:
-        return 0.0
-    if isinstance(node, sympy.Pow) and not node.exp.free_symbols:
-        base, exponent = parts
-        return (0.0 if base == 0.0 else base * _magnitude(node.exp)) + exponent
-    if isinstance(node, _INTEGER_VALUED) and not node.free_symbols:
-        bound = _log10_bound(node)
-        return math.inf if bound is None else max(bound, 0.0)
-    return sum(parts) + (math.log10(len(parts)) if isinstance(node, sympy.Add) else 0.0)
-
-
-_INTEGER_VALUED = (sympy.factorial, sympy.factorial2, sympy.subfactorial, sympy.binomial, sympy.gamma)
-
-
-def _magnitude(constant: sympy.Basic) -> float:
-    """An upper bound on ``max(1, |constant|)``; infinite when none is known (``I``) or it overflows."""
-    bound = _log10_bound(constant)
-    return math.inf if bound is None or bound > 300 else max(1.0, 10.0**bound)
-
-
-def _digits_of(number: int) -> float:
-    """``log10(|number|)``, 0 for 0: the digits of an integer, to within one."""
-    return 0.0 if number == 0 else math.log10(abs(number))
 
 
 @functools.lru_cache(maxsize=8192)
