@@ -65,7 +65,7 @@ def select_tests(slug: str, candidates: Sequence[tuple[str, str]]) -> list[dict[
 
     >>> pairs = [(str(i), "YES" if i % 4 else "NO") for i in range(20)]
     >>> [t["output"] for t in select_tests("demo", pairs)]
-    ['NO', 'YES', 'YES', 'YES', 'YES', 'YES', 'NO', 'NO', 'NO', 'NO']
+    ['NO', 'YES', 'YES', 'YES', 'NO', 'YES', 'YES', 'NO', 'NO', 'NO']
     """
     tests: list[dict[str, str]] = []
     shared: dict[tuple[str, ...], int] = {}
