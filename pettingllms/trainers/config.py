@@ -121,7 +121,9 @@ class ATGRPOConfig(GRPOConfig):
     )
     model_name_or_path: str = dataclasses.field(
         default="tiny",
-        metadata={"help": "'tiny' (built-in, warm-started), a Hugging Face id, or a local path."},
+        metadata={
+            "help": "'tiny' (built-in, warm-started), 'qwen3-test' (built-in: Qwen3's tokenizer and geometry, random weights), a Hugging Face id, or a local path."
+        },
     )
     agent_policies: dict[str, str] | str | None = dataclasses.field(
         default_factory=dict,

@@ -1,8 +1,9 @@
-"""Where a run's models start from: a local folder, a Hugging Face id, or `tiny`, the built-in model.
+"""Where a run's models start from: a local folder, a Hugging Face id, or a built-in model: `tiny` or `qwen3-test`.
 
 `tiny` is built on first use (a tokenizer, a small Qwen3 and its warm start: minutes on a CPU) and cached
 (`pettingllms.models.warmstart`); `prepare_starting_models` does that build where the user sees it, with a
-message, before the trainer is constructed (`pettingllms-train` calls it first).
+message, before the trainer is constructed (`pettingllms-train` calls it first). `qwen3-test`
+(`pettingllms.models.qwen3_test`: Qwen3's tokenizer and attention geometry, random weights) builds in seconds.
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ from pettingllms.trainers.config import ATGRPOConfig
 
 def starting_model(name_or_path: str, args: ATGRPOConfig, log: Callable[[str], None] = print) -> str:
     """The folder or hub id a policy starts from: `tiny` -> the built-in model for the run's env and workflow
-    (built first, with a message, if it is not cached yet); a path that looks local must exist."""
+    (built first, with a message, if it is not cached yet); `qwen3-test` -> its cached folder (built likewise);
+    a path that looks local must exist."""
+    if name_or_path == "qwen3-test":
+        from pettingllms.models.qwen3_test import ensure_qwen3_test
+
+        return str(ensure_qwen3_test(log=log))
     if name_or_path != "tiny":
-        check_model_reference(name_or_path, "model_name_or_path", "'tiny' (the built-in model)")
+        check_model_reference(name_or_path, "model_name_or_path", "'tiny' or 'qwen3-test' (built-in models)")
         return name_or_path
     from pettingllms.models.warmstart import ensure_tiny_model, is_built, tiny_model_dir
 
