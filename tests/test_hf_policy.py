@@ -206,3 +206,51 @@ def test_weights_travel_as_bytes_into_another_policy(parts):
     assert ids(receiver.generate(PROMPTS, 1, greedy)) == ids(policy(parts).generate(PROMPTS, 1, greedy))
     with pytest.raises(ValueError, match="missing"):
         receiver.load_state({name: tensor for name, tensor in state.items() if "layers.0." not in name})
+
+
+class ScriptedSampler(HFPolicy):
+    """An HFPolicy whose sampler emits a fixed token script (the model still runs every step; one row)."""
+
+    def __init__(self, parts, script):
+        super().__init__(*parts)
+        self.script, self.steps = list(script), 0
+
+    def _sample_next(self, logits, sampling):
+        self.steps += 1
+        return torch.full((logits.shape[0],), self.script[self.steps - 1], dtype=torch.long)
+
+
+@pytest.mark.parametrize(
+    "expected",
+    [
+        "```python\nprint('<answer>R</answer>')\n```\n<answer>U</answer>",
+        "<think>the format is <answer>...</answer></think><answer>R</answer>",
+    ],
+)
+def test_stop_strings_do_not_fire_inside_code_or_thinking_blocks(parts, expected):
+    """Issue 25, findings 1-2: `</answer>` ended a program that prints an answer, and a thought that quotes one."""
+    _, tokenizer = parts
+    script = tokenizer.encode(expected + " tail", add_special_tokens=False)
+    sampling = SamplingConfig(temperature=0.0, max_new_tokens=len(script), stop=("</answer>",))
+    (generation,) = ScriptedSampler(parts, script).generate(PROMPTS[1:2], 1, sampling)[0]
+    assert generation.text == expected
+    kept = len(generation.completion_ids)
+    assert list(generation.completion_ids) == script[:kept]
+    assert not tokenizer.decode(script[: kept - 1]).startswith(expected)  # the last token completed the stop
+
+
+def test_stop_detection_decodes_a_bounded_tail_per_step_with_the_results_of_re_decoding(parts):
+    """Finding 5 of issue 25: the whole completion was decoded at every step (n^2/2 tokens for n steps)."""
+    _, tokenizer = parts
+    script = tokenizer.encode("moves: U R é 中文 😀 <answer> ```x``` " * 20, add_special_tokens=False)
+    assert len(script) >= 300
+    free = ScriptedSampler(parts, script).generate(
+        PROMPTS[1:2], 1, SamplingConfig(max_new_tokens=len(script))
+    )
+    backend, decoded = ScriptedSampler(parts, script), []
+    decode = backend._decode
+    backend._decode = lambda ids: decoded.append(len(ids)) or decode(ids)
+    sampling = SamplingConfig(max_new_tokens=len(script), stop=("</never>", "zzz"))
+    (generation,) = backend.generate(PROMPTS[1:2], 1, sampling)[0]
+    assert generation == free[0][0]  # the same text and ids as without a stop string
+    assert sum(decoded) <= 10 * len(script), f"{sum(decoded)} tokens decoded for {len(script)} steps"

@@ -117,7 +117,150 @@ class ScriptedPolicy(NumpySeeded):
         return [[Generation(self.respond(prompt, self.rng)) for _ in range(n)] for prompt in prompts]
 
 
+# ----------------------------------------------------------------- stop strings
+# The stop rule, shared by every backend that applies stop strings itself: a stop string fires only where it
+# begins outside fenced code blocks and thinking blocks, so that a program that prints '<answer>...</answer>' and
+# a thought that quotes the answer format do not end the completion.
+OUTSIDE, FENCE, THINK = "outside", "fence", "think"
+FENCE_MARK, THINK_OPEN, THINK_CLOSE = "```", "<think>", "</think>"
+REPLACEMENT_CHAR = "\ufffd"
+"""What a decoder shows for bytes that do not (yet) form a whole UTF-8 character."""
+
+
 def cut_at_stop(text: str, stops: Sequence[str]) -> str | None:
-    """`text` up to and including the earliest-ending stop string, or None if no stop string occurs."""
-    ends = [text.find(stop) + len(stop) for stop in stops if stop and stop in text]
-    return text[: min(ends)] if ends else None
+    """`text` up to and including the stop string that fires first under the stop rule, or None if none fires.
+
+    The rule: `text` is read left to right; three backticks open a fenced block and the next three close it;
+    `<think>` opens a thinking block and the next `</think>` closes it (inside a fence `<think>` is plain text,
+    inside a thinking block backticks are). An occurrence of a stop string counts when the text before its
+    first character is outside both kinds of block; of those, the one that ends first fires (ties: the same
+    cut). Without fences and thinking blocks this is the earliest-ending occurrence of any stop string.
+
+    >>> cut_at_stop("```python\\nprint('<answer>R</answer>')\\n```\\n<answer>U</answer> more", ["</answer>"])
+    "```python\\nprint('<answer>R</answer>')\\n```\\n<answer>U</answer>"
+    >>> cut_at_stop("<think>write <answer>...</answer></think><answer>R</answer>", ["</answer>"])
+    '<think>write <answer>...</answer></think><answer>R</answer>'
+    >>> cut_at_stop("```\\nunclosed </answer>", ["</answer>"]) is None
+    True
+    """
+    end = StopScanner(stops).scan(text)
+    return None if end is None else text[:end]
+
+
+def _next_marker(text: str, pos: int, mode: str) -> tuple[int, int, str] | None:
+    """The first block marker in `text` at or after `pos` that ends `mode` or opens a block from it:
+    (start, end, the mode after it), or None."""
+    if mode != OUTSIDE:
+        mark = FENCE_MARK if mode == FENCE else THINK_CLOSE
+        start = text.find(mark, pos)
+        return None if start < 0 else (start, start + len(mark), OUTSIDE)
+    found = [(text.find(mark, pos), mark, new) for mark, new in ((FENCE_MARK, FENCE), (THINK_OPEN, THINK))]
+    starts = [(start, start + len(mark), new) for start, mark, new in found if start >= 0]
+    return min(starts) if starts else None
+
+
+def _scan(text: str, mode: str, stops: Sequence[str], keep: int) -> tuple[int | None, int, str]:
+    """Apply the stop rule to `text`, which begins in block `mode`: (end of the firing stop or None, settle,
+    mode at settle).
+
+    `settle` is a position of `text` before which nothing can change any more: every stop occurrence that begins
+    before it lies inside `text` (it is at most `len(text) - keep`, `keep` being the longest stop or marker minus
+    one), and no marker straddles it. Scanning `text[settle:]` + more text from `mode at settle` gives what
+    scanning the whole text would (markers are found left to right without overlap, and none of them can begin
+    inside another one that is cut off at the end of `text`).
+    """
+    limit = max(0, len(text) - keep)
+    best: int | None = None
+    settle: tuple[int, str] | None = None
+    start = 0  # where the current mode began; stops that begin from here up to the next marker's end see it
+    while best is None or start < best:
+        marker = _next_marker(text, start, mode)
+        stretch_end = marker[1] if marker else len(text)
+        if mode == OUTSIDE:
+            for stop in stops:
+                at = text.find(stop, start, stretch_end + len(stop) - 1)  # it must begin before stretch_end
+                if at >= 0 and (best is None or at + len(stop) < best):
+                    best = at + len(stop)
+        if settle is None and (marker is None or marker[1] > limit):
+            settle = (limit if marker is None else min(limit, marker[0]), mode)
+        if marker is None:
+            break
+        start, mode = marker[1], marker[2]
+    return best, *(settle or (limit, mode))
+
+
+class StopScanner:
+    """The stop rule (`cut_at_stop`) applied to a completion fed in pieces, in time linear in its length.
+
+    `scan(text)` appends `text` to what was committed before and returns the end offset, in the whole completion,
+    of the stop string that fires in it, or None. `commit=False` scans the same way but forgets `text` afterwards
+    (the caller's text is still tentative, e.g. a decoded tail whose last character may change). The scanner keeps
+    only the last characters that a later stop string or block marker can still involve, so a call costs what its
+    `text` and the longest stop string cost, whatever the length of the completion. Once a stop has fired the
+    scanner's state is unspecified: start a new one for a new completion.
+    """
+
+    def __init__(self, stops: Sequence[str]):
+        self.stops = tuple(stop for stop in stops if stop)
+        self._keep = max([len(THINK_CLOSE), *map(len, self.stops)]) - 1
+        self._mode = OUTSIDE
+        self._kept = ""  # the committed text from the settled position on
+        self._offset = 0  # offset of `_kept` in the whole completion
+
+    def scan(self, text: str, *, commit: bool = True) -> int | None:
+        window = self._kept + text
+        end, settle, mode = _scan(window, self._mode, self.stops, self._keep)
+        if end is not None:
+            return self._offset + end
+        if commit:
+            self._kept, self._offset, self._mode = window[settle:], self._offset + settle, mode
+        return None
+
+
+class StopDetector:
+    """Stop strings over a completion's token ids, one token at a time, as re-decoding it every step would find.
+
+    `push(token)` appends a sampled token and returns whether a stop string fires (the stop rule of
+    `cut_at_stop`) in `decode(ids)` of the ids so far; then `text` is that decoded completion cut right after
+    the stop string, exactly `cut_at_stop(decode(ids), stops)` for the first such prefix of the ids.
+
+    Only new tokens are decoded: the text is committed up to the last token after which it ended with a whole
+    character, and each step decodes the tokens since then together with those of the last commit that added
+    text (as context, for decoders that treat a leading space specially), so a step's cost does not grow with
+    the completion. A decoded tail ending in U+FFFD (the bytes of a character split across tokens, or invalid
+    ones) is scanned but not committed, so a character completed by a later token is read whole. The step at
+    which a stop fires is exact when `decode` is local in that sense, as byte-level BPE (GPT-2, Qwen, Llama 3,
+    the built-in tokenizer) and Metaspace (SentencePiece) decoders are (tested against full re-decoding on
+    random token ids); the cut text always comes from one full decode. A decoder that is not local, such as
+    SentencePiece's ByteFallback (Llama 2, Mistral), which shows a whole run of byte tokens as U+FFFD once any
+    byte of it is invalid UTF-8, can show the detector other text inside such runs. A run of tokens that never
+    completes a character keeps growing the decoded tail (and the cost of a step).
+    """
+
+    def __init__(self, decode: Callable[[Sequence[int]], str], stops: Sequence[str]):
+        self._decode = decode
+        self._scanner = StopScanner(stops)
+        self.ids: list[int] = []
+        self.text: str | None = None  # set when a stop string fires
+        self._context = 0  # first token of the decoded window: the last commit that added text, and after
+        self._read = 0  # first token whose text is not committed yet
+        self._context_chars = 0  # len(decode(ids[_context:_read]))
+
+    def push(self, token: int) -> bool:
+        if self.text is not None:
+            raise RuntimeError("a stop string already fired; this completion has ended")
+        self.ids.append(int(token))
+        window = self._decode(self.ids[self._context :])
+        pending = window[self._context_chars :]
+        tentative = pending.endswith(REPLACEMENT_CHAR) or len(window) < self._context_chars
+        end = self._scanner.scan(pending, commit=not tentative)
+        if end is not None:  # the text is cut from one full decode, so it is a prefix of decode(ids) always
+            full = self._decode(self.ids)
+            self.text = cut_at_stop(full, self._scanner.stops) or full[:end]
+            return True
+        if not tentative:
+            if pending:  # tokens that decode to nothing (skipped special tokens) are no context on their own
+                self._context = self._read
+            self._read = len(self.ids)
+            self._context_chars = len(self._decode(self.ids[self._context : self._read]))
+        return False

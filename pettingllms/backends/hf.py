@@ -15,11 +15,14 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
   neither read nor changed.
 - `temperature == 0` is greedy (argmax); otherwise logits are divided by the temperature, then `top_k`
   (0 = off) and `top_p` (nucleus) filter them. A row ends at an eos token (the tokenizer's and the model's
-  generation config's `eos_token_id`s, e.g. `<|im_end|>`), when its decoded completion contains a stop string,
-  or after `max_new_tokens` tokens; an ended row leaves the batch and its cache, so each decoding step costs what
-  the rows still generating need.
+  generation config's `eos_token_id`s, e.g. `<|im_end|>`), when a stop string fires in its decoded completion
+  (the stop rule of `pettingllms.backends.base.cut_at_stop`: never inside a ``` fenced block or a
+  `<think>` block), or after `max_new_tokens` tokens; an ended row leaves the batch and its cache, so each
+  decoding step costs what the rows still generating need. Stop strings are looked for incrementally
+  (`base.StopDetector`: each step decodes the row's last few tokens, not its whole completion), with the
+  result re-decoding the whole completion every step would give.
 - `Generation.text` is the decoded completion without special tokens. With a stop string the text is cut right
-  AFTER the earliest-ending stop string, which stays in the text (`...</answer>`, unlike vLLM's default).
+  AFTER the stop string that fired, which stays in the text (`...</answer>`, unlike vLLM's default).
 - `Generation.prompt_ids` are the unpadded template ids; `completion_ids` are every sampled token up to and
   including the eos token or the token that completed a stop string: exactly the tokens a loss trains on.
   `decode(completion_ids, skip_special_tokens=True)` starts with `text` (it can run past the cut when the token
@@ -37,7 +40,7 @@ from typing import Any
 
 import torch
 
-from pettingllms.backends.base import Generation, SamplingConfig, cut_at_stop
+from pettingllms.backends.base import Generation, SamplingConfig, StopDetector
 from pettingllms.backends.chat import chat_prompt_ids
 from pettingllms.backends.shared_prefix import cache_keyword, prefill
 
@@ -178,6 +181,7 @@ class HFPolicy:
         completions: list[list[int]] = [[] for _ in rows]
         logprobs: list[list[float]] = [[] for _ in rows]
         texts: list[str | None] = [None] * batch  # set when a row ends at a stop string
+        stops = [StopDetector(self._decode, sampling.stop) for _ in rows] if sampling.stop else None
         active = list(range(batch))  # the rows still generating, in the order of the batch's tensors
         for step in range(sampling.max_new_tokens):
             tokens = self._sample_next(logits, sampling)
@@ -188,10 +192,9 @@ class HFPolicy:
                 logprobs[row].append(float(logprob))
                 if token in self.eos_token_ids:
                     continue
-                if sampling.stop:
-                    texts[row] = cut_at_stop(self._decode(completions[row]), sampling.stop)
-                    if texts[row] is not None:
-                        continue
+                if stops is not None and stops[row].push(token):
+                    texts[row] = stops[row].text
+                    continue
                 going.append(position)
             if not going or step == sampling.max_new_tokens - 1:
                 break

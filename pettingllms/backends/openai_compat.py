@@ -8,6 +8,12 @@ extra field only when set, as vLLM accepts it). Requests for different prompts r
 text: OpenAI-style servers drop it, so it is restored when the server names the matched string (vLLM's
 `stop_reason`, SGLang's `matched_stop`); a server that does not say which stop string matched returns the cut text.
 
+A server applies stop strings at their first occurrence wherever it is, inside a fenced code block or a thinking
+block too, unlike the model backends, which follow the stop rule of `pettingllms.backends.base.cut_at_stop`
+(a tool agent's program that prints `<answer>...</answer>` is cut inside its code by such a server). With
+`local_stops=True` the stop strings are not sent: the server writes to the end of its turn (or `max_tokens`) and
+the text is cut here under the stop rule, at the cost of the tokens generated after the answer.
+
 Failures: connection errors, timeouts, HTTP 408/409/429 and 5xx are retried up to `max_retries` times with
 exponential backoff (`backoff * 2**attempt` seconds, honouring a `Retry-After` header); other HTTP errors, and
 answers without `n` choices, raise `EndpointError` with the status and the server's message. Standard library only.
@@ -23,7 +29,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pettingllms.backends.base import Generation, SamplingConfig
+from pettingllms.backends.base import Generation, SamplingConfig, cut_at_stop
 from pettingllms.core.errors import PettingLLMsError
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -44,6 +50,7 @@ class OpenAIPolicy:
         max_retries: retries after the first attempt, for retryable failures.
         backoff: the first retry's delay in seconds (doubling each time).
         max_concurrency: requests in flight at once.
+        local_stops: apply stop strings here under the stop rule instead of sending them to the server.
     """
 
     def __init__(
@@ -56,6 +63,7 @@ class OpenAIPolicy:
         max_retries: int = 3,
         backoff: float = 0.5,
         max_concurrency: int = 8,
+        local_stops: bool = False,
     ):
         if timeout <= 0 or max_retries < 0 or backoff < 0 or max_concurrency < 1:
             raise ValueError(
@@ -71,6 +79,7 @@ class OpenAIPolicy:
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_concurrency = max_concurrency
+        self.local_stops = local_stops
         self.requests = 0
         self.retries = 0
 
@@ -89,7 +98,7 @@ class OpenAIPolicy:
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_new_tokens,
         }
-        if sampling.stop:
+        if sampling.stop and not self.local_stops:
             body["stop"] = list(sampling.stop)
         if sampling.top_k:
             body["top_k"] = sampling.top_k
@@ -97,6 +106,8 @@ class OpenAIPolicy:
         choices = sorted(answer.get("choices") or [], key=lambda choice: choice.get("index", 0))
         if len(choices) != n:
             raise EndpointError(f"{self.url} returned {len(choices)} choices for n={n}: {str(answer)[:300]}")
+        if self.local_stops:
+            return [Generation(_cut(_text(choice), sampling.stop)) for choice in choices]
         return [Generation(_with_stop(_text(choice), choice, sampling.stop)) for choice in choices]
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +142,12 @@ class OpenAIPolicy:
 def _text(choice: dict[str, Any]) -> str:
     message = choice.get("message") or {}
     return str(message.get("content") or choice.get("text") or "")
+
+
+def _cut(text: str, stops: Sequence[str]) -> str:
+    """`text` cut after the stop string that fires under the stop rule (`base.cut_at_stop`), else whole."""
+    cut = cut_at_stop(text, stops) if stops else None
+    return text if cut is None else cut
 
 
 def _with_stop(text: str, choice: dict[str, Any], stops: Sequence[str]) -> str:

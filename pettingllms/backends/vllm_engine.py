@@ -5,9 +5,12 @@ run can switch backends without changing what the trainer sees:
 
 - prompts are rendered by the same chat template into the same token ids (`chat_prompt_ids`) and sent to vLLM as
   token ids; `Generation.prompt_ids` are those ids; `Generation.text` is decoded from the completion's ids and
-  cut after the earliest stop string by the same code as `HFPolicy`'s;
+  cut after the stop string that fires by the same code as `HFPolicy`'s (`base.StopDetector`);
 - `temperature == 0` is greedy; `top_k == 0` is off; stop strings end a completion and stay in its text
-  (`include_stop_str_in_output`); `completion_ids` are every sampled token, the eos token or the token that
+  (`include_stop_str_in_output`), under the stop rule of `base.cut_at_stop`: never inside a ``` fenced block or
+  a `<think>` block. vLLM itself stops at any occurrence; a completion it stopped inside such a block is
+  continued from its tokens so far (`sample_with_stop_rule`), so a program that prints `<answer>...</answer>`
+  runs; `completion_ids` are every sampled token, the eos token or the token that
   completed a stop string included; `logprobs[i]` is the model's raw log-probability of `completion_ids[i]`
   (vLLM's default `logprobs_mode="raw_logprobs"`: before temperature, top-k and top-p);
 - every sampled request carries a seed drawn from the policy's own `numpy` generator (seeded at construction), so
@@ -34,15 +37,16 @@ engine in the calling process (faster start; needed for two engines in one test 
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pettingllms.backends.base import Generation, NumpySeeded, SamplingConfig, cut_at_stop
+from pettingllms.backends.base import Generation, NumpySeeded, SamplingConfig, StopDetector
 from pettingllms.backends.chat import chat_prompt_ids
 from pettingllms.backends.weights import full_state, serialize
 
@@ -139,42 +143,36 @@ class VLLMPolicy(NumpySeeded):
                 f"a prompt of {longest} tokens plus max_new_tokens={sampling.max_new_tokens} exceeds the "
                 f"engine's max_model_len={self.max_model_len}"
             )
-        params = [
-            SamplingParams(
-                n=n,
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                top_k=sampling.top_k,
-                max_tokens=sampling.max_new_tokens,
-                stop=list(sampling.stop) or None,
-                include_stop_str_in_output=True,
-                skip_special_tokens=True,
-                logprobs=0,
-                seed=int(self.rng.integers(2**31)) if sampling.temperature > 0 else None,
-            )
-            for _ in encoded
-        ]
-        outputs = self.llm.generate(
-            [{"prompt_token_ids": ids} for ids in encoded],
-            params,
-            use_tqdm=False,
-            lora_request=self._adapters.get(adapter) if adapter is not None else None,
-        )
-        return [
-            [self._generation(ids, completion, sampling.stop) for completion in output.outputs]
-            for ids, output in zip(encoded, outputs)
-        ]
+        lora = self._adapters.get(adapter) if adapter is not None else None
 
-    def _generation(self, prompt_ids: list[int], completion, stops: Sequence[str]) -> Generation:
-        """A `Generation` whose text is decoded and cut exactly as `HFPolicy` does (vLLM's incremental
-        detokenizer holds back incomplete UTF-8 sequences, so its text can differ for the same tokens)."""
-        ids = tuple(int(token) for token in completion.token_ids)
-        decoded = self.tokenizer.decode(ids, skip_special_tokens=True)
-        cut = cut_at_stop(decoded, stops) if stops else None
-        logprobs = None
-        if completion.logprobs is not None:
-            logprobs = tuple(float(step[token].logprob) for step, token in zip(completion.logprobs, ids))
-        return Generation(decoded if cut is None else cut, tuple(prompt_ids), ids, logprobs)
+        def run(requests: list[tuple[list[int], int, int]]) -> list[list[Any]]:
+            params = [
+                SamplingParams(
+                    n=count,
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    top_k=sampling.top_k,
+                    max_tokens=max_tokens,
+                    stop=list(sampling.stop) or None,
+                    include_stop_str_in_output=True,
+                    skip_special_tokens=True,
+                    logprobs=0,
+                    seed=int(self.rng.integers(2**31)) if sampling.temperature > 0 else None,
+                )
+                for _, count, max_tokens in requests
+            ]
+            outputs = self.llm.generate(
+                [{"prompt_token_ids": ids} for ids, _, _ in requests],
+                params,
+                use_tqdm=False,
+                lora_request=lora,
+            )
+            return [list(output.outputs) for output in outputs]
+
+        return sample_with_stop_rule(run, encoded, n, sampling, self._decode)
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
     # ----------------------------------------------------------------- weight sync
     def sync_weights(self, model) -> None:
@@ -250,6 +248,78 @@ class AdapterView(NumpySeeded):
     @rng.setter
     def rng(self, value: np.random.Generator) -> None:
         self.engine.rng = value
+
+
+@dataclasses.dataclass
+class _Sample:
+    """One completion being assembled from one or more vLLM outputs (see `sample_with_stop_rule`)."""
+
+    prompt_ids: list[int]
+    stops: StopDetector | None
+    ids: list[int] = dataclasses.field(default_factory=list)
+    logprobs: list[float] | None = dataclasses.field(default_factory=list)
+    text: str | None = None  # set when a stop string fired under the stop rule
+
+    def absorb(self, completion: Any) -> bool:
+        """Append a vLLM completion's tokens up to the one where the stop rule fires; return whether vLLM stopped
+        at a stop string that the rule does not count (inside a fenced block or a thinking block)."""
+        for position, token in enumerate(completion.token_ids):
+            self.ids.append(int(token))
+            if completion.logprobs is None or self.logprobs is None:
+                self.logprobs = None
+            else:
+                self.logprobs.append(float(completion.logprobs[position][token].logprob))
+            if self.stops is not None and self.stops.push(token):
+                self.text = self.stops.text
+                return False
+        return completion.finish_reason == "stop" and isinstance(completion.stop_reason, str)
+
+    def generation(self, decode: Callable[[Sequence[int]], str]) -> Generation:
+        text = self.text if self.text is not None else decode(self.ids)
+        logprobs = None if self.logprobs is None else tuple(self.logprobs)
+        return Generation(text, tuple(self.prompt_ids), tuple(self.ids), logprobs)
+
+
+def sample_with_stop_rule(
+    run: Callable[[list[tuple[list[int], int, int]]], list[list[Any]]],
+    encoded: Sequence[list[int]],
+    n: int,
+    sampling: SamplingConfig,
+    decode: Callable[[Sequence[int]], str],
+) -> list[list[Generation]]:
+    """`n` completions of each prompt (token ids), with stop strings applied under the stop rule of
+    `pettingllms.backends.base.cut_at_stop`, as `HFPolicy` applies them.
+
+    `run(requests)` samples, for each request `(prompt ids, count, max_tokens)`, `count` vLLM completions (objects
+    with `token_ids`, `logprobs`, `finish_reason`, `stop_reason`) that stop at `sampling.stop`. vLLM stops at the
+    first occurrence of a stop string wherever it is; the tokens are read by `base.StopDetector`, which cuts them at
+    the token where the rule fires (so the text, the ids and the log-probs end there, as `HFPolicy`'s do), and a
+    completion that vLLM stopped at an occurrence the rule does not count is continued: its prompt and tokens so
+    far are sent again as one request for the tokens left of `max_new_tokens` (the prefix cache serves the
+    repeated part), until the rule fires, eos, or the budget ends. The text is decoded from the ids as `HFPolicy`
+    decodes it (vLLM's own text holds back incomplete UTF-8 sequences, so it can differ for the same tokens).
+    """
+    budget = sampling.max_new_tokens
+    samples = [
+        _Sample(list(ids), StopDetector(decode, sampling.stop) if sampling.stop else None)
+        for ids in encoded
+        for _ in range(n)
+    ]
+    requests = [(list(ids), n, budget) for ids in encoded]
+    owners = [samples[index * n : (index + 1) * n] for index in range(len(encoded))]
+    while requests:
+        continued = []
+        for group, completions in zip(owners, run(requests)):
+            continued += [
+                sample for sample, completion in zip(group, completions) if sample.absorb(completion)
+            ]
+        continued = [sample for sample in continued if len(sample.ids) < budget]
+        requests = [(sample.prompt_ids + sample.ids, 1, budget - len(sample.ids)) for sample in continued]
+        owners = [[sample] for sample in continued]
+    return [
+        [sample.generation(decode) for sample in samples[index * n : (index + 1) * n]]
+        for index in range(len(encoded))
+    ]
 
 
 def lora_rank_slot(rank: int) -> int:
