@@ -12,6 +12,7 @@ pytest.importorskip("transformers")
 
 from pettingllms.backends.base import PolicyBackend, SamplingConfig  # noqa: E402
 from pettingllms.backends.hf import HFPolicy  # noqa: E402
+from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.models.tiny import build_model, config_for_tokenizer  # noqa: E402
 from pettingllms.models.tokenizer import train_tokenizer  # noqa: E402
 
@@ -174,7 +175,7 @@ def test_from_pretrained_reloads_the_same_policy(parts, tmp_path):
     tokenizer.save_pretrained(tmp_path)
     reloaded = HFPolicy.from_pretrained(tmp_path, seed=0)
     assert ids(reloaded.generate(PROMPTS, 1, GREEDY)) == ids(policy(parts).generate(PROMPTS, 1, GREEDY))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ConfigError, match="neither an existing folder nor a Hugging Face id"):
         HFPolicy.from_pretrained(tmp_path / "missing")
 
 

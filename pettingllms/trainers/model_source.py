@@ -10,21 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pettingllms.models.reference import check_model_reference
+from pettingllms.models.reference import check_model_reference, resolve_model
 from pettingllms.trainers.config import ATGRPOConfig
 
 
 def starting_model(name_or_path: str, args: ATGRPOConfig, log: Callable[[str], None] = print) -> str:
     """The folder or hub id a policy starts from: `tiny` -> the built-in model for the run's env and workflow
     (built first, with a message, if it is not cached yet); `qwen3-test` -> its cached folder (built likewise);
-    a path that looks local must exist."""
+    a Hugging Face id -> its local snapshot (`resolve_model`: from the cache, or downloaded once); a path that
+    looks local must exist."""
     if name_or_path == "qwen3-test":
         from pettingllms.models.qwen3_test import ensure_qwen3_test
 
         return str(ensure_qwen3_test(log=log))
     if name_or_path != "tiny":
         check_model_reference(name_or_path, "model_name_or_path", "'tiny' or 'qwen3-test' (built-in models)")
-        return name_or_path
+        return str(resolve_model(name_or_path))  # a hub id: its snapshot, downloaded once
     from pettingllms.models.warmstart import ensure_tiny_model, is_built, tiny_model_dir
 
     if not is_built(args.env_id, args.workflow):
