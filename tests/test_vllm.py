@@ -86,19 +86,6 @@ def test_a_large_seeded_batch_runs_on_cpu(engine, prompts):
     assert [len(group) for group in out] == [2] * len(long_prompts)
 
 
-def test_a_hugging_face_id_is_served_from_the_local_hub_cache(tiny_model, tmp_path, monkeypatch, prompts):
-    import shutil
-
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    repo, revision = tmp_path / "hub" / "models--owner--tiny", "0123456789abcdef0123456789abcdef01234567"
-    shutil.copytree(tiny_model, repo / "snapshots" / revision)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(revision)
-    same_greedy(HFPolicy.from_pretrained(tiny_model, seed=0), VLLMPolicy("owner/tiny", seed=0), prompts)
-
-
 def test_weight_sync_serves_the_updated_model_and_refuses_a_mismatched_update(engine, tiny_model, prompts):
     hf = HFPolicy.from_pretrained(tiny_model)
     generator = torch.Generator().manual_seed(1)
@@ -150,6 +137,20 @@ def test_lora_adapters_are_served_per_policy_and_refreshed_after_updates(tiny_mo
         perturb()  # the next round checks that refreshed adapters are served, not the cached first versions
     with pytest.raises(KeyError, match="never loaded"):
         engine.generate(prompts, 1, GREEDY, adapter="judge")
+
+
+def test_a_hugging_face_id_is_served_from_the_local_hub_cache(tiny_model, tmp_path, monkeypatch, prompts):
+    # after every test of the shared `engine`: a second in-process engine tears down vLLM's global parallel state
+    import shutil
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    repo, revision = tmp_path / "hub" / "models--owner--tiny", "0123456789abcdef0123456789abcdef01234567"
+    shutil.copytree(tiny_model, repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    same_greedy(HFPolicy.from_pretrained(tiny_model, seed=0), VLLMPolicy("owner/tiny", seed=0), prompts)
 
 
 @pytest.mark.parametrize("layout", ["per_role", "lora_per_role"])
