@@ -117,8 +117,8 @@ class Study:
 
     def train(self, name: str, workflow: str, seed: int, flags: list[str], env_kwargs: dict) -> Path:
         """One training run (resumed if it has a checkpoint, skipped if finished); returns its folder."""
-        from pettingllms.trainers.at_grpo import ATGRPOTrainer
         from pettingllms.trainers.arguments import parse
+        from pettingllms.trainers.at_grpo import ATGRPOTrainer
 
         folder = self.args.runs / name
         argv = [

@@ -43,8 +43,8 @@ def run_args(name: str, seed: int, steps: int, eval_episodes: int, extra: list[s
 
 def train(argv: list[str]) -> dict:
     """One run (resumed if it has a checkpoint); returns its step-0 and final evaluations and its budget."""
-    from pettingllms.trainers.at_grpo import ATGRPOTrainer
     from pettingllms.trainers.arguments import parse
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer
 
     args = parse(argv)
     metrics_path = Path(args.output_dir) / "metrics.jsonl"

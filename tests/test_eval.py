@@ -293,7 +293,11 @@ def test_cli_writes_results_with_settings_and_resumes(tmp_path, capsys):
         )  # the oracle plan agent always solves
         assert result["policies"] == {"tool": "random", "plan": "oracle"}
         assert result["sampling"]["decoding"] == "greedy" and result["suite"]["split"] == "eval"
-        assert result["per_episode"] == {"keys": [f"seed/{i}" for i in range(6)], "success": [1] * 6}
+        assert result["per_episode"] == {
+            "keys": [f"seed/{i}" for i in range(6)],
+            "success": [1] * 6,
+            "parse_errors": [0] * 6,
+        }
     cached = (tmp_path / "results" / "mixed.json.episodes.jsonl").read_text().splitlines()
     assert len(cached) == 12
     assert eval_main(argv) == 0  # a rerun finds every episode cached

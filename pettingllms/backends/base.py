@@ -22,6 +22,9 @@ class SamplingConfig:
     """Sampling settings of one policy for one phase (training or evaluation).
 
     `temperature == 0` means greedy decoding. `top_k == 0` disables top-k (transformers otherwise applies 50).
+    `enable_thinking` is passed to the chat template of a model that reads it (Qwen3: True lets the model open a
+    `<think>` block, False renders an empty one into the prompt so that the model answers at once); None renders
+    the template's default and is the only value allowed for templates without the switch.
     """
 
     temperature: float = 1.0
@@ -29,6 +32,7 @@ class SamplingConfig:
     top_k: int = 0
     max_new_tokens: int = 64
     stop: tuple[str, ...] = ()
+    enable_thinking: bool | None = None
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -41,12 +45,41 @@ class SamplingConfig:
 
 @dataclasses.dataclass(frozen=True)
 class Generation:
-    """One sampled completion. Token ids are empty for backends that serve no trainable model."""
+    """One sampled completion. Token ids are empty for backends that serve no trainable model.
+
+    `text` is everything generated (thinking included): what a trainer trains on is `completion_ids`, all of it.
+    `action` is what the env receives: `text` without its thinking (`strip_thinking`). `truncated` is True when
+    the completion was cut by the length budget (`max_new_tokens`) rather than ended by an eos token or a stop
+    string.
+    """
 
     text: str
     prompt_ids: tuple[int, ...] = ()
     completion_ids: tuple[int, ...] = ()
     logprobs: tuple[float, ...] | None = None
+    truncated: bool = False
+
+    @property
+    def action(self) -> str:
+        return strip_thinking(self.text)
+
+
+def strip_thinking(text: str) -> str:
+    """`text` without its thinking: what follows the last `</think>` when the text opens a `<think>` block (or,
+    as Qwen3's template prompts with thinking on, closes one), else `text` itself; a thinking block that never
+    closes (a completion cut by its budget while thinking) leaves the empty string: the answer was never given.
+
+    >>> strip_thinking("<think>maybe <answer>L</answer>?</think>\\n\\n<answer>R</answer>")
+    '<answer>R</answer>'
+    >>> strip_thinking("<think>still thinking <answer>L</answer>")
+    ''
+    >>> strip_thinking("<answer>R</answer>")
+    '<answer>R</answer>'
+    """
+    close = text.rfind(THINK_CLOSE)
+    if close >= 0:
+        return text[close + len(THINK_CLOSE) :].lstrip()
+    return "" if THINK_OPEN in text else text
 
 
 @runtime_checkable

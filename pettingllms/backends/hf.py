@@ -2,8 +2,9 @@
 
 Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
 
-- Each prompt becomes one user message rendered with the tokenizer's chat template (`add_generation_prompt=True`;
-  special-token strings inside the prompt are encoded as plain text where transformers supports it). The rows
+- Each prompt becomes one user message rendered with the tokenizer's chat template (`add_generation_prompt=True`,
+  `enable_thinking` from the sampling config when set; special-token strings inside the prompt are encoded as
+  plain text where transformers supports it). The rows
   (each prompt repeated `n` times, contiguously) form one batch whose prompts are prefilled by
   `shared_prefix.prefill`: each token of the prompts' prefix tree is computed once, so the `n` samples of a group
   share one prompt computation and prompts that begin alike share their beginning; `max_batch_rows` may split a
@@ -21,7 +22,8 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
   decoding step costs what the rows still generating need. Stop strings are looked for incrementally
   (`base.StopDetector`: each step decodes the row's last few tokens, not its whole completion), with the
   result re-decoding the whole completion every step would give.
-- `Generation.text` is the decoded completion without special tokens. With a stop string the text is cut right
+- `Generation.text` is the decoded completion without special tokens (a `<think>` block included: `action` is
+  the text without it). `Generation.truncated` is True for a row that ended at `max_new_tokens`. With a stop string the text is cut right
   AFTER the stop string that fired, which stays in the text (`...</answer>`, unlike vLLM's default).
 - `Generation.prompt_ids` are the unpadded template ids; `completion_ids` are every sampled token up to and
   including the eos token or the token that completed a stop string: exactly the tokens a loss trains on.
@@ -45,15 +47,15 @@ from pettingllms.backends.chat import chat_prompt_ids
 from pettingllms.backends.shared_prefix import cache_keyword, prefill
 
 
-def load_pretrained(path: str | Path):
-    """(model, tokenizer) in float32 from a local folder or a Hugging Face id; left padding for generation."""
+def load_pretrained(path: str | Path, dtype: torch.dtype = torch.float32):
+    """(model, tokenizer) in `dtype` from a local folder or a Hugging Face id; left padding for generation."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     return model, tokenizer
 
 
@@ -135,13 +137,14 @@ class HFPolicy:
                 f"weights do not fit the model: missing {missing[:5]}, unexpected {unexpected[:5]}"
             )
 
-    def prompt_ids(self, prompt: str) -> list[int]:
+    def prompt_ids(self, prompt: str, enable_thinking: bool | None = None) -> list[int]:
         """The token ids of `prompt` as one user message with the generation prompt (what the model is fed)."""
-        return chat_prompt_ids(self.tokenizer, prompt)
+        return chat_prompt_ids(self.tokenizer, prompt, enable_thinking=enable_thinking)
 
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
         """For each prompt, `n` sampled `Generation`s (see the module docstring)."""
-        return self.generate_from_ids([self.prompt_ids(prompt) for prompt in prompts], n, sampling)
+        encoded = [self.prompt_ids(prompt, sampling.enable_thinking) for prompt in prompts]
+        return self.generate_from_ids(encoded, n, sampling)
 
     def generate_from_ids(
         self, encoded: Sequence[Sequence[int]], n: int, sampling: SamplingConfig
@@ -215,6 +218,7 @@ class HFPolicy:
                 prompt_ids=tuple(rows[i]),
                 completion_ids=tuple(completions[i]),
                 logprobs=tuple(logprobs[i]),
+                truncated=texts[i] is None and completions[i][-1] not in self.eos_token_ids,
             )
             for i in range(batch)
         ]

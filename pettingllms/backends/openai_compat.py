@@ -12,7 +12,9 @@ A server applies stop strings at their first occurrence wherever it is, inside a
 block too, unlike the model backends, which follow the stop rule of `pettingllms.backends.base.cut_at_stop`
 (a tool agent's program that prints `<answer>...</answer>` is cut inside its code by such a server). With
 `local_stops=True` the stop strings are not sent: the server writes to the end of its turn (or `max_tokens`) and
-the text is cut here under the stop rule, at the cost of the tokens generated after the answer.
+the text is cut here under the stop rule, at the cost of the tokens generated after the answer. A set
+`enable_thinking` is sent as `chat_template_kwargs` (vLLM's and SGLang's servers render it into the template);
+`Generation.truncated` is the server's `finish_reason == "length"`.
 
 Failures: connection errors, timeouts, HTTP 408/409/429 and 5xx are retried up to `max_retries` times with
 exponential backoff (`backoff * 2**attempt` seconds, honouring a `Retry-After` header); other HTTP errors, and
@@ -102,13 +104,26 @@ class OpenAIPolicy:
             body["stop"] = list(sampling.stop)
         if sampling.top_k:
             body["top_k"] = sampling.top_k
+        if sampling.enable_thinking is not None:  # vLLM's and SGLang's servers pass these to the template
+            body["chat_template_kwargs"] = {"enable_thinking": sampling.enable_thinking}
         answer = self._post(body)
         choices = sorted(answer.get("choices") or [], key=lambda choice: choice.get("index", 0))
         if len(choices) != n:
             raise EndpointError(f"{self.url} returned {len(choices)} choices for n={n}: {str(answer)[:300]}")
         if self.local_stops:
-            return [Generation(_cut(_text(choice), sampling.stop)) for choice in choices]
-        return [Generation(_with_stop(_text(choice), choice, sampling.stop)) for choice in choices]
+            cuts = [
+                cut_at_stop(_text(choice), sampling.stop) if sampling.stop else None for choice in choices
+            ]
+            return [
+                Generation(
+                    _text(choice) if cut is None else cut, truncated=cut is None and _length_cut(choice)
+                )
+                for cut, choice in zip(cuts, choices)
+            ]
+        return [
+            Generation(_with_stop(_text(choice), choice, sampling.stop), truncated=_length_cut(choice))
+            for choice in choices
+        ]
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(body).encode()
@@ -144,10 +159,9 @@ def _text(choice: dict[str, Any]) -> str:
     return str(message.get("content") or choice.get("text") or "")
 
 
-def _cut(text: str, stops: Sequence[str]) -> str:
-    """`text` cut after the stop string that fires under the stop rule (`base.cut_at_stop`), else whole."""
-    cut = cut_at_stop(text, stops) if stops else None
-    return text if cut is None else cut
+def _length_cut(choice: dict[str, Any]) -> bool:
+    """Whether the server ended the choice at `max_tokens` (`finish_reason` "length")."""
+    return choice.get("finish_reason") == "length"
 
 
 def _with_stop(text: str, choice: dict[str, Any], stops: Sequence[str]) -> str:

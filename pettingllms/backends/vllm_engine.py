@@ -120,9 +120,9 @@ class VLLMPolicy(NumpySeeded):
         self._lora_version = 0
 
     # ----------------------------------------------------------------- generation
-    def prompt_ids(self, prompt: str) -> list[int]:
+    def prompt_ids(self, prompt: str, enable_thinking: bool | None = None) -> list[int]:
         """The token ids the model is fed for `prompt` (one user message with the generation prompt)."""
-        return chat_prompt_ids(self.tokenizer, prompt)
+        return chat_prompt_ids(self.tokenizer, prompt, enable_thinking=enable_thinking)
 
     def generate(
         self, prompts: Sequence[str], n: int, sampling: SamplingConfig, *, adapter: str | None = None
@@ -137,7 +137,7 @@ class VLLMPolicy(NumpySeeded):
             )
         if n < 1:
             raise ValueError(f"n={n} must be positive")
-        encoded = [self.prompt_ids(prompt) for prompt in prompts]
+        encoded = [self.prompt_ids(prompt, sampling.enable_thinking) for prompt in prompts]
         longest = max((len(ids) for ids in encoded), default=0)
         if longest + sampling.max_new_tokens > self.max_model_len:
             raise ValueError(
@@ -260,6 +260,7 @@ class _Sample:
     ids: list[int] = dataclasses.field(default_factory=list)
     logprobs: list[float] | None = dataclasses.field(default_factory=list)
     text: str | None = None  # set when a stop string fired under the stop rule
+    ended: bool = False  # the last vLLM output ended at an eos or stop token (not at the budget)
 
     def absorb(self, completion: Any) -> bool:
         """Append a vLLM completion's tokens up to the one where the stop rule fires; return whether vLLM stopped
@@ -273,12 +274,14 @@ class _Sample:
             if self.stops is not None and self.stops.push(token):
                 self.text = self.stops.text
                 return False
+        self.ended = completion.finish_reason == "stop" and not isinstance(completion.stop_reason, str)
         return completion.finish_reason == "stop" and isinstance(completion.stop_reason, str)
 
     def generation(self, decode: Callable[[Sequence[int]], str]) -> Generation:
         text = self.text if self.text is not None else decode(self.ids)
         logprobs = None if self.logprobs is None else tuple(self.logprobs)
-        return Generation(text, tuple(self.prompt_ids), tuple(self.ids), logprobs)
+        truncated = self.text is None and not self.ended  # the budget ended it
+        return Generation(text, tuple(self.prompt_ids), tuple(self.ids), logprobs, truncated=truncated)
 
 
 def sample_with_stop_rule(

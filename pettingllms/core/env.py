@@ -24,6 +24,9 @@ Contract shared by all environments (subclasses implement the task; this class i
   So an agent's return is bounded, and is maximised by the team solving the instance: stalling, repeating an
   answer, oscillating, sabotaging a teammate or guessing earn no more than honest solver play (penalties only
   lower a return). `pettingllms.testing.check_returns` plays a battery of such strategies against the oracle.
+- A completion cut by its length budget is an action like any other: the env sees what the model wrote (after
+  any thinking block, `Generation.action`) and scores what it holds; each env's docstring says what a cut answer
+  earns (mostly the parse-error penalty: the answer never closed).
 - Randomness comes only from `self.np_random`, seeded by `reset(seed=...)` (a new seed draws a new generator;
   `reset()` without a seed continues the current one).
 - `clone()` (or `copy.deepcopy`) returns an exact, independent copy; stepping the copy never changes the

@@ -5,8 +5,9 @@
     pettingllms-eval --env code-v0 --policy coder=smollm2,tester=oracle --episodes 20 --output results/mix.json
 
 Suites: `pettingllms.eval.suites`; policies: `pettingllms.eval.policy_specs`; metrics: `pettingllms.eval.metrics`.
-Decoding is greedy unless `--temperature` > 0; the settings, seeds, suites and library versions are written
-with the results. Finished episodes are cached in `OUTPUT.episodes.jsonl`, keyed by the policies' weights and
+Decoding is greedy unless `--temperature` > 0; a training run's models are played at the run's completion budget
+and thinking setting (what its own evaluations used), other models at the suite's; the settings, seeds, suites
+and library versions are written with the results. Finished episodes are cached in `OUTPUT.episodes.jsonl`, keyed by the policies' weights and
 every setting that shapes an episode (`pettingllms.eval.cache_key`): rerunning the same command resumes, while new
 weights at the same path or other settings play the episodes again. A damaged cache is named (file and line).
 """
@@ -14,6 +15,7 @@ weights at the same path or other settings play the episodes again. A damaged ca
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import sys
@@ -52,7 +54,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--env_kwargs", default="{}", help="JSON keyword arguments for every env")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top_p", type=float, default=1.0)
-    parser.add_argument("--max_new_tokens", type=int, default=None, help="default: 128 (puzzles), 512")
+    parser.add_argument(
+        "--max_new_tokens",
+        type=int,
+        default=None,
+        help="completion budget of a step; default: a run's own (its eval_max_completion_length, else "
+        "max_completion_length) for a run's models, else 128 (puzzles) or 512 (code, math)",
+    )
+    parser.add_argument(
+        "--enable_thinking",
+        choices=["true", "false"],
+        default=None,
+        help="the chat template's thinking switch (Qwen3); default: a run's own setting, else the template's",
+    )
     parser.add_argument("--samples", type=int, default=1, help="episodes per problem (pass@k for code)")
     parser.add_argument("--chunk_size", type=int, default=50, help="episodes played together (and cached)")
     parser.add_argument(
@@ -141,16 +155,12 @@ def _evaluate_env(
         top_p=args.top_p,
         max_new_tokens=args.max_new_tokens or eval_max_new_tokens(env_id),
         stop=pettingllms.make(env_id).unwrapped.STOP_STRINGS,
+        enable_thinking=_thinking(args.enable_thinking),
     )
-    settings = {
-        "suite": suite.to_json(),
-        "policies": {agent: loaded.resolved[name] for agent, name in loaded.agent_policy.items()},
-        "sampling": sampling_json(sampling),
-        "seed": args.seed,
-        "workflow": args.workflow,
-        "chunk_size": args.chunk_size,
-        "weights_sha256": {agent: loaded.weights[name] for agent, name in loaded.agent_policy.items()},
+    samplings = {
+        name: _run_sampling(sampling, loaded.run_settings.get(name), args) for name in loaded.backends
     }
+    settings = _settings(suite, loaded, sampling, samplings, args)
     cache = EpisodeCache(cache_path, run_key(settings, suite, settings["weights_sha256"]), log=_note)
     with tqdm(
         total=len(suite.episodes), desc=f"eval {env_id}", disable=args.no_progress, dynamic_ncols=True
@@ -159,7 +169,7 @@ def _evaluate_env(
             suite,
             loaded.backends,
             loaded.agent_policy,
-            dict.fromkeys(loaded.backends, sampling),
+            samplings,
             cache,
             workflow=args.workflow,
             seed=args.seed,
@@ -170,8 +180,50 @@ def _evaluate_env(
     result = metrics.summarize(env_id, records, samples_per_problem=args.samples)
     result.update(settings, wall_time_s=round(time.perf_counter() - started, 2))
     # per episode, in suite order, for paired comparisons between policies (pettingllms.eval.stats)
-    result["per_episode"] = {"keys": [r.key for r in records], "success": [int(r.success) for r in records]}
+    result["per_episode"] = {
+        "keys": [r.key for r in records],
+        "success": [int(r.success) for r in records],
+        "parse_errors": [sum(r.errors.values()) for r in records],
+    }
     return result
+
+
+def _settings(suite, loaded, sampling, samplings, args: argparse.Namespace) -> dict[str, Any]:
+    """Every setting that shapes an episode (written with the results and keying the episode cache)."""
+    settings = {
+        "suite": suite.to_json(),
+        "policies": {agent: loaded.resolved[name] for agent, name in loaded.agent_policy.items()},
+        "sampling": sampling_json(sampling),
+        "seed": args.seed,
+        "workflow": args.workflow,
+        "chunk_size": args.chunk_size,
+        "weights_sha256": {agent: loaded.weights[name] for agent, name in loaded.agent_policy.items()},
+    }
+    if loaded.run_settings:  # a run's model is evaluated at the run's budget and thinking setting
+        settings["run_sampling"] = {
+            agent: sampling_json(samplings[name])
+            for agent, name in loaded.agent_policy.items()
+            if name in loaded.run_settings
+        }
+    return settings
+
+
+def _thinking(flag: str | None) -> bool | None:
+    return None if flag is None else flag == "true"
+
+
+def _run_sampling(sampling, source, args: argparse.Namespace):
+    """`sampling` for a policy; one from a training run (`source`) takes the run's completion budget and thinking
+    setting unless `--max_new_tokens` / `--enable_thinking` are given."""
+    if source is None:
+        return sampling
+    return dataclasses.replace(
+        sampling,
+        max_new_tokens=args.max_new_tokens or source.budget,
+        enable_thinking=sampling.enable_thinking
+        if args.enable_thinking is not None
+        else source.enable_thinking,
+    )
 
 
 def _replicated(suite, samples: int):

@@ -67,6 +67,8 @@ class LoadedPolicies:
     weights: dict[str, str | None]
     """Backend name -> the sha256 of its loaded weights and tokenizer (`cache_key.weights_digest`); None for
     policies without weights here (baselines, endpoints)."""
+    run_settings: dict[str, ModelSource] = dataclasses.field(default_factory=dict)
+    """Backend name -> its source, for the policies that come from a training run (their budget and thinking)."""
 
 
 def load_policies(
@@ -81,6 +83,7 @@ def load_policies(
     backends: dict[str, Any] = {}
     resolved: dict[str, str] = {}
     weights: dict[str, str | None] = {}
+    run_settings: dict[str, ModelSource] = {}
     agent_policy: dict[str, str] = {}
     for agent, spec in specs.items():
         if spec in BASELINES:
@@ -100,9 +103,11 @@ def load_policies(
                     name,
                 )
                 weights[name] = weights_digest(backends[name].model, backends[name].tokenizer)
+                if source.budget is not None:
+                    run_settings[name] = source
         weights.setdefault(name, None)
         agent_policy[agent] = name
-    return LoadedPolicies(backends, agent_policy, resolved, weights)
+    return LoadedPolicies(backends, agent_policy, resolved, weights, run_settings)
 
 
 def _endpoint(spec: str):
@@ -126,10 +131,15 @@ def _baseline(spec: str, seed: int) -> StatePolicy:
 
 @dataclasses.dataclass(frozen=True)
 class ModelSource:
-    """A model to load: a folder or hub id, plus a LoRA adapter folder merged into it (per-role LoRA runs)."""
+    """A model to load: a folder or hub id, plus a LoRA adapter folder merged into it (per-role LoRA runs).
+
+    A model of a training run carries the run's evaluation settings: `budget`, the completion budget its
+    evaluations used (`eval_max_completion_length`, else `max_completion_length`), and `enable_thinking`."""
 
     path: str
     adapter: str | None = None
+    budget: int | None = None
+    enable_thinking: bool | None = None
 
     def describe(self) -> str:
         return self.path if self.adapter is None else f"{self.path} + adapter {self.adapter}"
@@ -193,6 +203,13 @@ def _run_source(
     """`agent`'s model in a run's checkpoint: its own (per_role), the shared one, or base + its LoRA adapter."""
     config = run.read_config()
     policy = run.policy_of(agent)
+    own = (config.get("policy_eval_sampling") or {}).get(policy, {})  # the run's evaluation override, if any
+    settings = {
+        "budget": own.get("max_new_tokens")
+        or config.get("eval_max_completion_length")
+        or config.get("max_completion_length"),
+        "enable_thinking": own.get("enable_thinking", config.get("enable_thinking")),
+    }
     if config.get("policy_layout") == "lora_per_role":
         adapter = checkpoint.adapter(policy)
         if not adapter.is_dir():
@@ -200,10 +217,10 @@ def _run_source(
                 f"checkpoint {checkpoint.folder} has no adapter for agent {agent!r} ({adapter} missing)"
             )
         base = _model_source(config.get("model_name_or_path", "tiny"), agent, env_id, workflow, env_kwargs)
-        return ModelSource(base.path, str(adapter))
+        return ModelSource(base.path, str(adapter), **settings)
     folder = checkpoint.model(policy)
     if not folder.is_dir():
         raise ConfigError(
             f"checkpoint {checkpoint.folder} has no model for agent {agent!r} ({folder.name} missing)"
         )
-    return ModelSource(str(folder))
+    return ModelSource(str(folder), **settings)

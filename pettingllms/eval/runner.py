@@ -47,6 +47,8 @@ class EpisodeRecord:
     errors: dict[str, int]  # agent -> steps whose answer held nothing usable (parse errors)
     tokens: int | None  # completion tokens of all steps; None when a policy reports no tokens
     returns: dict[str, float]
+    truncated: dict[str, int] | None = None
+    """Agent -> steps whose completion was cut by the length budget; None in rows cached before it was kept."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -68,7 +70,15 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "errors": (dict,),
     "tokens": (int, type(None)),
     "returns": (dict,),
+    "truncated": (dict, type(None)),
 }
+_OPTIONAL_FIELDS = frozenset({"truncated"})
+"""Fields that rows written by earlier versions lack (read as None)."""
+
+
+def _typed(value: Any, types: tuple[type, ...]) -> bool:
+    """Whether `value` is of one of `types` (a bool only where bool is named: it is an int subclass)."""
+    return isinstance(value, types) and (not isinstance(value, bool) or bool in types)
 
 
 def _link(previous: str, body: Mapping[str, Any]) -> str:
@@ -137,17 +147,13 @@ class EpisodeCache:
 
     def _accept(self, number: int, row: Any, seen: dict[tuple[str, str], int]) -> None:
         """Check row `number` (schema, chain, duplicates) and keep its record if it belongs to this run."""
-        if not isinstance(row, dict) or set(row) != _ROW_FIELDS:
+        if not isinstance(row, dict) or not _ROW_FIELDS - _OPTIONAL_FIELDS <= set(row) <= _ROW_FIELDS:
             fields = sorted(row) if isinstance(row, dict) else type(row).__name__
             raise self._error(
                 number,
                 f"not an episode row (fields {fields}, expected {sorted(_ROW_FIELDS)}; an older version?)",
             )
-        wrong = [
-            name
-            for name, types in _TYPES.items()
-            if not isinstance(row[name], types) or (isinstance(row[name], bool) and bool not in types)
-        ]
+        wrong = [name for name, types in _TYPES.items() if name in row and not _typed(row[name], types)]
         if wrong:
             raise self._error(number, f"fields {wrong} have the wrong type")
         first = seen.setdefault((row["run"], row["key"]), number)
@@ -166,7 +172,7 @@ class EpisodeCache:
             )
         self._chain = expected
         if row["run"] == self.run_key:
-            self.records[row["key"]] = EpisodeRecord(**{name: row[name] for name in _RECORD_FIELDS})
+            self.records[row["key"]] = EpisodeRecord(**{name: row.get(name) for name in _RECORD_FIELDS})
 
     def _error(self, number: int, what: str) -> EpisodeCacheError:
         return EpisodeCacheError(
@@ -225,12 +231,14 @@ def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[Episod
     """One record per episode of `chunk` from the rollout that played it (instances are chunk positions)."""
     steps: list[dict[str, int]] = [{} for _ in chunk]
     errors: list[dict[str, int]] = [{} for _ in chunk]
+    truncated: list[dict[str, int]] = [{} for _ in chunk]
     tokens = [0 for _ in chunk]
     counted = [True for _ in chunk]  # False once a step gave text without token ids (no tokenizer behind it)
     for sample in rollout.samples:
         i = sample.instance
         steps[i][sample.agent] = steps[i].get(sample.agent, 0) + 1
         errors[i][sample.agent] = errors[i].get(sample.agent, 0) + int(sample.parse_error)
+        truncated[i][sample.agent] = truncated[i].get(sample.agent, 0) + int(sample.generation.truncated)
         tokens[i] += len(sample.generation.completion_ids)
         counted[i] = counted[i] and bool(sample.generation.completion_ids or not sample.completion)
     records = []
@@ -246,6 +254,7 @@ def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[Episod
                 errors=errors[i],
                 tokens=tokens[i] if counted[i] else None,
                 returns={agent: float(value) for agent, value in result.returns.items()},
+                truncated=truncated[i],
             )
         )
     return records

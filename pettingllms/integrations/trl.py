@@ -132,7 +132,7 @@ class EpisodeRollout:
         for episode, (generation,) in zip(by_model, generations, strict=True):
             if episode.agent == self.agent:
                 episode.record(generation.completion_ids, generation.logprobs)
-            episode.step(generation.text)
+            episode.step(generation.action)
         for episode in episodes:
             if episode.live and episode.agent in self.others:
                 episode.step(self.others[episode.agent](episode.observation))

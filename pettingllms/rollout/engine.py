@@ -29,6 +29,9 @@ Grouping ablations (`grouping="agent"` or `"turn"`): the same tree sampling and 
 pools one key only: `(instance, agent)` (all turns of an agent: prompts differ across turns) or
 `(instance, turn)` (all agents of a turn: prompts and roles differ) — the grouping mistakes AT-GRPO avoids.
 
+Every env receives a completion's `Generation.action` (its text without a thinking block: what the agent
+answered); the sample keeps the whole completion (`completion`, and every token id), which is what is trained.
+
 The engine is deterministic for a given seed: instances come from their seeds, candidates from the policies'
 own seeded generators, random commits from the engine's generator.
 """
@@ -294,11 +297,11 @@ class RolloutEngine:
             for env, candidates in zip(envs, generations, strict=True):
                 copies = [env.clone() if len(candidates) > 1 else env for _ in candidates]
                 for copy, generation in zip(copies, candidates, strict=True):
-                    copy.step(generation.text)
+                    copy.step(generation.action)
                 stepped.append(copies)
         else:
             jobs = [
-                (env, generation.text)
+                (env, generation.action)
                 for env, candidates in zip(envs, generations)
                 for generation in candidates
             ]

@@ -41,7 +41,7 @@ import pettingllms
 from pettingllms.backends.base import SamplingConfig, SeededBackend
 from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.runner import run_suite
-from pettingllms.eval.suites import build_suite, eval_max_new_tokens
+from pettingllms.eval.suites import build_suite
 from pettingllms.pools.env_pool import EnvPool
 from pettingllms.rollout.engine import RolloutEngine
 from pettingllms.rollout.samples import Rollout, Sample
@@ -172,8 +172,9 @@ class ATGRPOTrainer:
             "temperature": args.temperature if train else args.eval_temperature,
             "top_p": args.top_p if train else 1.0,
             "top_k": (args.top_k or 0) if train else 0,
-            "max_new_tokens": args.max_completion_length if train else eval_max_new_tokens(args.env_id),
+            "max_new_tokens": args.max_completion_length if train else args.eval_completion_budget,
             "stop": tuple(args.default_stop_strings),
+            "enable_thinking": args.enable_thinking,
         }
         overrides = (
             args.policy_sampling.get(policy, {}) if train else args.policy_eval_sampling.get(policy, {})
@@ -289,6 +290,8 @@ class ATGRPOTrainer:
         for agent in self.agents:
             rewards = [s.reward for s in rollout.samples if s.agent == agent]
             metrics[f"train/reward/{agent}"] = float(np.mean(rewards)) if rewards else 0.0
+            cut = [s.generation.truncated for s in rollout.samples if s.agent == agent]
+            metrics[f"train/truncated/{agent}"] = float(np.mean(cut)) if cut else 0.0
         for name, values in update_metrics.items():
             metrics.update({f"policy/{name}/{key}": value for key, value in values.items()})
         return metrics
@@ -311,6 +314,7 @@ class ATGRPOTrainer:
             desc=f"evaluation, step {self.step}",
             unit="episode",
             leave=False,
+            mininterval=0,  # one refresh per chunk of episodes: each shows, however fast the chunks are
             dynamic_ncols=True,
             disable=bool(args.disable_tqdm),
         )
@@ -340,6 +344,8 @@ class ATGRPOTrainer:
             steps = sum(record.steps.get(agent, 0) for record in records)
             total = sum(record.returns.get(agent, 0.0) for record in records)
             metrics[f"eval/reward/{agent}"] = total / steps if steps else 0.0
+            cut = sum((record.truncated or {}).get(agent, 0) for record in records)
+            metrics[f"eval/truncated/{agent}"] = cut / steps if steps else 0.0
         return metrics
 
     # ----------------------------------------------------------------- outputs

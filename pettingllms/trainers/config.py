@@ -19,6 +19,7 @@ from typing import Any
 from trl import GRPOConfig
 
 import pettingllms
+from pettingllms.backends.base import SamplingConfig
 from pettingllms.core.errors import ConfigError, PettingLLMsError
 from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
 from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
@@ -122,7 +123,7 @@ class ATGRPOConfig(GRPOConfig):
     model_name_or_path: str = dataclasses.field(
         default="tiny",
         metadata={
-            "help": "'tiny' (built-in, warm-started), 'qwen3-test' (built-in: Qwen3's tokenizer and geometry, random weights), a Hugging Face id, or a local path."
+            "help": "'tiny' (built-in, warm-started), 'qwen3-test' (built-in: Qwen3's tokenizer and geometry, random weights), 'smollm2' (SmolLM2-135M-Instruct, pretrained), a Hugging Face id, or a local path."
         },
     )
     agent_policies: dict[str, str] | str | None = dataclasses.field(
@@ -165,6 +166,30 @@ class ATGRPOConfig(GRPOConfig):
     policy_eval_sampling: dict[str, dict[str, Any]] | str | None = dataclasses.field(
         default_factory=dict,
         metadata={"help": "Per-policy evaluation overrides, same keys as policy_sampling."},
+    )
+    enable_thinking: bool | None = dataclasses.field(
+        default=None,
+        metadata={
+            "help": "Qwen3-style thinking switch of the chat template, for every policy in training and evaluation "
+            "(per policy: the enable_thinking key of policy_sampling / policy_eval_sampling). None: the template's "
+            "default (Qwen3: thinking on); only None for templates without the switch. The env receives the answer "
+            "after the thinking block; the update trains on every generated token, thinking included."
+        },
+    )
+    eval_max_completion_length: int | None = dataclasses.field(
+        default=None,
+        metadata={
+            "help": "Completion budget (tokens) of an evaluation step; None: max_completion_length, the budget the "
+            "policies were trained with (pettingllms-eval --policy RUN uses the same)."
+        },
+    )
+    max_generation_rows: int | None = dataclasses.field(
+        default=None,
+        metadata={
+            "help": "The most rows (prompts x K) in one batch of the in-process sampler (generation_backend 'hf'): "
+            "a call with more is split between groups, bounding the KV cache to this many completions. None: one "
+            "batch per call."
+        },
     )
     eval_temperature: float = dataclasses.field(
         default=0.0, metadata={"help": "Evaluation temperature (0: greedy)."}
@@ -311,10 +336,26 @@ class ATGRPOConfig(GRPOConfig):
                     "identical and the log-probabilities divide by zero); greedy decoding is for evaluation "
                     "(eval_temperature, policy_eval_sampling)"
                 )
+        for name in ("eval_max_completion_length", "max_generation_rows"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)} must be >= 1 (or None)")
+        self._check_sampling_keys()
         if self.max_completions is not None and self.max_completions < 1:
             raise ConfigError(f"max_completions={self.max_completions} must be >= 1 (or None: no budget)")
         if self.max_steps is None or self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps} must be >= 1: the number of AT-GRPO steps")
+
+    def _check_sampling_keys(self) -> None:
+        """Per-policy sampling overrides name only `SamplingConfig` fields."""
+        allowed = [field.name for field in dataclasses.fields(SamplingConfig)]
+        for name in ("policy_sampling", "policy_eval_sampling"):
+            for policy, overrides in getattr(self, name).items():
+                unknown = sorted(set(overrides) - set(allowed)) if isinstance(overrides, dict) else None
+                if unknown is None or unknown:
+                    raise ConfigError(
+                        f"{name}[{policy!r}] = {overrides!r}: keys must be among {allowed}"
+                        + (f" (unknown: {unknown})" if unknown else "")
+                    )
 
     def _check_combinations(self) -> None:
         if self.policy_layout == "shared" and self.agent_policies:
@@ -385,6 +426,19 @@ class ATGRPOConfig(GRPOConfig):
         """The training sampling temperature of `policy` (its `policy_sampling` override, else `temperature`);
         its update computes log-probabilities at the same temperature."""
         return float(self.policy_sampling.get(policy, {}).get("temperature", self.temperature))
+
+    @property
+    def weights_dtype(self):
+        """The torch dtype the policies' weights load in: bfloat16 with `bf16` (as TRL loads a bf16 checkpoint:
+        generation and the update then run in it), else float32."""
+        import torch
+
+        return torch.bfloat16 if self.bf16 else torch.float32
+
+    @property
+    def eval_completion_budget(self) -> int:
+        """The completion budget of an evaluation step (`eval_max_completion_length`, else the training one)."""
+        return self.eval_max_completion_length or self.max_completion_length
 
     @property
     def default_stop_strings(self) -> list[str]:

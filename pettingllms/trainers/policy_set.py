@@ -155,7 +155,7 @@ def build_policies(
         return PolicySet(placed.handles(), agent_policy, placed)
     handles: dict[str, PolicyHandle] = {}
     for index, (name, path) in enumerate(paths.items()):
-        model, tokenizer = load_pretrained(path)
+        model, tokenizer = load_pretrained(path, args.weights_dtype)
         updater = PolicyUpdater(name, model, tokenizer, args, reference=references.get(name))
         seed = derive_seed(args.seed, "policy", index)
         if args.generation_backend == "vllm":
@@ -166,7 +166,13 @@ def build_policies(
                 name, updater, engine, functools.partial(engine.sync_weights, updater.model)
             )
         else:
-            backend = HFPolicy(updater.model, tokenizer, seed=seed, device=updater.accelerator.device)
+            backend = HFPolicy(
+                updater.model,
+                tokenizer,
+                seed=seed,
+                device=updater.accelerator.device,
+                max_batch_rows=args.max_generation_rows,
+            )
             handles[name] = LocalPolicy(name, updater, backend)
     return PolicySet(handles, agent_policy)
 
@@ -244,7 +250,7 @@ def _build_lora(
     log: Callable[[str], None],
 ) -> PolicySet:
     base_path = starting_model(args.model_name_or_path, args, log)
-    base, tokenizer = load_pretrained(base_path)
+    base, tokenizer = load_pretrained(base_path, args.weights_dtype)
     agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
     names = list(dict.fromkeys(agent_policy.values()))
     peft_model = _peft_model(args, base, names, resume_from)
@@ -271,7 +277,13 @@ def _build_lora(
             handles[name].sync()
         return PolicySet(handles, agent_policy)
     device = next(iter(updaters.values())).accelerator.device
-    sampler = HFPolicy(peft_model, tokenizer, seed=derive_seed(args.seed, "policy", 0), device=device)
+    sampler = HFPolicy(
+        peft_model,
+        tokenizer,
+        seed=derive_seed(args.seed, "policy", 0),
+        device=device,
+        max_batch_rows=args.max_generation_rows,
+    )
     handles = {
         name: AdapterPolicy(name, updaters[name], AdapterBackend(sampler, peft_model, name)) for name in names
     }

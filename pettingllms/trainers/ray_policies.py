@@ -40,7 +40,7 @@ class UpdateWorker:
         from pettingllms.backends.hf import load_pretrained
         from pettingllms.trainers.updater import PolicyUpdater
 
-        model, tokenizer = load_pretrained(path)
+        model, tokenizer = load_pretrained(path, args.weights_dtype)
         self.updater = PolicyUpdater(name, model, tokenizer, args, reference=reference)
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:

@@ -35,6 +35,11 @@ rewards over an episode sum to its final potential; team rewards sum to the fina
   an episode's team rewards sum to its success.
 So each agent's return is at most `1 + alpha`, reached by solving; repeating an answer earns nothing more.
 
+A completion cut by its length budget (`Generation.truncated`; `train/truncated/*` and `truncated_rate` count
+them) is scored as written, after any thinking block: a coder cut inside its thinking or its ```python block has
+no program (-0.1 above); a tester cut mid-answer is scored on the complete cases before the cut (a cut case is
+dropped).
+
 ## Arguments
 `dataset`, `dataset_path`, `test_timeout` (seconds per program, default 2), `test_memory_mb` (default 512),
 `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3), `render_mode` ("ansi", "human").

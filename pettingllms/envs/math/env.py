@@ -27,6 +27,10 @@ Paid on change, as `pettingllms.core.env` states (an agent's local rewards sum t
   rewards of an episode sum to its success), else 0.
 So each agent's return is at most `1 + alpha`, reached by answering correctly.
 
+A completion cut by its length budget (`Generation.truncated`; `train/truncated/*` and `truncated_rate` count
+them) is scored as written, after any thinking block: cut inside a thinking block or before its `\\boxed{...}`
+closes (the tool agent: inside its ```python block), it holds no answer and earns the -0.1 above.
+
 ## Arguments
 `dataset`, `dataset_path`, `difficulty` (1-3, generated problems), `tool_timeout` (default 5 s),
 `tool_memory_mb` (default 1024), `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3),

@@ -16,6 +16,10 @@ the BFS distance to the goal (so the potential is 1 at the goal, 0 at the start,
 A move into a wall or off the grid is an invalid action (penalty 0.05, the agent stays). Team reward 1.0 when
 the goal is reached.
 
+A completion cut by its length budget (`Generation.truncated`; `train/truncated/*` and `truncated_rate` count
+them) is scored as written, after any thinking block: cut inside a thinking block, before `</answer>` closes, or
+inside a ```python block that never closes, it holds no usable action and earns the parse-error penalty (0.1).
+
 ## Arguments
 `size` (default 5: a 5x5 grid), `obstacle_density` (default 0.2), `min_distance` (default: size), plus `alpha`
 (default 1.0), `workflow`, `max_turns` (default 4), `render_mode` ("ansi", "human", "rgb_array"), `sandbox`,

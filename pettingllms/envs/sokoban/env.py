@@ -18,6 +18,10 @@ As `pettingllms.envs.tool_plan` describes, with
 push against a wall or another box, is an invalid action (penalty 0.05; nothing moves). Team reward 1.0 when
 every box is on a goal.
 
+A completion cut by its length budget (`Generation.truncated`; `train/truncated/*` and `truncated_rate` count
+them) is scored as written, after any thinking block: cut inside a thinking block, before `</answer>` closes, or
+inside a ```python block that never closes, it holds no usable action and earns the parse-error penalty (0.1).
+
 ## Arguments
 `width`, `height` (default 7, border walls included), `num_boxes` (default 2), `min_solution_length` (default
 10 moves), plus `alpha` (default 1.0), `workflow`, `max_turns` (default 4), `render_mode` ("ansi", "human",

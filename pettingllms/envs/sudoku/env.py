@@ -16,6 +16,10 @@ blank cells that hold the solution's digit; 1 iff solved). A placement on a give
 that repeats a digit in its row, column or box is an invalid action (penalty 0.05; nothing changes). A
 placement that is legal but wrong is accepted and earns no progress. Team reward 1.0 when the grid is solved.
 
+A completion cut by its length budget (`Generation.truncated`; `train/truncated/*` and `truncated_rate` count
+them) is scored as written, after any thinking block: cut inside a thinking block, before `</answer>` closes, or
+inside a ```python block that never closes, it holds no usable action and earns the parse-error penalty (0.1).
+
 ## Arguments
 `size` (4 or 9, default 4), `blanks` (default 6 for 4x4, 45 for 9x9), plus `alpha` (default 1.0), `workflow`,
 `max_turns` (default 4), `render_mode` ("ansi", "human", "rgb_array"), `sandbox`, `tool_timeout`,

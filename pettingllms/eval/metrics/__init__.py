@@ -3,7 +3,9 @@
 Each metric lives in `metrics/<name>/<name>.py` and loads with `evaluate.load(path)` from this folder, never from
 the hub: `success_rate` (with a 95% Wilson interval), `turns_to_success`, `parse_error_rate` (per agent),
 `tokens_per_episode`, `pass_at_k` (unbiased, for code). `summarize` applies them to a suite's episode records;
-math's `accuracy` is the share of problems whose final team answer is correct (its success rate).
+math's `accuracy` is the share of problems whose final team answer is correct (its success rate);
+`truncated_rate` (per agent) is the share of steps whose completion the length budget cut (the per-agent share
+that `parse_error_rate` computes, over those flags).
 """
 
 from __future__ import annotations
@@ -48,6 +50,16 @@ def summarize(env_id: str, records: Sequence[Any], *, samples_per_problem: int =
             agents += [agent] * count
             errors += [1] * bad + [0] * (count - bad)
     result.update(load("parse_error_rate").compute(agents=agents, errors=errors))
+    if all(r.truncated is not None for r in records):  # rows cached by earlier versions did not count them
+        cut = [
+            flag
+            for r in records
+            for agent, count in r.steps.items()
+            for flag in _flags(r.truncated, agent, count)
+        ]
+        result["truncated_rate"] = load("parse_error_rate").compute(agents=agents, errors=cut)[
+            "parse_error_rate"
+        ]
     tokens = [r.tokens for r in records]
     counted = [t for t in tokens if t is not None] if all(t is not None for t in tokens) else []
     result.update(load("tokens_per_episode").compute(tokens=counted))
@@ -66,3 +78,9 @@ def summarize(env_id: str, records: Sequence[Any], *, samples_per_problem: int =
     if env_id.startswith("math"):
         result["accuracy"] = result["success_rate"]
     return result
+
+
+def _flags(counts: dict[str, int], agent: str, steps: int) -> list[int]:
+    """`steps` flags for `agent`, the first `counts[agent]` of them 1 (the order of `agents` in `summarize`)."""
+    flagged = counts.get(agent, 0)
+    return [1] * flagged + [0] * (steps - flagged)
