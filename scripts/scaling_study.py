@@ -31,13 +31,16 @@ from pettingllms.eval.stats import seed_summary
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "plan-path-v0"
 START, END = "<!-- scaling:start -->", "<!-- scaling:end -->"
+EVAL_BUDGET = 128
+"""Completion tokens of an evaluation step: the budget the committed rows were measured at (the evaluation budget of
+the puzzles before evaluations followed the training budget)."""
 
 
 def run_args(name: str, seed: int, steps: int, eval_episodes: int, extra: list[str]) -> list[str]:
     return [
         "--output_dir", str(ROOT / "runs" / "scaling" / name), "--env_id", ENV_ID, "--seed", str(seed),
         "--max_steps", str(steps), "--eval_episodes", str(eval_episodes), "--save_steps", "5", "--resume", "true",
-        *extra,
+        "--eval_max_completion_length", str(EVAL_BUDGET), *extra,
     ]  # fmt: skip
 
 

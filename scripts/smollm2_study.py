@@ -70,7 +70,23 @@ def main() -> None:
     train_s = time.perf_counter() - started
     before = evaluate("smollm2", args.output_dir / "eval_before.json", args)
     after = evaluate(str(args.output_dir), args.output_dir / "eval_after.json", args)
-    row = {
+    write_results(build_row(args, train_s, before, after), args.results)
+
+
+def write_results(row: dict, path: Path) -> None:
+    """The row to `path` and its table to the SmolLM2 section of docs/results.md."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(row, indent=2) + "\n")
+    section = (
+        f"{START}\n## A pretrained model: SmolLM2-135M-Instruct under AT-GRPO on CPU\n\n{_table(row)}\n{END}"
+    )
+    replace_section(ROOT / "docs" / "results.md", START, END, section)
+    print(_table(row))
+
+
+def build_row(args: argparse.Namespace, train_s: float, before: dict, after: dict) -> dict:
+    """The study's result row from the two evaluations (pettingllms-eval results of math-v0)."""
+    return {
         "env": "math-v0",
         "env_kwargs": ENV_KWARGS,
         "workflow": "single",
@@ -85,13 +101,6 @@ def main() -> None:
         "answered_after_minus_before": paired_comparison(_answered(after), _answered(before)),
         "command": " ".join(["scripts/smollm2_study.py", *sys.argv[1:]]),
     }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(row, indent=2) + "\n")
-    section = (
-        f"{START}\n## A pretrained model: SmolLM2-135M-Instruct under AT-GRPO on CPU\n\n{_table(row)}\n{END}"
-    )
-    replace_section(ROOT / "docs" / "results.md", START, END, section)
-    print(_table(row))
 
 
 def _flags(result: dict, name: str) -> list[int]:
@@ -99,7 +108,7 @@ def _flags(result: dict, name: str) -> list[int]:
 
 
 def _answered(result: dict) -> list[int]:
-    """1 for an episode whose answer parsed (a single-workflow episode is one step)."""
+    """1 for an episode in which every answer parsed (the reasoner answers up to `max_turns` times)."""
     return [int(errors == 0) for errors in result["per_episode"]["parse_errors"]]
 
 
@@ -107,7 +116,7 @@ def _summary(result: dict) -> dict:
     return {
         "success_rate": result["success_rate"],
         "ci95": result["ci95"],
-        "answered_rate": 1.0 - result["parse_error_rate"]["reasoner"],
+        "answered_rate": sum(_answered(result)) / len(_answered(result)),
         "truncated_rate": result["truncated_rate"]["reasoner"],
         "tokens_per_episode": result["tokens_per_episode"],
     }
@@ -129,7 +138,7 @@ def _table(row: dict) -> str:
             "| | before | after | after - before (paired, 95% CI) |",
             "|---|---|---|---|",
             f"| success | {b['success_rate']:.3f} | {a['success_rate']:.3f} | {pair('success_after_minus_before')} |",
-            f"| answered in the format (`\\boxed{{}}` parses) | {b['answered_rate']:.3f} | {a['answered_rate']:.3f} "
+            f"| episodes answered in the format (every `\\boxed{{}}` parses) | {b['answered_rate']:.3f} | {a['answered_rate']:.3f} "
             f"| {pair('answered_after_minus_before')} |",
             f"| truncated at the budget | {b['truncated_rate']:.3f} | {a['truncated_rate']:.3f} | |",
         ]

@@ -87,7 +87,9 @@ def test_training_and_evaluation_report_the_truncated_share_per_agent(tiny_model
 
 @pytest.mark.usefixtures("letters_env")
 def test_evaluation_runs_at_the_runs_budget_unless_one_is_set(tiny_model, tmp_path):
-    trainer = ATGRPOTrainer(args_for(tiny_model, tmp_path / "a", "--max_completion_length", "5"), log=print)
+    args = args_for(tiny_model, tmp_path / "a", "--max_completion_length", "5")
+    args.eval_max_completion_length = None  # the tiny configs set one (the suite's); unset, the training one
+    trainer = ATGRPOTrainer(args, log=print)
     assert trainer._sampling("tool", train=False).max_new_tokens == 5
     trainer.close()
     flags = ("--max_completion_length", "5", "--eval_max_completion_length", "7")
@@ -102,9 +104,9 @@ def test_pettingllms_eval_plays_a_runs_models_at_the_runs_budget(tiny_model, tmp
     from pettingllms.eval.cli import main as eval_main
 
     run = tmp_path / "run"
-    ATGRPOTrainer(
-        args_for(tiny_model, run, "--max_steps", "1", "--max_completion_length", "3"), log=print
-    ).train()
+    args = args_for(tiny_model, run, "--max_steps", "1", "--max_completion_length", "3")
+    args.eval_max_completion_length = None  # the tiny configs set one (the suite's); unset, the training one
+    ATGRPOTrainer(args, log=print).train()
     for extra, budget in (((), 3), (("--max_new_tokens", "6"), 6)):
         output = tmp_path / f"eval{budget}.json"
         argv = [
@@ -170,3 +172,15 @@ def test_bf16_loads_and_generates_in_bf16_and_rows_per_batch_are_bounded(qwen3_f
 def test_bad_budget_and_sampling_settings_name_the_field(flags, message, tmp_path):
     with pytest.raises(ConfigError, match=message):
         parse(["--output_dir", str(tmp_path), *flags])
+
+
+@pytest.mark.usefixtures("letters_env")
+def test_a_thinking_setting_for_a_template_without_the_switch_is_refused_before_any_step(
+    tiny_model, tmp_path
+):
+    for flags in (
+        ("--enable_thinking", "false"),
+        ("--policy_eval_sampling", '{"plan": {"enable_thinking": true}}'),
+    ):
+        with pytest.raises(ConfigError, match="has no enable_thinking switch: leave enable_thinking"):
+            ATGRPOTrainer(args_for(tiny_model, tmp_path / flags[0], *flags), log=print)

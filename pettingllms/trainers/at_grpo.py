@@ -39,6 +39,8 @@ from tqdm.auto import tqdm
 
 import pettingllms
 from pettingllms.backends.base import SamplingConfig, SeededBackend
+from pettingllms.backends.chat import supports_thinking_switch
+from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.runner import run_suite
 from pettingllms.eval.suites import build_suite
@@ -106,6 +108,7 @@ class ATGRPOTrainer:
         if last is None:  # step 0 starts a fresh log (a resumed folder without checkpoints may hold one)
             self.run.metrics.unlink(missing_ok=True)
         self.policies: PolicySet = build_policies(args, self.agents, resume_from=last, log=log)
+        self._check_thinking()
         self.pool = make_pool(args)
         self.engine = self._engine(train=True)
         self.trackers = Trackers(args, self.run)
@@ -166,6 +169,22 @@ class ATGRPOTrainer:
         return last
 
     # ----------------------------------------------------------------- setup
+    def _check_thinking(self) -> None:
+        """A thinking setting for a policy whose chat template has no switch is a `ConfigError` before any step
+        (policies served by Ray actors are checked by their servers)."""
+        for name, backend in self.policies.backends.items():
+            tokenizer = _tokenizer_of(backend)
+            if tokenizer is None or supports_thinking_switch(tokenizer):
+                continue
+            for train in (True, False):
+                value = self._sampling(name, train).enable_thinking
+                if value is not None:
+                    raise ConfigError(
+                        f"enable_thinking={value} for policy {name!r}, but the chat template of "
+                        f"{tokenizer.name_or_path!r} has no enable_thinking switch: leave enable_thinking (and its "
+                        "policy_sampling / policy_eval_sampling key) unset for this model"
+                    )
+
     def _sampling(self, policy: str, train: bool) -> SamplingConfig:
         args = self.args
         base = {
@@ -381,6 +400,14 @@ def config_summary(args: ATGRPOConfig) -> dict[str, Any]:
         for name in fields
         if isinstance(getattr(args, name), (str, int, float, bool, list, dict, type(None)))
     }
+
+
+def _tokenizer_of(backend: Any):
+    """The tokenizer an in-process backend renders prompts with (HF, a LoRA adapter's or a vLLM engine's), or None."""
+    for inner in (backend, getattr(backend, "backend", None), getattr(backend, "engine", None)):
+        if inner is not None and getattr(inner, "tokenizer", None) is not None:
+            return inner.tokenizer
+    return None
 
 
 def make_pool(args: ATGRPOConfig):
