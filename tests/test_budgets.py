@@ -100,7 +100,7 @@ def test_evaluation_runs_at_the_runs_budget_unless_one_is_set(tiny_model, tmp_pa
 
 
 @pytest.mark.usefixtures("letters_env")
-def test_pettingllms_eval_plays_a_runs_models_at_the_runs_budget(tiny_model, tmp_path):
+def test_pettingllms_eval_plays_a_runs_models_at_the_runs_budget(tiny_model, tmp_path, capsys):
     from pettingllms.eval.cli import main as eval_main
 
     run = tmp_path / "run"
@@ -124,6 +124,20 @@ def test_pettingllms_eval_plays_a_runs_models_at_the_runs_budget(tiny_model, tmp
         report = json.loads(output.read_text())["results"][LETTERS_ENV]
         assert {s["max_new_tokens"] for s in report["run_sampling"].values()} == {budget}
         assert set(report["truncated_rate"]) == {"tool", "plan"}
+    argv = [
+        "--env",
+        LETTERS_ENV,
+        "--policy",
+        str(run),
+        "--episodes",
+        "2",
+        "--output",
+        str(tmp_path / "t.json"),
+    ]
+    assert (
+        eval_main([*argv, "--enable_thinking", "false", "--no_progress"]) == 2
+    )  # the flag reaches the template
+    assert "has no enable_thinking switch" in capsys.readouterr().err
 
 
 def test_the_truncated_rate_by_hand_and_rows_cached_before_it_was_counted(tmp_path):

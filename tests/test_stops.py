@@ -276,6 +276,7 @@ def test_vllm_completions_stopped_inside_a_block_are_continued_and_cut_by_the_ru
     for generation in group:
         assert generation.text == expected and generation.prompt_ids == (7,)
         assert list(generation.completion_ids) == script[:kept] and generation.logprobs == (-0.5,) * kept
+        assert generation.truncated == (cut is None)  # only the completion no stop ended ran into the budget
     assert len(calls) == 1 + continuations and calls[0] == [([7], 2, len(script))]
     for requests in calls[1:]:  # each sample goes on from its own tokens, for the budget left
         assert all(

@@ -30,7 +30,7 @@ from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.cache_key import weights_digest
 from pettingllms.models.reference import check_model_reference
-from pettingllms.runs.layout import CheckpointLayout, RunLayout, open_run
+from pettingllms.runs.layout import CheckpointLayout, RunLayout, evaluation_settings, open_run
 
 BASELINES = ("random", "oracle")
 
@@ -203,13 +203,8 @@ def _run_source(
     """`agent`'s model in a run's checkpoint: its own (per_role), the shared one, or base + its LoRA adapter."""
     config = run.read_config()
     policy = run.policy_of(agent)
-    own = (config.get("policy_eval_sampling") or {}).get(policy, {})  # the run's evaluation override, if any
-    settings = {
-        "budget": own.get("max_new_tokens")
-        or config.get("eval_max_completion_length")
-        or config.get("max_completion_length"),
-        "enable_thinking": own.get("enable_thinking", config.get("enable_thinking")),
-    }
+    evaluated = evaluation_settings(config, policy)
+    settings = {"budget": evaluated["max_new_tokens"], "enable_thinking": evaluated["enable_thinking"]}
     if config.get("policy_layout") == "lora_per_role":
         adapter = checkpoint.adapter(policy)
         if not adapter.is_dir():

@@ -67,6 +67,20 @@ def map_agents(
     return mapping
 
 
+def evaluation_settings(config: Mapping[str, Any], policy: str) -> dict[str, Any]:
+    """How a run evaluates `policy`, from its settings (the trainer's config fields, or its saved config.json):
+    `max_new_tokens` (its `policy_eval_sampling` entry, else `eval_max_completion_length`, else
+    `max_completion_length`) and `enable_thinking` (likewise). The trainer and `pettingllms-eval --policy RUN`
+    both read it here, so that they play a run's models alike."""
+    own = (config.get("policy_eval_sampling") or {}).get(policy, {})
+    return {
+        "max_new_tokens": own.get("max_new_tokens")
+        or config.get("eval_max_completion_length")
+        or config.get("max_completion_length"),
+        "enable_thinking": own.get("enable_thinking", config.get("enable_thinking")),
+    }
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckpointLayout:
     """The paths of one checkpoint folder (see the module docstring)."""

@@ -48,7 +48,7 @@ from pettingllms.pools.env_pool import EnvPool
 from pettingllms.rollout.engine import RolloutEngine
 from pettingllms.rollout.samples import Rollout, Sample
 from pettingllms.runs import folder as run_folder
-from pettingllms.runs.layout import CheckpointLayout, RunLayout
+from pettingllms.runs.layout import CheckpointLayout, RunLayout, evaluation_settings
 from pettingllms.trainers import checkpoint, metrics_log
 from pettingllms.trainers.advantages import compute_advantages, samples_with_signal
 from pettingllms.trainers.config import ATGRPOConfig
@@ -191,10 +191,12 @@ class ATGRPOTrainer:
             "temperature": args.temperature if train else args.eval_temperature,
             "top_p": args.top_p if train else 1.0,
             "top_k": (args.top_k or 0) if train else 0,
-            "max_new_tokens": args.max_completion_length if train else args.eval_completion_budget,
+            "max_new_tokens": args.max_completion_length,
             "stop": tuple(args.default_stop_strings),
             "enable_thinking": args.enable_thinking,
         }
+        if not train:  # what pettingllms-eval --policy RUN reads from the saved config: the same function
+            base.update(evaluation_settings(vars(args), policy))
         overrides = (
             args.policy_sampling.get(policy, {}) if train else args.policy_eval_sampling.get(policy, {})
         )

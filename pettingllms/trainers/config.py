@@ -436,11 +436,6 @@ class ATGRPOConfig(GRPOConfig):
         return torch.bfloat16 if self.bf16 else torch.float32
 
     @property
-    def eval_completion_budget(self) -> int:
-        """The completion budget of an evaluation step (`eval_max_completion_length`, else the training one)."""
-        return self.eval_max_completion_length or self.max_completion_length
-
-    @property
     def default_stop_strings(self) -> list[str]:
         if self.stop_strings is not None:
             return self.stop_strings
