@@ -95,3 +95,22 @@ def run_interrupted(tiny_model, output_dir, *extra):
     assert resumed.step == 1
     resumed.train()
     return resumed
+
+
+def unequal_samples():
+    """Five samples of policy "plan" with unequal prompt and completion lengths and unequal advantages."""
+    import torch
+
+    from pettingllms.backends.base import Generation
+    from pettingllms.rollout.samples import Sample
+
+    rng = torch.Generator().manual_seed(0)
+    out = []
+    lengths, advantages = [(3, 6), (5, 1), (2, 4), (4, 2), (6, 5)], [1.0, -0.5, 0.25, -1.5, 2.0]
+    for index, ((prompt_len, completion_len), advantage) in enumerate(zip(lengths, advantages, strict=True)):
+        ids = torch.randint(5, 250, (prompt_len + completion_len,), generator=rng).tolist()
+        generation = Generation("", tuple(ids[:prompt_len]), tuple(ids[prompt_len:]))
+        sample = Sample(f"g{index}", 0, 0, "plan", "plan", "", "", 0.0, 0.0, 0.0, generation)
+        sample.advantage = advantage
+        out.append(sample)
+    return out

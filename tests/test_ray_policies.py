@@ -73,6 +73,30 @@ def test_each_policy_gets_a_placement_group_with_its_server_and_worker(tiny_mode
     assert placed.groups == {} and ray.is_initialized()  # its own actors and groups gone; the cluster stays
 
 
+def test_actors_work_on_their_own_device_whatever_the_driver_sees(tiny_model, tmp_path):
+    """The actors receive the driver's pickled config, whose n_gpu is the driver's GPU count (TRL refuses more
+    than 1): each actor trains and generates on its bundle's device instead (the CPU here) with n_gpu 0, and the
+    update workers write their optimizer states into the checkpoint themselves."""
+    from unittest import mock
+
+    from pettingllms.trainers import checkpoint
+
+    with mock.patch("torch.cuda.device_count", return_value=8):
+        args = args_for(tiny_model, tmp_path / "ray", "--distributed", "ray", "--use_cpu", "false")
+        assert args.n_gpu == 8
+    trainer = ATGRPOTrainer(args, log=lambda _: None)
+    placed = trainer.policies.placement
+    try:
+        for name in ("tool", "plan"):
+            assert ray.get(placed.workers[name].placement.remote()) == {"device": "cpu", "n_gpu": 0}
+            assert ray.get(placed.servers[name].device.remote()) == "cpu"
+        trainer.train_step()
+        saved = checkpoint.save(trainer.run, trainer.policies.handles, trainer._loop_state())
+        assert saved.optimizer("plan").is_file() and saved.scheduler("tool").is_file()
+    finally:
+        trainer.close()
+
+
 def test_a_ray_run_matches_the_local_run_and_resumes_exactly(tiny_model, tmp_path):
     """Same seed: the first step (before any update) is identical to the in-process run; after updates in the
     workers the weights synced to the servers agree with the local run; a resumed Ray run equals an uninterrupted

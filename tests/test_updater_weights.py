@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from letters import args_for  # noqa: E402
+from letters import args_for, unequal_samples  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
 from pettingllms.backends.base import Generation  # noqa: E402
@@ -21,9 +21,6 @@ from pettingllms.rollout.samples import Sample  # noqa: E402
 from pettingllms.trainers.updater import PolicyUpdater, collate  # noqa: E402
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
-# five samples of unequal prompt and completion lengths, with unequal advantages
-_LENGTHS = [(3, 6), (5, 1), (2, 4), (4, 2), (6, 5)]
-_ADVANTAGES = [1.0, -0.5, 0.25, -1.5, 2.0]
 
 
 pytestmark = pytest.mark.usefixtures("letters_env")
@@ -32,18 +29,6 @@ pytestmark = pytest.mark.usefixtures("letters_env")
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
     torch.set_num_threads(1)
-
-
-def samples() -> list[Sample]:
-    rng = torch.Generator().manual_seed(0)
-    out = []
-    for index, ((prompt_len, completion_len), advantage) in enumerate(zip(_LENGTHS, _ADVANTAGES)):
-        ids = torch.randint(5, 250, (prompt_len + completion_len,), generator=rng).tolist()
-        generation = Generation("", tuple(ids[:prompt_len]), tuple(ids[prompt_len:]))
-        sample = Sample(f"g{index}", 0, 0, "plan", "plan", "", "", 0.0, 0.0, 0.0, generation)
-        sample.advantage = advantage
-        out.append(sample)
-    return out
 
 
 def grouped_samples() -> list[Sample]:
@@ -98,14 +83,14 @@ def assert_same(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> 
 def chunked_gradients(updater: PolicyUpdater, batch_size: int) -> dict[str, torch.Tensor]:
     updater.args.per_device_train_batch_size = batch_size
     updater.model.zero_grad()
-    updater.accumulate_gradients(samples())
+    updater.accumulate_gradients(unequal_samples())
     return gradients(updater.model)
 
 
 def trl_gradients(updater: PolicyUpdater, batch: list[Sample] | None = None) -> dict[str, torch.Tensor]:
     """TRL's own loss on all samples as one batch, no accumulation, backpropagated by hand; the log-probabilities
     are TRL's own too (one full forward per row), not the adapter's shared-prefix ones."""
-    batch = samples() if batch is None else batch
+    batch = unequal_samples() if batch is None else batch
     tokens = sum(len(s.generation.completion_ids) for s in batch)
     inputs = collate(batch, updater.processing_class, tokens * updater.args.steps_per_generation)
     updater.model.zero_grad()
@@ -134,7 +119,7 @@ def hand_gradients(updater: PolicyUpdater, per_token: bool) -> dict[str, torch.T
     With one iteration per batch the importance ratio is exp(logp - logp.detach()) = 1 with gradient
     grad(logp), so the clipped surrogate's gradient is exactly the plain policy gradient.
     """
-    batch = samples()
+    batch = unequal_samples()
     updater.model.zero_grad()
     total_tokens = sum(len(s.generation.completion_ids) for s in batch)
     loss = 0.0
@@ -167,7 +152,7 @@ def test_log_probabilities_use_each_policys_own_sampling_temperature(tiny_model,
     for name, temperature in (("plan", 2.0), ("tool", 1.0)):
         model, tokenizer = load_model(tiny_model)
         updater = PolicyUpdater(name, model, tokenizer, args)
-        sample = samples()[0]
+        sample = unequal_samples()[0]
         prompt, completion = sample.generation.prompt_ids, sample.generation.completion_ids
         ids = torch.tensor([list(prompt) + list(completion)])
         with torch.no_grad():

@@ -32,6 +32,7 @@ from pettingllms.backends.base import SamplingConfig, SeededBackend
 from pettingllms.core.errors import PettingLLMsError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.suites import Episode, Suite
+from pettingllms.parallel.world import SINGLE_PROCESS, World
 from pettingllms.rollout.engine import RolloutEngine, StepPool
 from pettingllms.rollout.samples import Rollout
 
@@ -193,11 +194,18 @@ def run_suite(
     chunk_size: int = 50,
     on_progress: Callable[[int], None] | None = None,
     pool: StepPool | None = None,
+    world: World = SINGLE_PROCESS,
 ) -> list[EpisodeRecord]:
     """Play every episode of `suite` not yet in `cache` (None: no cache, play all); return the records of all of
     them, in suite order.
 
-    With a `pool`, env steps run in its worker processes (the same results as in-process)."""
+    With a `pool`, env steps run in its worker processes (the same results as in-process). Under a launcher
+    (`world`: the trainer's ranks, no cache) each rank plays every `world.size`-th chunk, reseeded as one process
+    would, and every rank returns all the records."""
+    if cache is not None and world.size > 1:
+        raise ValueError(
+            "run_suite: an episode cache is one process's; play a cached suite without a launcher"
+        )
     env_fn = functools.partial(pettingllms.make, suite.env_id, workflow=workflow, **dict(suite.env_kwargs))
     engine = RolloutEngine(env_fn, backends, agent_policy, sampling, num_generations=1, pool=pool)
     played = dict(cache.records) if cache is not None else {}
@@ -205,7 +213,7 @@ def run_suite(
     if on_progress is not None and done:
         on_progress(done)
     for index, chunk in _chunks(suite.episodes, chunk_size):
-        if all(episode.key in played for episode in chunk):
+        if index % world.size != world.rank or all(episode.key in played for episode in chunk):
             continue
         for name, backend in backends.items():
             if isinstance(backend, SeededBackend):
@@ -217,6 +225,9 @@ def run_suite(
         played.update((record.key, record) for record in records)
         if on_progress is not None:
             on_progress(len(records))
+    if world.size > 1:
+        for part in world.gather(played):
+            played.update(part)
     return [played[episode.key] for episode in suite.episodes]
 
 

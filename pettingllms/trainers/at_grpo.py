@@ -44,6 +44,7 @@ from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.runner import run_suite
 from pettingllms.eval.suites import build_suite
+from pettingllms.parallel.world import current_world
 from pettingllms.pools.env_pool import EnvPool
 from pettingllms.rollout.engine import RolloutEngine
 from pettingllms.rollout.samples import Rollout, Sample
@@ -78,12 +79,16 @@ class ATGRPOTrainer:
 
     def __init__(self, args: ATGRPOConfig, *, log: Callable[[str], None] = print):
         self.args = args
-        self.log = log
+        self.world = current_world()
+        self.log = log if self.world.is_main else _silent
         self.output_dir = Path(args.output_dir)
-        self.output_dir.mkdir(parents=True, exist_ok=True)
         self.run = RunLayout(self.output_dir)
-        lock = run_folder.RunLock.acquire(self.output_dir, log)
-        self._release_folder = weakref.finalize(self, lock.release)
+        if self.world.is_main:  # rank 0 owns the folder; the other ranks only read it
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            lock = run_folder.RunLock.acquire(self.output_dir, log)
+            self._release_folder = weakref.finalize(self, lock.release)
+        else:
+            self._release_folder = weakref.finalize(self, _silent, "")
         try:
             self._start()
         except BaseException:
@@ -92,8 +97,12 @@ class ATGRPOTrainer:
 
     def _start(self) -> None:
         """Everything after taking the folder's lock: the folder's old run, the policies, the resumed state."""
-        args, log = self.args, self.log
-        run_folder.prepare(self.output_dir, resume=args.resume, overwrite=args.overwrite_output_dir, log=log)
+        args, log, world = self.args, self.log, self.world
+        if world.is_main:
+            run_folder.prepare(
+                self.output_dir, resume=args.resume, overwrite=args.overwrite_output_dir, log=log
+            )
+        world.barrier()
         self.env_fn = functools.partial(
             pettingllms.make,
             args.env_id,
@@ -104,22 +113,25 @@ class ATGRPOTrainer:
         )
         self.agents = list(self.env_fn().possible_agents)
         last = self._checkpoint_to_resume() if args.resume else None
-        self.run.config.write_text(json.dumps(config_summary(args), indent=2, default=str))
-        if last is None:  # step 0 starts a fresh log (a resumed folder without checkpoints may hold one)
-            self.run.metrics.unlink(missing_ok=True)
+        world.barrier()  # every rank has read the folder before rank 0 writes the new config
+        if world.is_main:
+            self.run.config.write_text(json.dumps(config_summary(args), indent=2, default=str))
+            if last is None:  # step 0 starts a fresh log (a resumed folder without checkpoints may hold one)
+                self.run.metrics.unlink(missing_ok=True)
         self.policies: PolicySet = build_policies(args, self.agents, resume_from=last, log=log)
         self._check_thinking()
         self.pool = make_pool(args)
         self.engine = self._engine(train=True)
-        self.trackers = Trackers(args, self.run)
+        self.trackers = Trackers(args, self.run, enabled=world.is_main)
         self.step = 0
         self.completions = 0
-        """Completions sampled so far (every candidate or trajectory step, all policies)."""
+        """Completions sampled so far (every candidate or trajectory step, all policies, all ranks)."""
         if last is not None:
-            loop = checkpoint.load(last, self.policies.handles)
+            loop = checkpoint.load(last, self.policies.handles, world)
             self.step, self.completions = loop.step, loop.completions
             self.engine.rng.bit_generator.state = loop.engine_rng
-            metrics_log.truncate_after(self.run.metrics, loop.step, log)
+            if world.is_main:
+                metrics_log.truncate_after(self.run.metrics, loop.step, log)
             log(f"resumed from {last.folder} at step {self.step}")
 
     def _checkpoint_to_resume(self) -> CheckpointLayout | None:
@@ -212,7 +224,7 @@ class ATGRPOTrainer:
             grouping=self.args.grouping,
             commit=self.args.commit,
             team_credit=self.args.team_credit,
-            seed=derive_seed(self.args.seed, "rollout_engine"),
+            seed=self.world.seed(self.args.seed, "rollout_engine"),
             pool=self.pool,
         )
 
@@ -231,7 +243,7 @@ class ATGRPOTrainer:
             initial=self.step,
             desc=f"AT-GRPO {args.env_id}",
             dynamic_ncols=True,
-            disable=bool(args.disable_tqdm),
+            disable=bool(args.disable_tqdm) or not self.world.is_main,
         )
         while not self.finished:
             metrics = self.train_step()
@@ -242,14 +254,15 @@ class ATGRPOTrainer:
                 metrics.update(self.evaluate())
             self._log_metrics(metrics)
             if self.finished or (args.save_strategy == "steps" and self.step % args.save_steps == 0):
-                checkpoint.save(self.run, self.policies.handles, self._loop_state())
+                checkpoint.save(self.run, self.policies.handles, self._loop_state(), self.world)
             progress.update(1)
             progress.set_postfix(
                 success=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
             )
         progress.close()
         self.trackers.end()
-        self._plot()
+        if self.world.is_main:
+            self._plot()
         self.close()
         return summary
 
@@ -271,9 +284,10 @@ class ATGRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One AT-GRPO step: rollout, advantages, routed updates."""
         args = self.args
-        seeds = training_seeds(args, self.step)
+        seeds = self.world.shard(training_seeds(args, self.step))
         start = time.perf_counter()
-        rollout = self.engine.collect(seeds, {"split": "train"})
+        with self.policies.full_weights():
+            rollout = self.engine.collect(seeds, {"split": "train"})
         rollout_s = time.perf_counter() - start
         stds = compute_advantages(rollout.samples, scale_rewards=args.scale_rewards)
         train_samples = (
@@ -289,17 +303,20 @@ class ATGRPOTrainer:
                 policy.sync()
         update_s = time.perf_counter() - start
         self.step += 1
-        self.completions += len(rollout.samples)
         if args.dump_rollouts:
             self._dump(rollout)
+        stats = StepStats.merge(self.world.gather(StepStats.of(rollout, stds, self.engine.probe_completions)))
+        self.completions += len(stats.samples)
         metrics = {
             "step": self.step,
-            "train/reward": float(np.mean([s.reward for s in rollout.samples])) if rollout.samples else 0.0,
-            "train/success_rate": rollout.success_rate,
-            "train/groups": len(stds),
+            "train/reward": float(np.mean([reward for _, reward, _ in stats.samples]))
+            if stats.samples
+            else 0.0,
+            "train/success_rate": float(np.mean(stats.successes)) if stats.successes else 0.0,
+            "train/groups": len(stats.group_stds),
             "train/completions_total": self.completions,
-            "train/groups_with_signal": sum(std > 0 for std in stds.values()),
-            "train/probe_completions": self.engine.probe_completions,
+            "train/groups_with_signal": sum(std > 0 for std in stats.group_stds),
+            "train/probe_completions": stats.probe_completions,
             "timing/rollout_s": rollout_s,
             "timing/env_s": self.engine.env_seconds,
             "timing/update_s": update_s,
@@ -309,9 +326,9 @@ class ATGRPOTrainer:
         self.engine.env_seconds = 0.0
         self.engine.probe_completions = 0
         for agent in self.agents:
-            rewards = [s.reward for s in rollout.samples if s.agent == agent]
+            rewards = [reward for name, reward, _ in stats.samples if name == agent]
             metrics[f"train/reward/{agent}"] = float(np.mean(rewards)) if rewards else 0.0
-            cut = [s.generation.truncated for s in rollout.samples if s.agent == agent]
+            cut = [truncated for name, _, truncated in stats.samples if name == agent]
             metrics[f"train/truncated/{agent}"] = float(np.mean(cut)) if cut else 0.0
         for name, values in update_metrics.items():
             metrics.update({f"policy/{name}/{key}": value for key, value in values.items()})
@@ -337,19 +354,21 @@ class ATGRPOTrainer:
             leave=False,
             mininterval=0,  # one refresh per chunk of episodes: each shows, however fast the chunks are
             dynamic_ncols=True,
-            disable=bool(args.disable_tqdm),
+            disable=bool(args.disable_tqdm) or not self.world.is_main,
         )
         try:
-            records = run_suite(
-                suite,
-                backends,
-                self.policies.agent_policy,
-                {name: self._sampling(name, train=False) for name in backends},
-                None,
-                workflow=args.workflow,
-                pool=self.pool,
-                on_progress=progress.update,
-            )
+            with self.policies.full_weights():
+                records = run_suite(
+                    suite,
+                    backends,
+                    self.policies.agent_policy,
+                    {name: self._sampling(name, train=False) for name in backends},
+                    None,
+                    workflow=args.workflow,
+                    pool=self.pool,
+                    on_progress=progress.update,
+                    world=self.world,
+                )
         finally:
             progress.close()
             for name, state in saved.items():
@@ -371,22 +390,32 @@ class ATGRPOTrainer:
 
     # ----------------------------------------------------------------- outputs
     def _loop_state(self) -> checkpoint.LoopState:
-        return checkpoint.LoopState(self.step, self.completions, self.engine.rng.bit_generator.state)
+        engine_rng = self.world.gather(self.engine.rng.bit_generator.state)
+        return checkpoint.LoopState(
+            self.step, self.completions, engine_rng[0] if self.world.size == 1 else engine_rng
+        )
 
     def _log_metrics(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Append `metrics` to metrics.jsonl; send them to the trackers every `logging_steps` steps and
-        whenever they hold an evaluation."""
+        whenever they hold an evaluation (rank 0 only)."""
+        if not self.world.is_main:
+            return metrics
         metrics_log.append(self.run.metrics, metrics)
         if metrics["step"] % self.args.logging_steps == 0 or "eval/success_rate" in metrics:
             self.trackers.log(metrics["step"], metrics)
         return metrics
 
     def _dump(self, rollout: Rollout) -> None:
+        """Write every rank's samples of this step (rank 0 writes, in rank order)."""
+        parts = self.world.gather([sample.to_row(self.step) for sample in rollout.samples])
+        if not self.world.is_main:
+            return
         path = self.run.rollout_dump(self.step)
         path.parent.mkdir(exist_ok=True)
         with path.open("w") as handle:
-            for sample in rollout.samples:
-                handle.write(json.dumps(sample.to_row(self.step)) + "\n")
+            for rows in parts:
+                for row in rows:
+                    handle.write(json.dumps(row) + "\n")
 
     def _plot(self) -> None:
         rows = metrics_log.read(self.run.metrics, self.log)
@@ -394,14 +423,48 @@ class ATGRPOTrainer:
         save_learning_curve(rows, title, self.run.learning_curve)
 
 
+@dataclasses.dataclass
+class StepStats:
+    """What a step's metrics need of one rank's rollout: (agent, reward, truncated) per sample, the episodes'
+    successes, the groups' reward spreads and the probe completions; `merge` adds the ranks' up."""
+
+    samples: list[tuple[str, float, bool]]
+    successes: list[bool]
+    group_stds: list[float]
+    probe_completions: int
+
+    @classmethod
+    def of(cls, rollout: Rollout, stds: dict[Any, float], probe_completions: int) -> StepStats:
+        return cls(
+            [(s.agent, float(s.reward), bool(s.generation.truncated)) for s in rollout.samples],
+            [bool(episode.success) for episode in rollout.episodes],
+            [float(std) for std in stds.values()],
+            int(probe_completions),
+        )
+
+    @classmethod
+    def merge(cls, parts: list[StepStats]) -> StepStats:
+        return cls(
+            [row for part in parts for row in part.samples],
+            [success for part in parts for success in part.successes],
+            [std for part in parts for std in part.group_stds],
+            sum(part.probe_completions for part in parts),
+        )
+
+
+def _silent(message: str) -> None:
+    """The log of a rank other than 0 (rank 0 speaks for the run)."""
+
+
 def config_summary(args: ATGRPOConfig) -> dict[str, Any]:
-    """The run's settings that matter for reproduction (JSON-ready)."""
+    """The run's settings that matter for reproduction (JSON-ready), with the number of ranks (`world_size`)."""
     fields = [f.name for f in dataclasses.fields(args)]
-    return {
+    summary = {
         name: getattr(args, name)
         for name in fields
         if isinstance(getattr(args, name), (str, int, float, bool, list, dict, type(None)))
     }
+    return {**summary, "world_size": current_world().size}
 
 
 def _tokenizer_of(backend: Any):

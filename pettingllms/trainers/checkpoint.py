@@ -1,8 +1,8 @@
 """Checkpoints that resume exactly: weights or adapters, optimizers, schedulers, every random generator, the step.
 
 Where each file goes is `pettingllms.runs.layout.CheckpointLayout`'s; what goes in it is each policy handle's
-(`save_weights`, `state_dict`, `pettingllms.trainers.policy_set.PolicyHandle`), so this module knows neither
-layouts nor placements. Data positions need no state: a step's instance seeds follow from the step number.
+(`save_weights`, `save_training_state`, `pettingllms.trainers.policy_set.PolicyHandle`), so this module knows
+neither layouts nor placements. Under a launcher a checkpoint is still one set of files, written by rank 0. Data positions need no state: a step's instance seeds follow from the step number.
 
 Integrity: a checkpoint is written to `step_N.tmp`, which gets a `manifest.json` (sha256 and size of every file,
 `pettingllms.runs.manifest`) last, is flushed to disk and is then renamed to `step_N`; a run killed while saving
@@ -22,7 +22,9 @@ from typing import Any
 
 import torch
 
+from pettingllms.parallel.world import SINGLE_PROCESS, World
 from pettingllms.runs import manifest
+from pettingllms.runs.folder import RunFolderError
 from pettingllms.runs.layout import CheckpointLayout, RunLayout
 from pettingllms.trainers.policy_set import PolicyHandle
 
@@ -30,48 +32,62 @@ from pettingllms.trainers.policy_set import PolicyHandle
 @dataclasses.dataclass(frozen=True)
 class LoopState:
     """The trainer's own state in a checkpoint: the step, the completions sampled so far, and the rollout
-    engine's generator state (random commits)."""
+    engine's generator state (random commits); under a launcher, `engine_rng` is every rank's, in rank order."""
 
     step: int
     completions: int
-    engine_rng: dict[str, Any]
+    engine_rng: dict[str, Any] | list[dict[str, Any]]
 
 
-def save(run: RunLayout, policies: Mapping[str, PolicyHandle], loop: LoopState) -> CheckpointLayout:
-    """Write the checkpoint of step `loop.step` (see the module docstring); return it."""
+def save(
+    run: RunLayout, policies: Mapping[str, PolicyHandle], loop: LoopState, world: World = SINGLE_PROCESS
+) -> CheckpointLayout:
+    """Write the checkpoint of step `loop.step` (see the module docstring); return it. Under a launcher every
+    rank calls it: rank 0 writes the files once (a sharded policy's full state, every rank's generator states)."""
     staging, final = run.staging(loop.step), run.checkpoint(loop.step)
-    shutil.rmtree(staging.folder, ignore_errors=True)
-    staging.folder.mkdir(parents=True)
+    if world.is_main:
+        shutil.rmtree(staging.folder, ignore_errors=True)
+        staging.folder.mkdir(parents=True)
+    world.barrier()
     for name, policy in policies.items():
         policy.save_weights(staging)
-        state = policy.state_dict()
-        torch.save(state["optimizer"], staging.optimizer(name))
-        torch.save(state["scheduler"], staging.scheduler(name))
-        torch.save(state["generator"], staging.generator(name))
-    staging.state.write_text(json.dumps(dataclasses.asdict(loop)))
-    manifest.write(staging.folder)
-    if (
-        final.folder.exists()
-    ):  # a corrupt checkpoint of this step, skipped when the run resumed from an older one
-        shutil.rmtree(final.folder)
-    os.replace(staging.folder, final.folder)
-    _fsync_folder(final.folder.parent)
+        policy.save_training_state(staging)
+        generators = world.gather(policy.backend.get_rng_state())
+        if world.is_main:
+            torch.save(generators[0] if world.size == 1 else generators, staging.generator(name))
+    if world.is_main:
+        staging.state.write_text(json.dumps(dataclasses.asdict(loop)))
+        manifest.write(staging.folder)
+        if (
+            final.folder.exists()
+        ):  # a corrupt checkpoint of this step, skipped when the run resumed from an older one
+            shutil.rmtree(final.folder)
+        os.replace(staging.folder, final.folder)
+        _fsync_folder(final.folder.parent)
+    world.barrier()
     return final
 
 
-def load(checkpoint: CheckpointLayout, policies: Mapping[str, PolicyHandle]) -> LoopState:
+def load(
+    checkpoint: CheckpointLayout, policies: Mapping[str, PolicyHandle], world: World = SINGLE_PROCESS
+) -> LoopState:
     """Restore every policy's training state from the verified `checkpoint` (weights are loaded when the policies
-    are built from it); return the loop's state."""
-    for name, policy in policies.items():
-        policy.load_state_dict(
-            {
-                "optimizer": torch.load(checkpoint.optimizer(name), weights_only=True),
-                "scheduler": torch.load(checkpoint.scheduler(name), weights_only=True),
-                "generator": torch.load(checkpoint.generator(name), weights_only=True),
-            }
-        )
+    are built from it); return the loop's state, with this rank's engine generator state. A checkpoint written
+    by another number of ranks is refused."""
     state = checkpoint.read_state()
-    return LoopState(int(state["step"]), int(state.get("completions", 0)), state["engine_rng"])
+    engine_rng = state["engine_rng"]
+    written_by = len(engine_rng) if isinstance(engine_rng, list) else 1
+    if written_by != world.size:
+        raise RunFolderError(
+            f"{checkpoint.folder} was written by {written_by} rank(s) and this run has {world.size}: resume with "
+            f"--nproc_per_node {written_by} (the ranks' random generators are in the checkpoint)"
+        )
+    for name, policy in policies.items():
+        policy.load_training_state(checkpoint)
+        generators = torch.load(checkpoint.generator(name), weights_only=True)
+        policy.backend.set_rng_state(generators[world.rank] if world.size > 1 else generators)
+    engine = engine_rng[world.rank] if world.size > 1 else engine_rng
+    return LoopState(int(state["step"]), int(state.get("completions", 0)), engine)
 
 
 def _fsync_folder(folder) -> None:

@@ -24,6 +24,7 @@ from pettingllms.core.errors import ConfigError, PettingLLMsError
 from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
 from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
 from pettingllms.trainers.advantages import SCALE_REWARDS
+from pettingllms.trainers.devices import launched_world_size
 from pettingllms.trainers.inherited_fields import refused_settings
 from pettingllms.trainers.trackers import TRACKERS, check_trackers
 
@@ -109,6 +110,15 @@ class ATGRPOConfig(GRPOConfig):
         default=300.0,
         metadata={
             "help": "Seconds to wait for a policy's placement group before failing (cluster too small)."
+        },
+    )
+    policy_devices: dict[str, str] | str | None = dataclasses.field(
+        default_factory=dict,
+        metadata={
+            "help": "Device of each policy in one process, e.g. {tool: 'cuda:0', plan: 'cuda:1'} (policy name -> "
+            "'cpu' or 'cuda:N'). Default: policies spread over the visible GPUs in order (the CPU without one). "
+            "Not with torchrun (each rank uses its own device), distributed='ray' (ray_policy_resources) or "
+            "lora_per_role (one shared base model)."
         },
     )
     drop_zero_variance_groups: bool = dataclasses.field(
@@ -275,6 +285,7 @@ class ATGRPOConfig(GRPOConfig):
             "policy_eval_sampling",
             "vllm_engine_kwargs",
             "ray_policy_resources",
+            "policy_devices",
         ):
             value = getattr(self, name)
             if value is None:
@@ -376,6 +387,12 @@ class ATGRPOConfig(GRPOConfig):
                 "policy_layout='lora_per_role' cannot use distributed='ray': its adapters share one base model "
                 "in one process; use 'per_role' or 'shared'"
             )
+        self._check_launcher()
+        if self.policy_devices and (self.distributed == "ray" or self.policy_layout == "lora_per_role"):
+            raise ConfigError(
+                "policy_devices places policies in one process; with distributed='ray' use ray_policy_resources, "
+                "and policy_layout='lora_per_role' keeps every adapter on its base model's device"
+            )
         if self.distributed == "ray" and not self.ray_policy_resources:
             raise ConfigError("ray_policy_resources must name at least one resource, e.g. {CPU: 1}")
         if self.resume and self.overwrite_output_dir:
@@ -383,6 +400,24 @@ class ATGRPOConfig(GRPOConfig):
                 "resume=True and overwrite_output_dir=True contradict each other: resume continues the run in "
                 "output_dir, overwrite_output_dir deletes it; choose one"
             )
+
+    def _check_launcher(self) -> None:
+        """Under torchrun / accelerate launch, the settings that data parallelism does not cover are refused."""
+        ranks = launched_world_size()
+        if ranks == 1:
+            return
+        unsupported = {
+            "policy_layout='lora_per_role'": self.policy_layout == "lora_per_role",
+            "distributed='ray'": self.distributed == "ray",
+            "generation_backend='vllm'": self.generation_backend == "vllm",
+        }
+        for setting, present in unsupported.items():
+            if present:
+                raise ConfigError(
+                    f"{setting} cannot run under torchrun / accelerate launch ({ranks} ranks): the launched trainer "
+                    "shards 'shared' and 'per_role' policies with FSDP2 and samples with generation_backend='hf'; "
+                    "start it without a launcher for this setting"
+                )
 
     def _check_inherited(self) -> None:
         """A refused inherited field set away from its default names itself and what to use instead."""

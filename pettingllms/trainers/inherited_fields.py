@@ -81,8 +81,9 @@ HONOURED: dict[str, str] = {
 _EVALUATION = "evaluations are AT-GRPO's own: use eval_every, eval_episodes, eval_split, eval_temperature"
 _DATA = "AT-GRPO has no dataset: instances come from the environment (env_id, env_kwargs, instances_per_step)"
 _DISTRIBUTED = (
-    "AT-GRPO runs one process per policy: use distributed='ray' with ray_policy_resources to place policies "
-    "on GPUs or nodes"
+    "for data parallelism launch pettingllms-train with torchrun (every policy is sharded over the ranks with "
+    "FSDP2); in one process policy_devices places the policies on GPUs; distributed='ray' with "
+    "ray_policy_resources places them on a cluster"
 )
 _HUB = "AT-GRPO does not push to the Hub: upload output_dir/checkpoints/step_N yourself"
 _VLLM = "use generation_backend='vllm' and vllm_engine_kwargs (vllm.LLM arguments)"

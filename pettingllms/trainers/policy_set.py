@@ -1,5 +1,9 @@
 """Building the policies of a run: models, their update workers and their generation backends, per layout.
 
+Devices (`pettingllms.trainers.devices`): each policy's model, update and generation live on one device, by default
+spread over the visible GPUs (`policy_devices` to choose); the adapters of `lora_per_role` share their base
+model's device.
+
 - `shared`: one model named "shared" serves and is trained by every agent.
 - `per_role`: one model per policy (from `model_name_or_path` or `agent_models`); by default one policy per
   agent, named after it; `agent_policies` maps agents (names or fnmatch patterns) onto fewer policies, e.g. the
@@ -20,18 +24,22 @@ trainer and the checkpointer treat every layout and placement alike.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pettingllms.backends.base import Generation, SamplingConfig, SeededBackend
 from pettingllms.backends.hf import HFPolicy, load_pretrained
 from pettingllms.core.seeding import derive_seed
+from pettingllms.parallel.world import current_world
 from pettingllms.rollout.samples import Sample
 from pettingllms.runs.layout import CheckpointLayout, map_agents
 from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.devices import place_policies
 from pettingllms.trainers.model_source import starting_model
+from pettingllms.trainers.sharding import full_weights
 from pettingllms.trainers.updater import PolicyUpdater
 
 if TYPE_CHECKING:
@@ -42,10 +50,11 @@ class PolicyHandle(Protocol):
     """One policy of a run, wherever it lives (this process or Ray actors): what the trainer and the checkpointer
     need of it, so that neither branches on layout or placement.
 
-    `state_dict()` is the policy's training state besides its weights: `{"optimizer", "scheduler", "generator"}`
-    (the optimizer's and scheduler's state dicts and the sampler's random-generator state); `load_state_dict`
-    restores it. Weights are written by `save_weights(checkpoint)` and read when the policy is built from a
-    checkpoint (`build_policies(resume_from=...)`).
+    `save_training_state(checkpoint)` writes the optimizer's and the scheduler's states into the checkpoint's files
+    for this policy, wherever the policy lives (an update worker on Ray writes its own: the trainer never holds
+    them); `load_training_state(checkpoint)` restores them. Weights are written by `save_weights(checkpoint)` and
+    read when the policy is built from a checkpoint (`build_policies(resume_from=...)`); the sampler's generator
+    state is the trainer's to save (`backend.get_rng_state()`). Under a launcher every rank calls each of these.
     """
 
     backend: SeededBackend
@@ -56,9 +65,9 @@ class PolicyHandle(Protocol):
 
     def save_weights(self, checkpoint: CheckpointLayout) -> None: ...
 
-    def state_dict(self) -> dict[str, Any]: ...
+    def save_training_state(self, checkpoint: CheckpointLayout) -> None: ...
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+    def load_training_state(self, checkpoint: CheckpointLayout) -> None: ...
 
 
 @dataclasses.dataclass
@@ -79,20 +88,13 @@ class LocalPolicy:
             self.syncer()
 
     def save_weights(self, checkpoint: CheckpointLayout) -> None:
-        self.updater.model.save_pretrained(checkpoint.model(self.name))
-        self.updater.processing_class.save_pretrained(checkpoint.model(self.name))
+        self.updater.save_model(checkpoint.model(self.name))
 
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "optimizer": self.updater.optimizer.state_dict(),
-            "scheduler": self.updater.lr_scheduler.state_dict(),
-            "generator": self.backend.get_rng_state(),
-        }
+    def save_training_state(self, checkpoint: CheckpointLayout) -> None:
+        self.updater.save_training_state(checkpoint.optimizer(self.name), checkpoint.scheduler(self.name))
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.updater.optimizer.load_state_dict(state["optimizer"])
-        self.updater.lr_scheduler.load_state_dict(state["scheduler"])
-        self.backend.set_rng_state(state["generator"])
+    def load_training_state(self, checkpoint: CheckpointLayout) -> None:
+        self.updater.load_training_state(checkpoint.optimizer(self.name), checkpoint.scheduler(self.name))
 
 
 class AdapterPolicy(LocalPolicy):
@@ -122,6 +124,15 @@ class PolicySet:
         """The update workers of the policies that live in this process (none with Ray: they live in actors)."""
         return {name: h.updater for name, h in self.handles.items() if isinstance(h, LocalPolicy)}
 
+    @contextlib.contextmanager
+    def full_weights(self) -> Iterator[None]:
+        """While the block runs (a rollout, an evaluation), every policy sharded over the ranks holds its full
+        weights on this rank (`sharding.full_weights`); without a launcher nothing changes."""
+        with contextlib.ExitStack() as stack:
+            for models in {id(u.model): u.model for u in self.updaters.values()}.values():
+                stack.enter_context(full_weights(models))
+            yield
+
     def close(self) -> None:
         """Release what the policies hold outside this process (Ray actors and placement groups)."""
         if self.placement is not None:
@@ -145,19 +156,31 @@ def build_policies(
     def start(name: str) -> str:
         return starting_model(args.agent_models.get(name, args.model_name_or_path), args, log)
 
-    paths = {name: str(resume_from.model(name)) if resume_from is not None else start(name) for name in names}
-    # a resumed run keeps the KL anchor at the weights the run started from, not at its checkpoint
-    references = {name: start(name) for name in names} if resume_from is not None and args.beta != 0.0 else {}
+    def resolve() -> tuple[dict[str, str], dict[str, str]]:
+        paths = {
+            name: str(resume_from.model(name)) if resume_from is not None else start(name) for name in names
+        }
+        # a resumed run keeps the KL anchor at the weights the run started from, not at its checkpoint
+        references = (
+            {name: start(name) for name in names} if resume_from is not None and args.beta != 0.0 else {}
+        )
+        return paths, references
+
+    world = current_world()  # under a launcher rank 0 builds or finds the starting models, once
+    paths, references = world.gather(resolve() if world.is_main else None)[0]
     if args.distributed == "ray":
         from pettingllms.trainers.ray_policies import RayPolicies
 
         placed = RayPolicies(args, paths, references)
         return PolicySet(placed.handles(), agent_policy, placed)
     handles: dict[str, PolicyHandle] = {}
+    devices = place_policies(names, args.policy_devices, use_cpu=args.use_cpu)
     for index, (name, path) in enumerate(paths.items()):
         model, tokenizer = load_pretrained(path, args.weights_dtype)
-        updater = PolicyUpdater(name, model, tokenizer, args, reference=references.get(name))
-        seed = derive_seed(args.seed, "policy", index)
+        updater = PolicyUpdater(
+            name, model, tokenizer, args, reference=references.get(name), device=devices[name]
+        )
+        seed = world.seed(args.seed, "policy", index)
         if args.generation_backend == "vllm":
             from pettingllms.backends.vllm_engine import VLLMPolicy
 
@@ -170,7 +193,7 @@ def build_policies(
                 updater.model,
                 tokenizer,
                 seed=seed,
-                device=updater.accelerator.device,
+                device=updater.args.device,
                 max_batch_rows=args.max_generation_rows,
             )
             handles[name] = LocalPolicy(name, updater, backend)
@@ -201,9 +224,9 @@ class AdapterBackend:
 class AdapterUpdater(PolicyUpdater):
     """A `PolicyUpdater` that trains only its adapter of a shared PEFT model."""
 
-    def __init__(self, name: str, model, tokenizer, args: ATGRPOConfig):
+    def __init__(self, name: str, model, tokenizer, args: ATGRPOConfig, device: str):
         activate_adapter(model, name)  # the optimizer is built over this adapter's parameters only
-        super().__init__(name, model, tokenizer, args)
+        super().__init__(name, model, tokenizer, args, device=device)
 
     def update(self, samples):
         activate_adapter(self.model, self.name)
@@ -254,7 +277,8 @@ def _build_lora(
     agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
     names = list(dict.fromkeys(agent_policy.values()))
     peft_model = _peft_model(args, base, names, resume_from)
-    updaters = {name: AdapterUpdater(name, peft_model, tokenizer, args) for name in names}
+    device = place_policies(["base"], {}, use_cpu=args.use_cpu)["base"]  # the adapters share one model
+    updaters = {name: AdapterUpdater(name, peft_model, tokenizer, args, device) for name in names}
     if args.generation_backend == "vllm":
         from pettingllms.backends.vllm_engine import VLLMPolicy
 
@@ -276,7 +300,7 @@ def _build_lora(
             )
             handles[name].sync()
         return PolicySet(handles, agent_policy)
-    device = next(iter(updaters.values())).accelerator.device
+    device = next(iter(updaters.values())).args.device
     sampler = HFPolicy(
         peft_model,
         tokenizer,

@@ -5,9 +5,11 @@ For every policy the trainer reserves a placement group of two bundles, each `ra
 (the policy's generation backend, HF or vLLM, as `generation_backend` says), bundle 1 hosts `UpdateWorker` (the
 policy's TRL update worker, `PolicyUpdater`). The trainer process only routes: prompts go to each policy's server,
 samples to their policy's worker, and after every update the worker's weights (safetensors bytes of the full
-state, `lm_head` included) are loaded into the server. Each policy is a `RayPolicy` handle. The workers write
-their weights into checkpoints themselves, so `output_dir` must be a folder every node can reach (one machine,
-or a shared file system); optimizer, scheduler and generator states travel to the trainer, which writes them.
+state, `lm_head` included) are loaded into the server. Each policy is a `RayPolicy` handle. Each actor works on
+its own bundle's device (a GPU bundle: its GPU, `n_gpu` 1; `pettingllms.trainers.devices`), the server
+generating in the run's weight precision. The workers write their weights, optimizer and scheduler states into
+checkpoints themselves (the driver never holds a policy's optimizer), so `output_dir` must be a folder every node
+can reach (one machine, or a shared file system); only the sampler's generator state travels to the trainer.
 
 Lifetime: the actors and placement groups belong to the trainer; `close()` removes exactly those, and shuts Ray
 down only if the trainer started it (a cluster joined by address is left running). `lora_per_role` is not
@@ -17,7 +19,8 @@ offered here: its adapters share one base model, which one process must hold.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pettingllms.backends.base import Generation, SamplingConfig
@@ -27,6 +30,7 @@ from pettingllms.pools.ray_cluster import connect
 from pettingllms.rollout.samples import Sample
 from pettingllms.runs.layout import CheckpointLayout
 from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.devices import place_policies
 
 
 class PlacementError(PettingLLMsError):
@@ -41,10 +45,17 @@ class UpdateWorker:
         from pettingllms.trainers.updater import PolicyUpdater
 
         model, tokenizer = load_pretrained(path, args.weights_dtype)
-        self.updater = PolicyUpdater(name, model, tokenizer, args, reference=reference)
+        device = place_policies([name], {}, use_cpu=args.use_cpu)[
+            name
+        ]  # the bundle's GPU (Ray sets the visible ones)
+        self.updater = PolicyUpdater(name, model, tokenizer, args, reference=reference, device=device)
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         return self.updater.update(samples)
+
+    def placement(self) -> dict[str, Any]:
+        """Where this worker trains: its device and transformers' `n_gpu` for it."""
+        return {"device": str(self.updater.args.device), "n_gpu": self.updater.args.n_gpu}
 
     def weights(self) -> bytes:
         """The model's full state as safetensors bytes (what `RolloutServer.load_weights` takes)."""
@@ -54,19 +65,14 @@ class UpdateWorker:
 
     def save_weights(self, folder: str) -> None:
         """Write the model and its tokenizer into `folder` (a path every node of the cluster reaches)."""
-        self.updater.model.save_pretrained(folder)
-        self.updater.processing_class.save_pretrained(folder)
+        self.updater.save_model(Path(folder))
 
-    def training_state(self) -> dict[str, Any]:
-        """The optimizer's and the scheduler's state dicts."""
-        return {
-            "optimizer": self.updater.optimizer.state_dict(),
-            "scheduler": self.updater.lr_scheduler.state_dict(),
-        }
+    def save_training_state(self, optimizer_path: str, scheduler_path: str) -> None:
+        """Write the optimizer's and the scheduler's states (paths every node of the cluster reaches)."""
+        self.updater.save_training_state(Path(optimizer_path), Path(scheduler_path))
 
-    def load_training_state(self, state: dict[str, Any]) -> None:
-        self.updater.optimizer.load_state_dict(state["optimizer"])
-        self.updater.lr_scheduler.load_state_dict(state["scheduler"])
+    def load_training_state(self, optimizer_path: str, scheduler_path: str) -> None:
+        self.updater.load_training_state(Path(optimizer_path), Path(scheduler_path))
 
     def pid(self) -> int:
         import os
@@ -77,15 +83,25 @@ class UpdateWorker:
 class RolloutServer:
     """Ray actor: the generation backend of one policy (HF or vLLM), refreshed from its update worker."""
 
-    def __init__(self, path: str, seed: int, backend: str, engine_kwargs: dict[str, Any]):
-        if backend == "vllm":
+    def __init__(self, name: str, path: str, seed: int, args: ATGRPOConfig):
+        if args.generation_backend == "vllm":
             from pettingllms.backends.vllm_engine import VLLMPolicy
 
-            self.policy = VLLMPolicy(path, seed=seed, engine_kwargs=engine_kwargs)
+            self.policy = VLLMPolicy(path, seed=seed, engine_kwargs=dict(args.vllm_engine_kwargs))
         else:
             from pettingllms.backends.hf import HFPolicy
 
-            self.policy = HFPolicy.from_pretrained(path, seed=seed)
+            self.policy = HFPolicy.from_pretrained(
+                path,
+                seed=seed,
+                device=place_policies([name], {}, use_cpu=args.use_cpu)[name],
+                dtype=args.weights_dtype,
+                max_batch_rows=args.max_generation_rows,
+            )
+
+    def device(self) -> str:
+        """Where the backend generates (`cuda:0` of the bundle's GPUs, or `cpu`)."""
+        return str(getattr(self.policy, "device", "vllm"))
 
     def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
         return self.policy.generate(prompts, n, sampling)
@@ -162,16 +178,18 @@ class RayPolicy:
 
         ray.get(self.worker.save_weights.remote(str(checkpoint.model(self.name))))
 
-    def state_dict(self) -> dict[str, Any]:
+    def save_training_state(self, checkpoint: CheckpointLayout) -> None:
+        """The update worker writes its optimizer's and scheduler's states itself (they never reach the driver)."""
         import ray
 
-        return {**ray.get(self.worker.training_state.remote()), "generator": self.backend.get_rng_state()}
+        paths = str(checkpoint.optimizer(self.name)), str(checkpoint.scheduler(self.name))
+        ray.get(self.worker.save_training_state.remote(*paths))
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_training_state(self, checkpoint: CheckpointLayout) -> None:
         import ray
 
-        ray.get(self.worker.load_training_state.remote({k: state[k] for k in ("optimizer", "scheduler")}))
-        self.backend.set_rng_state(state["generator"])
+        paths = str(checkpoint.optimizer(self.name)), str(checkpoint.scheduler(self.name))
+        ray.get(self.worker.load_training_state.remote(*paths))
 
 
 class RayPolicies:
@@ -219,11 +237,7 @@ class RayPolicies:
                 return {**actor_options, "scheduling_strategy": strategy, "max_restarts": 0}
 
             seed = derive_seed(args.seed, "policy", index)
-            self.servers[name] = (
-                ray.remote(RolloutServer)
-                .options(**placed(0))
-                .remote(path, seed, args.generation_backend, dict(args.vllm_engine_kwargs))
-            )
+            self.servers[name] = ray.remote(RolloutServer).options(**placed(0)).remote(name, path, seed, args)
             self.workers[name] = (
                 ray.remote(UpdateWorker).options(**placed(1)).remote(name, path, args, references.get(name))
             )

@@ -24,8 +24,9 @@ TRACKERS = tuple(TRACKER_PACKAGES)
 class Trackers:
     """The trackers `args.report_to` names (none: every method does nothing)."""
 
-    def __init__(self, args, run: RunLayout):
-        """Build transformers' callbacks for `args.report_to`; `ConfigError` names a tracker's missing package."""
+    def __init__(self, args, run: RunLayout, *, enabled: bool = True):
+        """Build transformers' callbacks for `args.report_to` (none when not `enabled`: a rank other than 0);
+        `ConfigError` names a tracker's missing package."""
         from transformers import TrainerControl, TrainerState
         from transformers.integrations import TensorBoardCallback, get_reporting_integration_callbacks
 
@@ -34,7 +35,8 @@ class Trackers:
         self.state.max_steps = args.max_steps
         self.control = TrainerControl()
         self.run = run
-        self.callbacks = [callback() for callback in get_reporting_integration_callbacks(args.report_to)]
+        integrations = get_reporting_integration_callbacks(args.report_to) if enabled else []
+        self.callbacks = [callback() for callback in integrations]
         for callback in self.callbacks:
             if isinstance(callback, TensorBoardCallback):
                 callback.logging_dir = str(run.tensorboard)  # read by its on_train_begin
@@ -42,7 +44,7 @@ class Trackers:
     def begin(self, step: int) -> None:
         """Open every tracker (a resumed run continues at `step`); wandb writes under `output_dir/wandb` unless
         `WANDB_DIR` says otherwise."""
-        if "wandb" in self.args.report_to:
+        if self.callbacks and "wandb" in self.args.report_to:
             os.environ.setdefault("WANDB_DIR", str(self.run.wandb))
         self.state.global_step = step
         for callback in self.callbacks:

@@ -18,6 +18,7 @@ from trl import GRPOTrainer
 
 from pettingllms.backends.shared_prefix import cache_keyword, prefill, uses_activation_checkpointing
 from pettingllms.core.errors import PettingLLMsError
+from pettingllms.trainers.sharding import is_sharded
 
 PRIVATE_SURFACE: dict[str, tuple[str, ...]] = {
     "_prepare_inputs": ("self", "generation_batch"),
@@ -84,9 +85,9 @@ class GRPOTrainerAdapter(GRPOTrainer):
     """TRL's `GRPOTrainer`, with its private internals behind named methods (see the module docstring)."""
 
     def _prepare_inputs(self, generation_batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Our batches are built by the rollout (token ids, masks, advantages): only move them to the device
-        (TRL's own version samples completions here)."""
-        return {key: value.to(self.accelerator.device) for key, value in generation_batch.items()}
+        """Our batches are built by the rollout (token ids, masks, advantages): only move them to the policy's
+        device, `args.device` (TRL's own version samples completions here)."""
+        return {key: value.to(self.args.device) for key, value in generation_batch.items()}
 
     @property
     def entropy_bonus_enabled(self) -> bool:
@@ -95,6 +96,17 @@ class GRPOTrainerAdapter(GRPOTrainer):
     def use_exact_accumulation(self) -> None:
         """Tell TRL one micro-batch is one step: the caller weighs micro-batches itself."""
         self.current_gradient_accumulation_steps = 1
+
+    @contextlib.contextmanager
+    def metrics_discarded(self) -> Iterator[None]:
+        """Whatever TRL logs while the block runs is dropped (a weightless micro-batch's figures)."""
+        logged: dict[str, Any] = self._metrics["train"]
+        lengths = {key: len(values) for key, values in logged.items()}
+        try:
+            yield
+        finally:
+            for key in list(logged):
+                del logged[key][lengths.get(key, 0) :]
 
     def drain_metrics(self) -> dict[str, float]:
         """The mean of every training metric TRL logged since the last call; the log is emptied."""
@@ -117,11 +129,14 @@ class GRPOTrainerAdapter(GRPOTrainer):
         """TRL's per-token log-probabilities (and entropies) of the last `logits_to_keep` tokens, with every prompt
         token computed once however many rows share it (`shared_prefix_logps`); TRL's own computation where
         sharing does not apply: multimodal inputs, a mixture-of-experts auxiliary loss, activation checkpointing,
-        an empty prompt."""
+        a model sharded over ranks, an empty prompt."""
         shareable = (
             not compute_aux_loss
             and all(value is None for value in model_inputs.values())
             and not uses_activation_checkpointing(model)
+            and not is_sharded(
+                model
+            )  # its forwards are collectives: as many on every rank, one per micro-batch
             and bool(attention_mask[:, : input_ids.size(1) - logits_to_keep].any(dim=1).all())
         )
         if not shareable:

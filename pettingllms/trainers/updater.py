@@ -9,15 +9,24 @@ micro-batches is ours (`accumulate_gradients`): every sample weighs what it woul
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 from datasets import Dataset
 
 from pettingllms.core.errors import ConfigError
+from pettingllms.parallel.world import current_world
 from pettingllms.rollout.samples import Sample
 from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.devices import pin_device
+from pettingllms.trainers.sharding import (
+    full_model_state,
+    full_optimizer_state,
+    is_sharded,
+    load_full_optimizer_state,
+    shard_model,
+)
 from pettingllms.trainers.trl_adapter import GRPOTrainerAdapter, reference_model_from
 
 SEQUENCE_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
@@ -34,12 +43,23 @@ def _no_reward(completions, **kwargs) -> list[float]:
 class PolicyUpdater(GRPOTrainerAdapter):
     """The update worker of policy `name` (see the module docstring)."""
 
-    def __init__(self, name: str, model, tokenizer, args: ATGRPOConfig, *, reference: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        model,
+        tokenizer,
+        args: ATGRPOConfig,
+        *,
+        reference: str | None = None,
+        device: str | None = None,
+    ):
         """`reference`: where the KL term's reference model comes from when `beta != 0` (default: where `model`
         was loaded from). A resumed run passes its starting weights, so that the anchor stays where the run
         began instead of moving to the checkpoint. Log-probabilities are computed at the policy's own training
-        temperature (`args.policy_temperature(name)`), the one its samples were drawn at."""
-        args = copy.copy(args)
+        temperature (`args.policy_temperature(name)`), the one its samples were drawn at. `device`: where the
+        model, its reference and its update live (default: transformers' device, `args.device`); `n_gpu` is 1
+        there whatever the process sees (`devices.pin_device`)."""
+        args = pin_device(args, device or str(args.device))
         args.temperature = args.policy_temperature(
             name
         )  # TRL bakes it into the log-prob head at construction
@@ -52,6 +72,8 @@ class PolicyUpdater(GRPOTrainerAdapter):
                 train_dataset=_PLACEHOLDER,
                 processing_class=tokenizer,
             )
+        if self.ref_model is not None:  # TRL's accelerate puts it on the process's device, not the policy's
+            self.ref_model.to(self.args.device)
         if (
             args.activation_checkpointing
         ):  # transformers turns it on in `Trainer.train`, which never runs here
@@ -63,6 +85,9 @@ class PolicyUpdater(GRPOTrainerAdapter):
                 offload=offload,
             )
         self.name = name
+        self.world = current_world()
+        if self.world.size > 1:  # under a launcher: this policy is sharded over the ranks
+            shard_model(self.model)
         self._chunk_weight = 1.0
         if self.entropy_bonus_enabled and self.loss_type in SEQUENCE_MEAN_LOSSES:
             raise ConfigError(
@@ -77,26 +102,31 @@ class PolicyUpdater(GRPOTrainerAdapter):
         return super().compute_loss(model, inputs, return_outputs, num_items_in_batch) * self._chunk_weight
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """One optimizer step on `samples` (this policy's only); return its metrics."""
-        if not samples:
+        """One optimizer step on `samples` (this policy's only, this rank's share of them); return its metrics.
+        Under a launcher every rank calls it, with or without samples of its own."""
+        if self.world.sum([len(samples)])[0] == 0:
             return {"samples": 0.0}
         loss = self.accumulate_gradients(samples)
         grad_norm = self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm)
         self.optimizer.step()
         self.lr_scheduler.step()
         self.optimizer.zero_grad()
+        loss, count, tokens = self.world.sum(  # every rank's share: the figures of the whole batch
+            [loss, len(samples), sum(len(s.generation.completion_ids) for s in samples)]
+        )
         metrics = {
             "loss": loss,
-            "grad_norm": float(grad_norm),
+            "grad_norm": float(getattr(grad_norm, "full_tensor", lambda: grad_norm)()),
             "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
-            "samples": float(len(samples)),
-            "completion_tokens": float(sum(len(s.generation.completion_ids) for s in samples)),
+            "samples": count,
+            "completion_tokens": tokens,
         }
         metrics.update(self.drain_metrics())
         return metrics
 
     def accumulate_gradients(self, samples: Sequence[Sample]) -> float:
-        """Add the gradient of the loss of all `samples`, as one batch, to `.grad`; return that loss.
+        """Add the gradient of the loss of all `samples`, as one batch, to `.grad`; return that loss (this rank's
+        share of it under a launcher).
 
         The samples are cut into micro-batches of `per_device_train_batch_size` and each micro-batch's loss is
         weighted by its share of the batch, so that every sample weighs what it would in one batch however the
@@ -104,35 +134,91 @@ class PolicyUpdater(GRPOTrainerAdapter):
         a short last micro-batch up to `per_device_train_batch_size` times the weight of the others. The share
         is the micro-batch's fraction of the samples for the losses that average over sequences (grpo, sapo,
         dr_grpo, luspo) and its fraction of the completion tokens for those that average over tokens (bnpo,
-        dapo, cispo, vespo).
+        dapo, cispo, vespo). Under a launcher the batch is every rank's samples: the shares are of the totals
+        over the ranks, the sharded model sums the gradients (`sharding`), and a rank with fewer micro-batches
+        runs weightless ones until every rank has run as many.
         """
         size = self.args.per_device_train_batch_size
         chunks = [samples[start : start + size] for start in range(0, len(samples), size)]
-        total_tokens = sum(len(sample.generation.completion_ids) for sample in samples)
+        total_samples, total_tokens = self.world.sum(
+            [len(samples), sum(len(sample.generation.completion_ids) for sample in samples)]
+        )
+        rounds = self.world.max(len(chunks))
         self.use_exact_accumulation()  # the weights below do TRL's accumulation scaling exactly
         self.model.train()
         loss = 0.0
-        for chunk in chunks:
+        for index in range(rounds):
+            chunk = chunks[index] if index < len(chunks) else None
+            if chunk is None:  # keeps the sharded model's collectives in step with the other ranks
+                with self.metrics_discarded():
+                    self._micro_step(_weightless_inputs(self.processing_class), 0.0)
+                continue
             tokens = sum(len(sample.generation.completion_ids) for sample in chunk)
             if self.loss_type in SEQUENCE_MEAN_LOSSES:
-                self._chunk_weight = len(chunk) / len(samples)
+                weight = len(chunk) / total_samples
             else:
-                self._chunk_weight = tokens / max(total_tokens, 1)
-            # the token-sum losses divide by num_items_in_batch / steps_per_generation: make that this chunk's tokens
-            inputs = collate(chunk, self.processing_class, tokens * self.args.steps_per_generation)
-            if self.beta != 0.0:
-                inputs["ref_per_token_logps"] = self._reference_logps(inputs)
-            loss += float(self.training_step(self.model, inputs, None))
+                weight = tokens / max(total_tokens, 1)
+            # the token-sum losses divide by num_items_in_batch / (steps_per_generation x ranks): make that this
+            # chunk's tokens
+            items = tokens * self.args.steps_per_generation * self.accelerator.num_processes
+            loss += self._micro_step(collate(chunk, self.processing_class, items), weight)
         return loss
+
+    def _micro_step(self, inputs: dict[str, torch.Tensor], weight: float) -> float:
+        """Add the gradient of one micro-batch's loss times `weight` (its share of the batch); return that loss."""
+        self._chunk_weight = weight
+        if self.beta != 0.0:
+            inputs["ref_per_token_logps"] = self._reference_logps(inputs)
+        return float(self.training_step(self.model, inputs, None))
+
+    def save_training_state(self, optimizer_path: Path, scheduler_path: Path) -> None:
+        """Write the optimizer's and the scheduler's states (the full states, by rank 0, when the model is
+        sharded: every rank calls this)."""
+        if is_sharded(self.model):
+            optimizer = full_optimizer_state(self.model, self.optimizer)
+        else:
+            optimizer = self.optimizer.state_dict()
+        if self.world.is_main:
+            torch.save(optimizer, optimizer_path)
+            torch.save(self.lr_scheduler.state_dict(), scheduler_path)
+
+    def load_training_state(self, optimizer_path: Path, scheduler_path: Path) -> None:
+        """Restore what `save_training_state` wrote (each rank takes its shard of a sharded optimizer)."""
+        optimizer = torch.load(optimizer_path, weights_only=True)
+        if is_sharded(self.model):
+            load_full_optimizer_state(self.model, self.optimizer, optimizer)
+        else:
+            self.optimizer.load_state_dict(optimizer)
+        self.lr_scheduler.load_state_dict(torch.load(scheduler_path, weights_only=True))
+
+    def save_model(self, folder: Path) -> None:
+        """Write the model and its tokenizer into `folder` (the full weights, by rank 0, when the model is
+        sharded: every rank calls this)."""
+        state = full_model_state(self.model) if is_sharded(self.model) else None
+        if self.world.is_main:
+            self.model.save_pretrained(folder, state_dict=state)
+            self.processing_class.save_pretrained(folder)
 
     @torch.no_grad()
     def _reference_logps(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Per-token log-probabilities of the completions under TRL's reference model (for the KL term)."""
-        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1).to(self.accelerator.device)
-        mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1).to(
-            self.accelerator.device
-        )
+        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1).to(self.args.device)
+        mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1).to(self.args.device)
         return self.per_token_logps(self.ref_model, ids, mask, inputs["completion_ids"].size(1))
+
+
+def _weightless_inputs(tokenizer) -> dict[str, torch.Tensor]:
+    """A micro-batch of one token of prompt and one of completion, advantage 0 (run with weight 0)."""
+    pad = tokenizer.pad_token_id
+    one = torch.full((1, 1), pad, dtype=torch.long)
+    return {
+        "prompt_ids": one,
+        "prompt_mask": torch.ones_like(one),
+        "completion_ids": one.clone(),
+        "completion_mask": torch.ones_like(one),
+        "advantages": torch.zeros(1),
+        "num_items_in_batch": torch.tensor(1.0),
+    }
 
 
 def collate(samples: Sequence[Sample], tokenizer, num_items: float) -> dict[str, torch.Tensor]:

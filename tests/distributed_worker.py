@@ -1,0 +1,60 @@
+"""One rank of a data-parallel check, run by `tests/test_distributed.py` under `torchrun` (or alone: one rank).
+
+    python tests/distributed_worker.py update MODEL OUT LOSS_TYPE   # one update on `fixed_samples()`, weights -> OUT
+    python tests/distributed_worker.py train MODEL RUN_DIR [FLAG VALUE ...]   # a letters run (tests/letters.py)
+
+`update` gives each rank its share of the same five samples (`letters.unequal_samples`: rank 0 gets 3, rank 1 2) (`World.shard`) and writes the updated full weights
+(rank 0) to OUT with `torch.save`, so that one process and two can be compared.
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from letters import args_for, register_letters, unequal_samples  # noqa: E402
+
+from pettingllms.backends.hf import load_pretrained  # noqa: E402
+from pettingllms.parallel.world import current_world  # noqa: E402
+
+
+def update(model_path: str, out: str, loss_type: str, *flags: str) -> None:
+    from pettingllms.trainers.sharding import full_model_state, is_sharded
+    from pettingllms.trainers.updater import PolicyUpdater
+
+    args = args_for(
+        model_path,
+        Path(out).parent / "run",
+        "--loss_type",
+        loss_type,
+        "--per_device_train_batch_size",
+        "2",
+        "--num_generations",
+        "2",
+        "--use_cpu",
+        "true",
+        *flags,
+    )
+    model, tokenizer = load_pretrained(model_path)
+    updater = PolicyUpdater("plan", model, tokenizer, args)
+    world = current_world()
+    metrics = updater.update(world.shard(unequal_samples()))
+    state = full_model_state(updater.model) if is_sharded(updater.model) else updater.model.state_dict()
+    if world.is_main:
+        torch.save({"weights": state, "sharded": is_sharded(updater.model), "metrics": metrics}, out)
+
+
+def train(model_path: str, run_dir: str, *flags: str) -> None:
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer
+
+    args = args_for(model_path, run_dir, "--use_cpu", "true", *flags)
+    ATGRPOTrainer(args, log=print).train()
+
+
+if __name__ == "__main__":
+    register_letters()
+    torch.manual_seed(0)
+    mode, *rest = sys.argv[1:]
+    {"update": update, "train": train}[mode](*rest)

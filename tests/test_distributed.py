@@ -1,0 +1,171 @@
+"""Many GPUs and many ranks, proven on this CPU: devices per policy with a patched GPU count, and data parallelism
+with FSDP2 over 2 gloo ranks under the real `torchrun` (`tests/distributed_worker.py` is one rank).
+
+- several visible GPUs no longer stop TRL's `GRPOTrainer` (`n_gpu` is 1 per policy); policies spread over them;
+- 2 ranks, each with its share of the samples, give the one-process update (SGD, so that the weights differ by
+  the learning rate times the gradients' rounding; Adam's first step would magnify the rounding of gradients near
+  zero), for a sequence-mean and a token-mean loss, with a rank running a weightless micro-batch;
+- a 2-rank run interrupted after one step and resumed equals the uninterrupted 2-rank run, its checkpoints are one
+  set of files (every rank's random generators inside) and its log one row per step; a 1-process resume of it is
+  refused with the launcher to use.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from letters import args_for  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+
+from pettingllms.backends.hf import load_pretrained  # noqa: E402
+from pettingllms.core.errors import ConfigError  # noqa: E402
+from pettingllms.parallel.world import World  # noqa: E402
+from pettingllms.runs.folder import RunFolderError  # noqa: E402
+from pettingllms.trainers.devices import pin_device, place_policies  # noqa: E402
+
+WORKER = Path(__file__).resolve().parent / "distributed_worker.py"
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+
+pytestmark = pytest.mark.usefixtures("letters_env")
+
+
+def launch(ranks: int, *arguments: str) -> None:
+    """Run the worker with `ranks` ranks (1: a plain process, no launcher); fail with its output."""
+    command = [sys.executable, str(WORKER), *arguments]
+    if ranks > 1:
+        command = [str(TORCHRUN), "--standalone", f"--nproc_per_node={ranks}", str(WORKER), *arguments]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+
+
+# ----------------------------------------------------------------- devices
+
+
+def test_several_visible_gpus_no_longer_stop_trls_trainer(tiny_model, tmp_path):
+    """transformers sets n_gpu to the number of visible GPUs; TRL refuses n_gpu > 1. Each policy's copy of the
+    config is pinned to its device with n_gpu 1 (0 on the CPU)."""
+    from pettingllms.trainers.updater import PolicyUpdater
+
+    with mock.patch("torch.cuda.device_count", return_value=8):
+        args = args_for(tiny_model, tmp_path, "--use_cpu", "false")
+        assert args.n_gpu == 8  # what TRL would see
+        model, tokenizer = load_pretrained(tiny_model)
+        updater = PolicyUpdater("plan", model, tokenizer, args, device="cpu")
+    assert updater.args.n_gpu == 0 and str(updater.args.device) == "cpu"
+    assert pin_device(args, "cuda:3").n_gpu == 1 and str(pin_device(args, "cuda:3").device) == "cuda:3"
+
+
+def test_policies_spread_over_the_visible_gpus_unless_placed():
+    names = ["tool", "plan", "critic"]
+    with (
+        mock.patch("torch.cuda.is_available", return_value=True),
+        mock.patch("torch.cuda.device_count", return_value=2),
+    ):
+        assert place_policies(names, {}, use_cpu=False) == {
+            "tool": "cuda:0",
+            "plan": "cuda:1",
+            "critic": "cuda:0",
+        }
+        assert place_policies(names, {"critic": "cuda:1"}, use_cpu=False)["critic"] == "cuda:1"
+        assert place_policies(names, {}, use_cpu=True) == dict.fromkeys(names, "cpu")
+        with pytest.raises(ConfigError, match=r"policy_devices\['plan'\]='cuda:2': this process sees"):
+            place_policies(names, {"plan": "cuda:2"}, use_cpu=False)
+        with pytest.raises(ConfigError, match="not policies of this run"):
+            place_policies(names, {"coder": "cuda:0"}, use_cpu=False)
+        with mock.patch.dict(os.environ, {"WORLD_SIZE": "4", "LOCAL_RANK": "1"}):
+            assert place_policies(names, {}, use_cpu=False) == dict.fromkeys(names, "cuda:1")
+    assert place_policies(names, {}, use_cpu=False) == dict.fromkeys(names, "cpu")  # no GPU here
+
+
+def test_ranks_shard_instances_and_draw_their_own_seeds():
+    ranks = [World(rank, 3) for rank in range(3)]
+    assert [world.shard(list(range(8))) for world in ranks] == [[0, 3, 6], [1, 4, 7], [2, 5]]
+    assert len({world.seed(7, "policy", 0) for world in ranks}) == 3
+    assert World().seed(7, "policy", 0) != ranks[0].seed(7, "policy", 0)
+
+
+# ----------------------------------------------------------------- data parallel
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
+def test_two_ranks_give_the_one_process_update(tiny_model, tmp_path, loss_type):
+    launch(1, "update", tiny_model, str(tmp_path / "one.pt"), loss_type, "--optim", "sgd")
+    launch(2, "update", tiny_model, str(tmp_path / "two.pt"), loss_type, "--optim", "sgd")
+    one, two = torch.load(tmp_path / "one.pt"), torch.load(tmp_path / "two.pt")
+    assert not one["sharded"] and two["sharded"]
+    start = load_file(Path(tiny_model) / "model.safetensors")
+    moved = max((one["weights"][name] - start[name]).abs().max().item() for name in start)
+    assert moved > 1e-4  # the update did something
+    assert set(one["weights"]) == set(two["weights"])
+    for name, value in one["weights"].items():
+        torch.testing.assert_close(two["weights"][name], value, rtol=0, atol=1e-7)
+    for key in ("loss", "grad_norm", "samples", "completion_tokens"):
+        assert two["metrics"][key] == pytest.approx(one["metrics"][key], rel=1e-5, abs=1e-7)
+
+
+def _final_weights(run: Path, policy: str) -> dict:
+    return load_file(run / "checkpoints" / "step_2" / f"policy_{policy}" / "model.safetensors")
+
+
+def test_a_two_rank_run_resumes_exactly_and_writes_each_checkpoint_once(tiny_model, tmp_path):
+    whole, interrupted = tmp_path / "whole", tmp_path / "interrupted"
+    launch(2, "train", tiny_model, str(whole))
+    launch(2, "train", tiny_model, str(interrupted), "--max_steps", "1")
+    launch(2, "train", tiny_model, str(interrupted), "--resume", "true")
+    for policy in ("tool", "plan"):
+        for name, value in _final_weights(whole, policy).items():
+            torch.testing.assert_close(_final_weights(interrupted, policy)[name], value, rtol=0, atol=0)
+    step = whole / "checkpoints" / "step_2"
+    assert sorted(p.name for p in step.iterdir()) == sorted(
+        ["manifest.json", "state.json"]
+        + [
+            f"{kind}_{policy}.pt"
+            for kind in ("generator", "optimizer", "scheduler")
+            for policy in ("tool", "plan")
+        ]
+        + ["policy_tool", "policy_plan"]
+    )
+    assert len(json.loads((step / "state.json").read_text())["engine_rng"]) == 2
+    assert len(torch.load(step / "generator_plan.pt", weights_only=True)) == 2
+    rows = [json.loads(line) for line in (whole / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [0, 1, 2]
+    assert rows[1]["train/completions_total"] == 16  # 2 instances x 2 agents x K=4, both ranks counted
+    assert rows[1]["policy/plan/samples"] == 8.0
+    resumed = [json.loads(line) for line in (interrupted / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in resumed] == [0, 1, 2]
+    assert resumed[2]["train/reward"] == rows[2]["train/reward"]
+
+    copy = tmp_path / "copy"
+    shutil.copytree(whole, copy)
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer
+
+    args = args_for(tiny_model, copy, "--use_cpu", "true", "--resume", "true", "--max_steps", "3")
+    with pytest.raises(RunFolderError, match="world_size: 2 -> 1"):
+        ATGRPOTrainer(args, log=lambda _: None)
+    args.resume_with_changes = True  # the ranks' generators still cannot be shared out anew
+    with pytest.raises(
+        RunFolderError, match=r"written by 2 rank\(s\) and this run has 1: resume with --nproc_per_node 2"
+    ):
+        ATGRPOTrainer(args, log=lambda _: None)
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (("--policy_layout", "lora_per_role"), "policy_layout='lora_per_role'"),
+        (("--generation_backend", "vllm"), "generation_backend='vllm'"),
+    ],
+)
+def test_a_launcher_refuses_what_data_parallelism_does_not_cover(tiny_model, tmp_path, flags, named):
+    with mock.patch.dict(os.environ, {"WORLD_SIZE": "2"}), pytest.raises(ConfigError, match=named):
+        args_for(tiny_model, tmp_path, *flags)
