@@ -53,7 +53,9 @@ from pettingllms.runs.layout import CheckpointLayout, RunLayout, evaluation_sett
 from pettingllms.trainers import checkpoint, metrics_log
 from pettingllms.trainers.advantages import compute_advantages, samples_with_signal
 from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.devices import visible_gpus
 from pettingllms.trainers.learning_curve import save_learning_curve
+from pettingllms.trainers.memory_plan import Hardware, apply_plan, plan_run
 from pettingllms.trainers.policy_set import PolicySet, build_policies
 from pettingllms.trainers.trackers import Trackers
 
@@ -112,6 +114,9 @@ class ATGRPOTrainer:
             **args.env_kwargs,
         )
         self.agents = list(self.env_fn().possible_agents)
+        if not args.use_cpu and visible_gpus() > 0:  # before any weight loads: refuse what cannot fit
+            apply_plan(args, plan_run(args, self.agents, Hardware.visible()), log)
+        self._prompt_warned = False
         last = self._checkpoint_to_resume() if args.resume else None
         world.barrier()  # every rank has read the folder before rank 0 writes the new config
         if world.is_main:
@@ -289,6 +294,7 @@ class ATGRPOTrainer:
         with self.policies.full_weights():
             rollout = self.engine.collect(seeds, {"split": "train"})
         rollout_s = time.perf_counter() - start
+        self._check_prompt_lengths(rollout)
         stds = compute_advantages(rollout.samples, scale_rewards=args.scale_rewards)
         train_samples = (
             samples_with_signal(rollout.samples, stds) if args.drop_zero_variance_groups else rollout.samples
@@ -333,6 +339,17 @@ class ATGRPOTrainer:
         for name, values in update_metrics.items():
             metrics.update({f"policy/{name}/{key}": value for key, value in values.items()})
         return metrics
+
+    def _check_prompt_lengths(self, rollout: Rollout) -> None:
+        """Say once when a prompt is longer than the memory plan assumed (`plan_prompt_tokens`)."""
+        longest = max((len(s.generation.prompt_ids) for s in rollout.samples), default=0)
+        if longest > self.args.plan_prompt_tokens and not self._prompt_warned:
+            self._prompt_warned = True
+            self.log(
+                f"step {self.step}: a prompt of {longest} tokens is longer than plan_prompt_tokens="
+                f"{self.args.plan_prompt_tokens}, which the memory plan assumed: raise plan_prompt_tokens so that "
+                "the plan holds"
+            )
 
     def evaluate(self) -> dict[str, float]:
         """Success on `pettingllms-eval`'s suite of the env (see the module docstring), with evaluation sampling."""

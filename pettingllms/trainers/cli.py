@@ -2,6 +2,12 @@
 
     pettingllms-train                                   # configs/tiny/plan_path.yaml: tiny model, per role
     pettingllms-train --config configs/tiny/sokoban.yaml --policy_layout shared --learning_rate 5e-5
+    pettingllms-train --config configs/paper/qwen3-8b/plan_path.yaml --plan --plan_gpus 8 --plan_gpu_gib 80 \
+        --plan_ranks 8                                  # the memory plan of 8 ranks of torchrun on 8 x 80 GiB
+    torchrun --nproc_per_node 8 --no-python pettingllms-train --config ...   # data parallel, FSDP2 per policy
+
+`--plan` prints the memory plan (`pettingllms.trainers.memory_plan`) and exits: for this machine's GPUs, or for
+`--plan_gpus` GPUs of `--plan_gpu_gib` GiB under `--plan_ranks` torchrun ranks (default 1: one process).
 
 `--config` YAML values replace the field defaults; command-line flags override the YAML (`arguments.parse`).
 Dict fields take JSON on the command line, e.g. `--env_kwargs '{"size": 4}'`. Every error of a config, a flag or
@@ -27,20 +33,72 @@ def main(argv: Sequence[str] | None = None) -> int:
     from transformers.utils import logging as transformers_logging
 
     from pettingllms.core.errors import PettingLLMsError
+    from pettingllms.parallel.world import current_world
     from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
     from pettingllms.trainers.model_source import prepare_starting_models
 
     transformers_logging.disable_progress_bar()  # keep the one progress bar that matters: the run's
+    argv, planning = _plan_flags(list(sys.argv[1:] if argv is None else argv))
     try:
+        if planning is not None and not _has_gpu():  # a GPU config planned on a laptop: skip its device check
+            argv = [*argv, "--use_cpu", "true"]
         args = parse(argv)
-        prepare_starting_models(args)  # the first run builds the tiny model: visibly, before the trainer
+        if planning is not None:
+            print(_memory_plan(args, planning).render())
+            return 0
+        world = current_world()
+        if world.is_main:  # the first run builds the tiny model: visibly, before the trainer, once
+            prepare_starting_models(args)
+        world.barrier()
         summary = ATGRPOTrainer(args).train()
     except PettingLLMsError as error:
         print(f"pettingllms-train: error: {error}", file=sys.stderr)
         return 2
     print(run_summary(summary, args.output_dir))
     return 0
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _plan_flags(argv: list[str]):
+    """`argv` without the planner's flags, and those flags (None without `--plan`)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--plan", action="store_true")
+    parser.add_argument("--plan_gpus", type=int)
+    parser.add_argument("--plan_gpu_gib", type=float)
+    parser.add_argument("--plan_ranks", type=int, default=1)
+    planning, rest = parser.parse_known_args(argv)
+    return rest, planning if planning.plan else None
+
+
+def _memory_plan(args, planning):
+    """The memory plan of `args` on the GPUs `planning` names (this machine's by default)."""
+    import pettingllms
+    from pettingllms.core.errors import ConfigError
+    from pettingllms.trainers.memory_plan import GIB, Hardware, plan_run
+
+    hardware = Hardware.visible()
+    if planning.plan_gpus is not None or planning.plan_gpu_gib is not None:
+        if planning.plan_gpus is None or planning.plan_gpu_gib is None:
+            raise ConfigError(
+                "--plan_gpus and --plan_gpu_gib go together, e.g. --plan_gpus 8 --plan_gpu_gib 80"
+            )
+        hardware = Hardware(planning.plan_gpus, int(planning.plan_gpu_gib * GIB), planning.plan_ranks)
+    if hardware.gpus == 0:
+        raise ConfigError(
+            "--plan: this machine has no GPU; say which to plan for: --plan_gpus N --plan_gpu_gib G"
+        )
+    if planning.plan_ranks > hardware.gpus:
+        raise ConfigError(f"--plan_ranks {planning.plan_ranks}: one rank per GPU, at most --plan_gpus")
+    agents = list(pettingllms.make(args.env_id, workflow=args.workflow).possible_agents)
+    return plan_run(args, agents, hardware)
 
 
 def run_summary(summary: dict[str, float], output_dir: str) -> str:

@@ -201,6 +201,15 @@ class ATGRPOConfig(GRPOConfig):
             "batch per call."
         },
     )
+    plan_prompt_tokens: int = dataclasses.field(
+        default=2048,
+        metadata={
+            "help": "Longest prompt (tokens, chat template and history included) the memory planner assumes per row; "
+            "the run warns when a prompt is longer. On GPUs the planner sizes max_generation_rows and "
+            "per_device_train_batch_size before anything loads, and refuses a run that cannot fit (--plan prints "
+            "the plan)."
+        },
+    )
     eval_temperature: float = dataclasses.field(
         default=0.0, metadata={"help": "Evaluation temperature (0: greedy)."}
     )
@@ -323,7 +332,14 @@ class ATGRPOConfig(GRPOConfig):
         check_trackers(self.report_to)
 
     def _check_ranges(self) -> None:
-        for name in ("instances_per_step", "eval_episodes", "num_generations", "save_steps", "logging_steps"):
+        for name in (
+            "instances_per_step",
+            "eval_episodes",
+            "num_generations",
+            "save_steps",
+            "logging_steps",
+            "plan_prompt_tokens",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
         if self.env_workers < 0:

@@ -1,0 +1,387 @@
+"""The memory planner: per GPU, the peak of generation and of the update, computed before anything loads.
+
+For every device a run uses, `plan_run` adds up (in bytes):
+
+- resident all run long, per policy on the device: its weights (the device's shard under a launcher), its AdamW
+  states (two per trainable parameter, in the parameters' dtype, as torch's AdamW keeps them, plus a float32 step
+  per tensor) and, with `beta != 0`, its KL reference model's weights;
+- generation: the full weights of every policy (a sharded policy is gathered for its rollout), the KV cache of
+  one sampler call (`2 x layers x kv_heads x head_dim` values per token per row, in the weights' dtype, for the
+  call's rows at `plan_prompt_tokens + max_completion_length` tokens) and one decoding step's logits;
+- the update of one policy at a time: its gradients (its shard) and the activations one micro-batch saves for the
+  backward pass (`activation_bytes`); under a launcher also the largest parameter group FSDP2 gathers at once.
+
+Weights, optimizer states and the KV cache are exact (`tests/test_memory_plan.py` measures them on small models);
+the activations are a formula for Qwen3-style decoder layers (Qwen3, and Llama/Qwen2 without the query/key norms),
+derived from the tensors PyTorch saves for the backward pass and checked against saved-tensor hooks within 25%.
+
+What it can choose it chooses, on the fullest device: rows per sampler call (`max_generation_rows`, whole groups of
+K) and the update's micro-batch (`per_device_train_batch_size`), neither of which changes what is computed (a
+call split between groups samples the same groups; micro-batches weigh every sample as one batch would). A run
+that does not fit even at one group and one row is refused with the numbers and the settings that would make it
+fit (`MemoryPlan.refusal`). `pettingllms-train --plan` prints the plan and exits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from pettingllms.trainers.model_shapes import ModelShape
+
+GIB = 2**30
+FLOAT32 = 4
+RESERVE = 0.1
+"""The share of each GPU a plan leaves free: the CUDA context, kernels' workspaces, the allocator's fragmentation
+and the transient tensors of the backward pass (not computed here)."""
+ATTENTION_MASK_BYTES = 1.25
+"""Bytes per (row, query, key) and layer, per byte of the activations' dtype, that PyTorch's scaled-dot-product
+attention saves for a padded batch (its attention mask): measured, as every micro-batch of unequal lengths has
+one."""
+
+
+def activation_bytes(
+    shape: ModelShape, rows: int, tokens: int, dtype_bytes: int, *, checkpointing: bool
+) -> int:
+    """Bytes the forward of `rows` rows of `tokens` tokens saves for the backward pass (TRL's fused log-prob
+    head: no full logits), the rows padded to unequal lengths as an update's micro-batches are. Per token and
+    decoder layer: the inputs of the projections and of the MLP's activation and the attention's output
+    (`4h + 4i + 4q + 3kv` values in the activations' dtype; the padded batch's attention keeps one more copy of its
+    output), the RMS norms' float32 tensors (`2h`, and `q + kv` with per-head query/key norms), plus the attention
+    mask's `ATTENTION_MASK_BYTES` per query and key.
+    With activation checkpointing each layer keeps only its input, and the backward pass recomputes one layer at
+    a time."""
+    if checkpointing:
+        one_layer = _layer_activations(
+            shape, rows, tokens, dtype_bytes
+        )  # the recomputed layer's activations live beside the saved inputs
+        return saved_activation_bytes(shape, rows, tokens, dtype_bytes, checkpointing=True) + int(one_layer)
+    return saved_activation_bytes(shape, rows, tokens, dtype_bytes, checkpointing=False)
+
+
+def saved_activation_bytes(
+    shape: ModelShape, rows: int, tokens: int, dtype_bytes: int, *, checkpointing: bool
+) -> int:
+    """The part of `activation_bytes` the forward saves (with activation checkpointing: every layer's input and
+    what the layers outside the checkpointed ones keep), without the layer the backward pass recomputes."""
+    outside_layers = rows * tokens * (dtype_bytes * 2 * shape.hidden + FLOAT32 * shape.hidden + 40)
+    if checkpointing:
+        return int(shape.layers * rows * tokens * dtype_bytes * shape.hidden + outside_layers)
+    return int(shape.layers * _layer_activations(shape, rows, tokens, dtype_bytes) + outside_layers)
+
+
+def _layer_activations(shape: ModelShape, rows: int, tokens: int, dtype_bytes: int) -> float:
+    """What one decoder layer saves for `rows` x `tokens` tokens (see `activation_bytes`)."""
+    q, kv, hidden = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim, shape.hidden
+    per_token = dtype_bytes * (4 * hidden + 4 * shape.intermediate + 4 * q + 3 * kv) + 28
+    per_token += FLOAT32 * (2 * hidden + (q + kv if shape.qk_norm else 0))
+    return rows * tokens * per_token + ATTENTION_MASK_BYTES * dtype_bytes * rows * tokens**2
+
+
+def adamw_bytes(trainable: int, tensors: int, dtype_bytes: int) -> int:
+    """torch's AdamW state: `exp_avg` and `exp_avg_sq` per parameter in its dtype, a float32 `step` per tensor."""
+    return 2 * trainable * dtype_bytes + FLOAT32 * tensors
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyMemory:
+    """One policy's bytes on one device (see the module docstring)."""
+
+    name: str
+    weights: int
+    full_weights: int
+    gradients: int
+    optimizer: int
+    reference: int
+    gathered: int
+    """The largest parameter group a sharded update gathers at once (0 without a launcher)."""
+
+    @property
+    def resident(self) -> int:
+        return self.weights + self.optimizer + self.reference
+
+
+@dataclasses.dataclass(frozen=True)
+class DevicePlan:
+    """A device's policies and its two peaks, at the plan's rows per call and micro-batch."""
+
+    device: str
+    budget: int
+    policies: tuple[PolicyMemory, ...]
+    kv_cache: int
+    logits: int
+    activations: int
+
+    @property
+    def generation_peak(self) -> int:
+        resident = sum(p.resident for p in self.policies)
+        gathered = sum(p.full_weights - p.weights for p in self.policies)
+        return resident + gathered + self.kv_cache + self.logits
+
+    @property
+    def update_peak(self) -> int:
+        resident = sum(p.resident for p in self.policies)
+        return resident + max(p.gradients + p.gathered for p in self.policies) + self.activations
+
+    @property
+    def peak(self) -> int:
+        return max(self.generation_peak, self.update_peak)
+
+    @property
+    def usable(self) -> int:
+        """The bytes a plan may fill: the budget less `RESERVE`."""
+        return int(self.budget * (1 - RESERVE))
+
+    @property
+    def fits(self) -> bool:
+        return self.peak <= self.usable
+
+
+@dataclasses.dataclass(frozen=True)
+class Hardware:
+    """The GPUs a plan is for: `gpus` devices of `gpu_bytes` each, and the number of launched ranks."""
+
+    gpus: int
+    gpu_bytes: int
+    ranks: int = 1
+
+    @classmethod
+    def visible(cls) -> Hardware:
+        """This process's GPUs (the smallest one's memory) and the launcher's ranks."""
+        import torch
+
+        from pettingllms.trainers.devices import launched_world_size, visible_gpus
+
+        count = visible_gpus()
+        smallest = min((torch.cuda.get_device_properties(i).total_memory for i in range(count)), default=0)
+        return cls(count, smallest, launched_world_size())
+
+    def describe(self) -> str:
+        per_rank = (
+            f", {self.ranks} ranks (torchrun): every policy sharded over them" if self.ranks > 1 else ""
+        )
+        return f"{self.gpus} GPU(s) of {self.gpu_bytes / GIB:.1f} GiB{per_rank}"
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPlan:
+    """The plan of a run on `hardware` (see the module docstring); `fits` is False when nothing chosen fits."""
+
+    hardware: Hardware
+    sources: dict[str, str]
+    tokens: int
+    rows_per_call: int
+    generation_rows: int | None
+    micro_batch: int | None
+    asked_micro_batch: int
+    devices: tuple[DevicePlan, ...]
+    advice: tuple[str, ...]
+
+    @property
+    def fits(self) -> bool:
+        return self.generation_rows is not None and self.micro_batch is not None
+
+    def settings(self) -> dict[str, int]:
+        """The settings the plan chose (to apply to the run's config)."""
+        if not self.fits:
+            return {}
+        chosen = {"per_device_train_batch_size": self.micro_batch}
+        if self.generation_rows < self.rows_per_call:
+            chosen["max_generation_rows"] = self.generation_rows
+        return chosen
+
+    def render(self) -> str:
+        """The plan as a table (GiB), one row per device, and what was chosen."""
+        lines = [
+            f"memory plan: {', '.join(f'{name}: {source}' for name, source in self.sources.items())} on "
+            f"{self.hardware.describe()}; rows of {self.tokens} tokens (prompt + completion)",
+            "devices   policies          weights  optimizer  reference  gradients  KV cache  activations  "
+            "generation peak  update peak  usable  fits",
+        ]
+        for label, device in _distinct(self.devices):
+            cells = [
+                sum(p.weights for p in device.policies),
+                sum(p.optimizer for p in device.policies),
+                sum(p.reference for p in device.policies),
+                max(p.gradients for p in device.policies),
+                device.kv_cache,
+                device.activations,
+            ]
+            names = ",".join(p.name for p in device.policies)
+            lines.append(
+                f"{label:<9} {names:<17} "
+                + " ".join(f"{c / GIB:>9.1f}" for c in cells)
+                + f"  {device.generation_peak / GIB:>15.1f}  {device.update_peak / GIB:>11.1f}  "
+                f"{device.usable / GIB:>6.1f}  {'yes' if device.fits else 'NO'}"
+            )
+        idle = self.hardware.gpus - len(self.devices)
+        if idle > 0:
+            lines.append(f"{idle} GPU(s) idle: launch with torchrun to shard every policy over all of them")
+        if self.fits:
+            lines.append(
+                f"chosen: {self.generation_rows} of {self.rows_per_call} rows per sampler call, micro-batch "
+                f"{self.micro_batch} rows (asked {self.asked_micro_batch})"
+            )
+        else:
+            lines.append(self.refusal())
+        return "\n".join(lines)
+
+    def refusal(self) -> str:
+        """One message: the fullest device's numbers at one group per call and one row per micro-batch, and the
+        settings that would make the run fit."""
+        device = max(self.devices, key=lambda d: d.peak)
+        phase = "generation" if device.generation_peak >= device.update_peak else "update"
+        return (
+            f"the run does not fit: {device.device} needs {device.peak / GIB:.1f} GiB at its {phase} peak even "
+            f"with one group of K rows per sampler call and a micro-batch of one row (weights "
+            f"{sum(p.weights for p in device.policies) / GIB:.1f}, optimizer "
+            f"{sum(p.optimizer for p in device.policies) / GIB:.1f}, gradients "
+            f"{max(p.gradients for p in device.policies) / GIB:.1f}, activations {device.activations / GIB:.1f}, "
+            f"KV cache {device.kv_cache / GIB:.1f} GiB) and may use {device.usable / GIB:.1f} of its "
+            f"{device.budget / GIB:.1f} GiB; what would make it "
+            f"fit: {'; '.join(self.advice)}"
+        )
+
+
+def plan_run(args, agents: list[str], hardware: Hardware) -> MemoryPlan:
+    """The memory plan of the run `args` (an `ATGRPOConfig`) for `agents` on `hardware` (module docstring)."""
+    from pettingllms.runs.layout import map_agents
+    from pettingllms.trainers.model_shapes import shape_of
+
+    names = list(dict.fromkeys(map_agents(args.policy_layout, args.agent_policies, agents).values()))
+    sources = {name: args.agent_models.get(name, args.model_name_or_path) for name in names}
+    layout = _Layout(args, {name: shape_of(source, args) for name, source in sources.items()}, hardware)
+    rows_per_call = math.ceil(args.instances_per_step / hardware.ranks) * args.num_generations
+    asked_rows = min(args.max_generation_rows or rows_per_call, rows_per_call)
+    candidates_rows = range(asked_rows - asked_rows % args.num_generations, 0, -args.num_generations)
+    rows = next(
+        (r for r in candidates_rows if all(d.generation_peak <= d.usable for d in layout.devices(r, 1))), None
+    )
+    micro = next(
+        (
+            b
+            for b in range(args.per_device_train_batch_size, 0, -1)
+            if all(d.fits for d in layout.devices(rows or 1, b))
+        ),
+        None,
+    )
+    return MemoryPlan(
+        hardware,
+        sources,
+        layout.tokens,
+        rows_per_call,
+        rows,
+        micro,
+        args.per_device_train_batch_size,
+        layout.devices(rows or args.num_generations, micro or 1),
+        _advice(args),
+    )
+
+
+class _Layout:
+    """The devices of a run on `hardware` and the policies each holds; `devices(rows, micro_batch)` are their
+    plans at that many rows per sampler call and rows per micro-batch."""
+
+    def __init__(self, args, shapes: dict[str, ModelShape], hardware: Hardware):
+        self.args, self.shapes, self.hardware = args, shapes, hardware
+        memories = _policy_memories(args, shapes, hardware.ranks)
+        if (
+            hardware.ranks > 1 or args.policy_layout == "lora_per_role"
+        ):  # every policy on every device it uses
+            self.groups = [memories] * max(1, min(hardware.gpus, hardware.ranks))
+        else:
+            spread = max(1, hardware.gpus)
+            self.groups = [memories[index::spread] for index in range(min(len(memories), hardware.gpus))]
+        self.tokens = int(args.plan_prompt_tokens) + int(args.max_completion_length)
+
+    def devices(self, rows: int, micro_batch: int) -> tuple[DevicePlan, ...]:
+        size = _weight_bytes(self.args)
+        widest = max(self.shapes.values(), key=lambda shape: shape.kv_bytes_per_token(1))
+        kv = rows * self.tokens * widest.kv_bytes_per_token(size)
+        logits = rows * widest.vocab * (size + FLOAT32)
+        checkpointing = bool(self.args.activation_checkpointing)
+        activations = max(
+            activation_bytes(shape, micro_batch, self.tokens, size, checkpointing=checkpointing)
+            for shape in self.shapes.values()
+        )
+        return tuple(
+            DevicePlan(f"cuda:{index}", self.hardware.gpu_bytes, tuple(group), kv, logits, activations)
+            for index, group in enumerate(self.groups)
+        )
+
+
+def _weight_bytes(args) -> int:
+    return 2 if args.bf16 or args.fp16 else FLOAT32
+
+
+def _policy_memories(args, shapes: dict[str, ModelShape], ranks: int) -> list[PolicyMemory]:
+    """Each policy's bytes on a device that holds it (its shard under a launcher); the adapters of
+    `lora_per_role` are one entry: the base model once, every adapter's states, one adapter's gradients."""
+    s = _weight_bytes(args)
+    if args.policy_layout == "lora_per_role":
+        shape = next(iter(shapes.values()))
+        adapter = shape.lora_parameters(args.lora_r)
+        tensors = 2 * len(shape.linear_shapes)
+        full = (shape.parameters + len(shapes) * adapter) * s
+        optimizer = len(shapes) * adamw_bytes(adapter, tensors, s)
+        return [PolicyMemory("adapters", full, full, adapter * s, optimizer, 0, 0)]
+    out = []
+    for name, shape in shapes.items():
+        full = shape.parameters * s
+        sharded = ranks > 1
+        out.append(
+            PolicyMemory(
+                name,
+                weights=math.ceil(full / ranks),
+                full_weights=full,
+                gradients=math.ceil(full / ranks),
+                optimizer=math.ceil(adamw_bytes(shape.parameters, shape.tensors, s) / ranks),
+                reference=full if args.beta != 0.0 else 0,
+                gathered=shape.largest_tensor * s if sharded else 0,
+            )
+        )
+    return out
+
+
+def _advice(args) -> tuple[str, ...]:
+    """The settings that lower the peaks, those the run does not use yet."""
+    advice = []
+    if not args.activation_checkpointing:
+        advice.append(
+            "activation_checkpointing: true (each layer keeps only its input for the backward pass)"
+        )
+    if not (args.bf16 or args.fp16):
+        advice.append("bf16: true (half the bytes of weights, states and activations)")
+    advice.append(
+        "launch with torchrun on more GPUs (weights, gradients and optimizer states are split over the ranks)"
+    )
+    if args.policy_layout != "lora_per_role":
+        advice.append("policy_layout: lora_per_role (one frozen base model, small adapters)")
+    advice.append(f"a shorter max_completion_length (now {args.max_completion_length}) or plan_prompt_tokens")
+    return tuple(advice)
+
+
+def _distinct(devices: tuple[DevicePlan, ...]) -> list[tuple[str, DevicePlan]]:
+    """Devices with the same policies and figures as one row, labelled with their range (cuda:0-7)."""
+    rows: list[tuple[list[str], DevicePlan]] = []
+    for device in devices:
+        if rows and dataclasses.replace(rows[-1][1], device=device.device) == device:
+            rows[-1][0].append(device.device)
+        else:
+            rows.append(([device.device], device))
+    return [
+        (names[0] if len(names) == 1 else f"{names[0]}-{names[-1].split(':')[1]}", d) for names, d in rows
+    ]
+
+
+def apply_plan(args, plan: MemoryPlan, log) -> None:
+    """Refuse a run that does not fit (`ConfigError` with `plan.refusal()`); else set what the plan chose on
+    `args`, saying what changed."""
+    from pettingllms.core.errors import ConfigError
+
+    if not plan.fits:
+        raise ConfigError(plan.refusal())
+    for name, value in plan.settings().items():
+        if getattr(args, name) != value:
+            log(f"memory plan: {name} {getattr(args, name)} -> {value} (pettingllms-train --plan shows why)")
+            setattr(args, name, value)
