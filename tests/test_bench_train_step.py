@@ -9,7 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from test_updater_weights import assert_same, gradients, samples, updater_for  # noqa: E402
+from letters import unequal_samples as samples  # noqa: E402
+from test_updater_weights import assert_same, gradients, updater_for  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 

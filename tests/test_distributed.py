@@ -164,8 +164,40 @@ def test_a_two_rank_run_resumes_exactly_and_writes_each_checkpoint_once(tiny_mod
     [
         (("--policy_layout", "lora_per_role"), "policy_layout='lora_per_role'"),
         (("--generation_backend", "vllm"), "generation_backend='vllm'"),
+        (("--instances_per_step", "1"), "give every rank one at least"),
     ],
 )
 def test_a_launcher_refuses_what_data_parallelism_does_not_cover(tiny_model, tmp_path, flags, named):
     with mock.patch.dict(os.environ, {"WORLD_SIZE": "2"}), pytest.raises(ConfigError, match=named):
         args_for(tiny_model, tmp_path, *flags)
+
+
+def test_a_vllm_engine_sleeps_through_its_policys_update_and_wakes_before_the_sync():
+    """The order that frees the GPU for the update and reloads the engine after it (vLLM's sleep mode needs a
+    GPU: on one, `VLLMPolicy.sleep` / `wake_up` call `LLM.sleep(level=1)` / `LLM.wake_up()`)."""
+    from pettingllms.trainers.policy_set import LocalPolicy
+
+    calls: list[str] = []
+
+    class Engine:
+        def sleep(self):
+            calls.append("sleep")
+
+        def wake_up(self):
+            calls.append("wake_up")
+
+    class Updater:
+        def update(self, samples):
+            calls.append("update")
+            if not samples:
+                raise RuntimeError("the update failed")
+            return {}
+
+    policy = LocalPolicy("plan", Updater(), None, lambda: calls.append("sync"), Engine())
+    policy.update(["a sample"])
+    policy.sync()
+    assert calls == ["sleep", "update", "wake_up", "sync"]
+    calls.clear()
+    with pytest.raises(RuntimeError):
+        policy.update([])
+    assert calls == ["sleep", "update", "wake_up"]  # awake again for the next rollout

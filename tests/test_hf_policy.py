@@ -191,14 +191,16 @@ def test_a_peft_wrapped_model_generates_like_its_base(parts):
 
 
 def test_weights_travel_as_bytes_into_another_policy(parts):
-    """What a Ray update worker sends its rollout server: the full state (lm_head included) as safetensors."""
+    """What a Ray update worker sends its rollout server: the full state as safetensors, a tied head once (the
+    receiver ties it again)."""
     from safetensors.torch import load
 
     from pettingllms.backends.weights import full_state, serialize
 
     model, tokenizer = parts
     state = full_state(model)
-    assert "lm_head.weight" in state
+    assert model.config.tie_word_embeddings and "lm_head.weight" not in state
+    assert len(state) == len(list(model.parameters()))  # every parameter once
     other_model = build_model(model.config, seed=1)
     receiver = HFPolicy(other_model, tokenizer)
     greedy = SamplingConfig(temperature=0.0, max_new_tokens=6)
@@ -207,6 +209,24 @@ def test_weights_travel_as_bytes_into_another_policy(parts):
     assert ids(receiver.generate(PROMPTS, 1, greedy)) == ids(policy(parts).generate(PROMPTS, 1, greedy))
     with pytest.raises(ValueError, match="missing"):
         receiver.load_state({name: tensor for name, tensor in state.items() if "layers.0." not in name})
+
+
+def test_weights_travel_in_bounded_chunks_in_the_receivers_dtype(parts):
+    from pettingllms.backends.weights import full_state, weight_chunks
+
+    model, _ = parts
+    state = full_state(model)
+    bound = 64 * 1024
+    chunks = list(weight_chunks(state, dtype=torch.bfloat16, max_bytes=bound))
+    assert len(chunks) > 3
+    assert [name for chunk in chunks for name in chunk] == list(state)  # each tensor once, in order
+    for chunk in chunks:
+        sizes = [t.numel() * t.element_size() for t in chunk.values()]
+        assert sum(sizes) <= bound or len(chunk) == 1  # a tensor larger than the bound travels alone
+        assert all(t.dtype == torch.bfloat16 for t in chunk.values())
+    for name, tensor in state.items():
+        sent = next(chunk[name] for chunk in chunks if name in chunk)
+        torch.testing.assert_close(sent.float(), tensor.to(torch.bfloat16).float(), rtol=0, atol=0)
 
 
 class ScriptedSampler(HFPolicy):

@@ -93,8 +93,12 @@ def test_weight_sync_serves_the_updated_model_and_refuses_a_mismatched_update(en
         for parameter in hf.model.parameters():
             parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
     before = engine.generate(prompts, 1, GREEDY)
+    engine.sync_chunk_bytes = (
+        64 * 1024
+    )  # the tiny model is ~1.3 MB in float32: the update takes several messages
     engine.sync_weights(hf.model)
-    same_greedy(hf, engine, prompts)
+    assert engine.last_sync_chunks > 5
+    same_greedy(hf, engine, prompts)  # the chunks together are the whole update
     assert [g.completion_ids for (g,) in engine.generate(prompts, 1, GREEDY)] != [
         g.completion_ids for (g,) in before
     ]
@@ -166,9 +170,15 @@ def test_trainer_with_one_vllm_engine_per_policy_syncs_after_every_update(tiny_m
         "12",
     )
     trainer = ATGRPOTrainer(args, log=lambda _: None)
-    for _ in range(2):
+    for step in range(2):
         metrics = trainer.train_step()
         assert metrics["train/groups_with_signal"] > 0
+        if (
+            layout == "per_role"
+        ):  # each engine slept through its policy's update (a count on CPU: no sleep mode)
+            assert all(
+                h.sleeper.sleeps == h.sleeper.wakes == step + 1 for h in trainer.policies.handles.values()
+            )
         for name, updater in trainer.policies.updaters.items():
             if layout == "lora_per_role":
                 updater.model.set_adapter(name)

@@ -21,8 +21,14 @@ Weights: the engine loads the model folder once; `sync_weights(model)` then push
 model's parameters into it (vLLM's worker method `reload_weights`, reached through the worker extension
 `pettingllms.backends.vllm_worker.WeightSync`, which works in-process and with vLLM's worker processes alike) and
 clears the prefix cache, whose entries were computed with the old weights. The update is checked against the
-engine's parameter names and shapes first: a partial reload would leave the engine broken. `lm_head.weight` is
-always sent (a tied model's `state_dict` may omit it; vLLM would keep the old head silently).
+engine's parameter names and shapes first (a partial reload would leave the engine broken), then sent in
+messages of at most `sync_chunk_bytes` (`backends.weights.weight_chunks`) in the engine's dtype (bf16 on a GPU
+for Qwen3), each parameter once: a tied `lm_head.weight` is the embeddings, which vLLM ties again.
+`last_sync_chunks` says how many messages the last update took.
+
+Sleep (`sleep_mode=True`, on a GPU): `sleep()` frees the engine's KV cache and moves its weights to CPU memory
+while the update runs on the same GPU, `wake_up()` brings them back (vLLM's `enable_sleep_mode`, level 1); on a
+CPU, where vLLM has no sleep mode, both only count their calls (`sleeps`, `wakes`).
 
 LoRA (`enable_lora=True`, `max_loras` adapters at once): `sync_adapter(peft_model, adapter)` saves the adapter and
 serves it under a fresh LoRA id (vLLM caches adapters by id, so reusing an id would serve stale weights), removing
@@ -48,7 +54,7 @@ import numpy as np
 
 from pettingllms.backends.base import Generation, NumpySeeded, SamplingConfig, StopDetector
 from pettingllms.backends.chat import chat_prompt_ids
-from pettingllms.backends.weights import full_state, serialize
+from pettingllms.backends.weights import DEFAULT_CHUNK_BYTES, full_state, serialize, weight_chunks
 
 CPU_KV_CACHE_BYTES = 1 << 30
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -76,6 +82,8 @@ class VLLMPolicy(NumpySeeded):
         max_lora_rank: int = 16,
         max_loras: int = 1,
         engine_kwargs: dict[str, Any] | None = None,
+        sync_chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        sleep_mode: bool = False,
     ):
         import torch
         from transformers import AutoTokenizer
@@ -108,8 +116,14 @@ class VLLMPolicy(NumpySeeded):
             options.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, enable_chunked_prefill=False)
         if enable_lora:
             options.update(enable_lora=True, max_lora_rank=lora_rank_slot(max_lora_rank), max_loras=max_loras)
+        self.can_sleep = sleep_mode and torch.cuda.is_available()
+        if self.can_sleep:
+            options.update(enable_sleep_mode=True)
         options.update(engine_kwargs or {})
         self.llm = LLM(**options)
+        self.sync_chunk_bytes = sync_chunk_bytes
+        self.last_sync_chunks = 0
+        self.sleeps = self.wakes = 0
         self.rng = np.random.default_rng(seed)
         self.max_model_len = self.llm.llm_engine.model_config.max_model_len
         self._shapes = self._engine_shapes()
@@ -181,21 +195,38 @@ class VLLMPolicy(NumpySeeded):
         self.load_state(full_state(model))
 
     def load_state(self, weights: dict[str, Any]) -> None:
-        """Load `weights` (checkpoint names -> tensors, every parameter of the model) into the engine after
-        checking their names and shapes; clear the prefix cache."""
+        """Load `weights` (checkpoint names -> tensors, every parameter of the model once; a tied head may be
+        absent) into the engine after checking their names and shapes, in chunks (module docstring); clear the
+        prefix cache."""
         problems = [
             f"{name}: {tuple(tensor.shape)} (engine expects {self._shapes.get(name)})"
             for name, tensor in weights.items()
             if self._shapes.get(name) != tuple(tensor.shape)
         ]
-        missing = sorted(set(self._shapes) - set(weights))
+        missing = sorted(set(self._shapes) - set(weights) - self._tied)
         if problems or missing:
             raise ValueError(
                 f"refusing a weight update that does not match the engine's model: mismatched {problems[:5]}, "
                 f"missing {missing[:5]}"
             )
-        self.llm.collective_rpc("pettingllms_load_weights", args=(serialize(weights),))
+        dtype = self.llm.llm_engine.model_config.dtype
+        self.last_sync_chunks = 0
+        for chunk in weight_chunks(weights, dtype=dtype, max_bytes=self.sync_chunk_bytes):
+            self.llm.collective_rpc("pettingllms_load_weights", args=(serialize(chunk),))
+            self.last_sync_chunks += 1
         self.llm.reset_prefix_cache()
+
+    def sleep(self) -> None:
+        """Free the engine's GPU memory for an update (module docstring)."""
+        self.sleeps += 1
+        if self.can_sleep:
+            self.llm.sleep(level=1)
+
+    def wake_up(self) -> None:
+        """Bring the engine's weights and KV cache back after `sleep`."""
+        self.wakes += 1
+        if self.can_sleep:
+            self.llm.wake_up()
 
     def sync_adapter(self, peft_model, adapter: str) -> None:
         """Serve the current weights of `peft_model`'s LoRA adapter `adapter` (a fresh LoRA id each time)."""
@@ -231,6 +262,12 @@ class VLLMPolicy(NumpySeeded):
         if "lm_head.weight" not in shapes and "model.embed_tokens.weight" in shapes:
             shapes["lm_head.weight"] = shapes["model.embed_tokens.weight"]
         return shapes
+
+    @property
+    def _tied(self) -> set[str]:
+        """The parameter an update may leave out: a head tied to the embeddings."""
+        tied = getattr(self.llm.llm_engine.model_config.hf_config, "tie_word_embeddings", False)
+        return {"lm_head.weight"} if tied else set()
 
 
 class AdapterView(NumpySeeded):

@@ -427,6 +427,11 @@ class ATGRPOConfig(GRPOConfig):
             "distributed='ray'": self.distributed == "ray",
             "generation_backend='vllm'": self.generation_backend == "vllm",
         }
+        if self.instances_per_step < ranks:
+            raise ConfigError(
+                f"instances_per_step={self.instances_per_step} under {ranks} ranks: each rank plays its share of a "
+                f"step's instances, so give every rank one at least (instances_per_step >= {ranks})"
+            )
         for setting, present in unsupported.items():
             if present:
                 raise ConfigError(

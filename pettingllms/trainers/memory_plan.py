@@ -17,7 +17,8 @@ derived from the tensors PyTorch saves for the backward pass and checked against
 
 What it can choose it chooses, on the fullest device: rows per sampler call (`max_generation_rows`, whole groups of
 K) and the update's micro-batch (`per_device_train_batch_size`), neither of which changes what is computed (a
-call split between groups samples the same groups; micro-batches weigh every sample as one batch would). A run
+call split between groups samples the same groups; micro-batches weigh every sample as one batch would), and with
+vLLM each engine's `gpu_memory_utilization` (what the update workers on the engines' GPU leave, shared out). A run
 that does not fit even at one group and one row is refused with the numbers and the settings that would make it
 fit (`MemoryPlan.refusal`). `pettingllms-train --plan` prints the plan and exits.
 """
@@ -176,18 +177,31 @@ class MemoryPlan:
     asked_micro_batch: int
     devices: tuple[DevicePlan, ...]
     advice: tuple[str, ...]
+    engine_share: float | None = None
+    """With `generation_backend='vllm'`: the `gpu_memory_utilization` each engine gets (the engines of one process
+    share its first GPU with the update workers there), None otherwise."""
+    engine_problem: str | None = None
+    """Why the engines do not fit beside the update, if they do not."""
 
     @property
     def fits(self) -> bool:
-        return self.generation_rows is not None and self.micro_batch is not None
+        return (
+            self.generation_rows is not None and self.micro_batch is not None and self.engine_problem is None
+        )
 
-    def settings(self) -> dict[str, int]:
-        """The settings the plan chose (to apply to the run's config)."""
+    def settings(self, asked_engine: dict | None = None) -> dict:
+        """The settings the plan chose (to apply to the run's config); an engine share the config sets itself
+        (`asked_engine`, its `vllm_engine_kwargs`) is kept."""
         if not self.fits:
             return {}
-        chosen = {"per_device_train_batch_size": self.micro_batch}
+        chosen: dict = {"per_device_train_batch_size": self.micro_batch}
         if self.generation_rows < self.rows_per_call:
             chosen["max_generation_rows"] = self.generation_rows
+        if self.engine_share is not None and "gpu_memory_utilization" not in (asked_engine or {}):
+            chosen["vllm_engine_kwargs"] = {
+                **(asked_engine or {}),
+                "gpu_memory_utilization": self.engine_share,
+            }
         return chosen
 
     def render(self) -> str:
@@ -221,6 +235,11 @@ class MemoryPlan:
             lines.append(
                 f"chosen: {self.generation_rows} of {self.rows_per_call} rows per sampler call, micro-batch "
                 f"{self.micro_batch} rows (asked {self.asked_micro_batch})"
+                + (
+                    f", gpu_memory_utilization {self.engine_share} per vLLM engine"
+                    if self.engine_share
+                    else ""
+                )
             )
         else:
             lines.append(self.refusal())
@@ -229,6 +248,8 @@ class MemoryPlan:
     def refusal(self) -> str:
         """One message: the fullest device's numbers at one group per call and one row per micro-batch, and the
         settings that would make the run fit."""
+        if self.engine_problem is not None and self.micro_batch is not None:
+            return f"the run does not fit: {self.engine_problem}; what would make it fit: {'; '.join(self.advice)}"
         device = max(self.devices, key=lambda d: d.peak)
         phase = "generation" if device.generation_peak >= device.update_peak else "update"
         return (
@@ -257,13 +278,16 @@ def plan_run(args, agents: list[str], hardware: Hardware) -> MemoryPlan:
     rows = next(
         (r for r in candidates_rows if all(d.generation_peak <= d.usable for d in layout.devices(r, 1))), None
     )
-    micro = next(
-        (
-            b
-            for b in range(args.per_device_train_batch_size, 0, -1)
-            if all(d.fits for d in layout.devices(rows or 1, b))
-        ),
-        None,
+    vllm = args.generation_backend == "vllm"
+
+    def fits_at(micro_batch: int) -> bool:
+        shown = layout.devices(rows or 1, micro_batch)
+        return all(d.fits for d in shown) and not (vllm and _engine_share(args, layout, shown[0])[1])
+
+    micro = next((b for b in range(args.per_device_train_batch_size, 0, -1) if fits_at(b)), None)
+    shown = layout.devices(rows or args.num_generations, micro or 1)
+    share, problem = (
+        _engine_share(args, layout, shown[0]) if args.generation_backend == "vllm" else (None, None)
     )
     return MemoryPlan(
         hardware,
@@ -273,9 +297,28 @@ def plan_run(args, agents: list[str], hardware: Hardware) -> MemoryPlan:
         rows,
         micro,
         args.per_device_train_batch_size,
-        layout.devices(rows or args.num_generations, micro or 1),
+        shown,
         _advice(args),
+        share,
+        problem,
     )
+
+
+def _engine_share(args, layout: _Layout, first: DevicePlan) -> tuple[float | None, str | None]:
+    """Each vLLM engine's `gpu_memory_utilization` on the process's first GPU, beside the update workers' peak
+    there, and why it is too small for an engine's weights and one full-length sequence's KV cache, if it is."""
+    engines = 1 if args.policy_layout == "lora_per_role" else len(layout.shapes)
+    share = math.floor(100 * (first.usable - first.update_peak) / first.budget / engines) / 100
+    size = _weight_bytes(args)
+    need = max(
+        s.parameters * size + layout.tokens * s.kv_bytes_per_token(size) for s in layout.shapes.values()
+    )
+    if share * first.budget < need:
+        return None, (
+            f"{engines} vLLM engine(s) beside the update on {first.device} get {max(share, 0.0):.2f} of its memory "
+            f"each, less than an engine's weights and one {layout.tokens}-token sequence ({need / GIB:.1f} GiB)"
+        )
+    return share, None
 
 
 class _Layout:
@@ -297,8 +340,9 @@ class _Layout:
     def devices(self, rows: int, micro_batch: int) -> tuple[DevicePlan, ...]:
         size = _weight_bytes(self.args)
         widest = max(self.shapes.values(), key=lambda shape: shape.kv_bytes_per_token(1))
-        kv = rows * self.tokens * widest.kv_bytes_per_token(size)
-        logits = rows * widest.vocab * (size + FLOAT32)
+        in_process = self.args.generation_backend == "hf"  # vLLM engines hold their own KV cache
+        kv = rows * self.tokens * widest.kv_bytes_per_token(size) if in_process else 0
+        logits = rows * widest.vocab * (size + FLOAT32) if in_process else 0
         checkpointing = bool(self.args.activation_checkpointing)
         activations = max(
             activation_bytes(shape, micro_batch, self.tokens, size, checkpointing=checkpointing)
@@ -381,7 +425,7 @@ def apply_plan(args, plan: MemoryPlan, log) -> None:
 
     if not plan.fits:
         raise ConfigError(plan.refusal())
-    for name, value in plan.settings().items():
+    for name, value in plan.settings(args.vllm_engine_kwargs).items():
         if getattr(args, name) != value:
             log(f"memory plan: {name} {getattr(args, name)} -> {value} (pettingllms-train --plan shows why)")
             setattr(args, name, value)

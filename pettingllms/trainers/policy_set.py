@@ -16,7 +16,8 @@ as Ray actors in the policy's own placement group (`pettingllms.trainers.ray_pol
 
 Generation backends (`generation_backend`): `hf` samples from the update worker's own model object (nothing to
 sync); `vllm` gives every policy its own vLLM engine (the LoRA layout: one engine serving one adapter per
-policy), and the policy's `sync()` pushes its weights (or adapter) into it after each update.
+policy), and the policy's `sync()` pushes its weights (or adapter) into it after each update; on a GPU a
+policy's engine sleeps while its update runs (`LocalPolicy.sleeper`).
 
 Every policy is a `PolicyHandle` (in this process: `LocalPolicy`, `AdapterPolicy`; on Ray: `RayPolicy`), so the
 trainer and the checkpointer treat every layout and placement alike.
@@ -79,9 +80,18 @@ class LocalPolicy:
     updater: PolicyUpdater
     backend: SeededBackend
     syncer: Callable[[], None] | None = None
+    sleeper: Any = None
+    """A vLLM engine that sleeps while this policy's update runs (it frees the GPU memory they share) and wakes
+    before `sync` loads the new weights into it."""
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        return self.updater.update(samples)
+        if self.sleeper is None:
+            return self.updater.update(samples)
+        self.sleeper.sleep()
+        try:
+            return self.updater.update(samples)
+        finally:
+            self.sleeper.wake_up()
 
     def sync(self) -> None:
         if self.syncer is not None:
@@ -184,9 +194,10 @@ def build_policies(
         if args.generation_backend == "vllm":
             from pettingllms.backends.vllm_engine import VLLMPolicy
 
-            engine = VLLMPolicy(path, seed=seed, engine_kwargs=args.vllm_engine_kwargs)
+            on_gpu = updater.args.device.type == "cuda"  # the engine and the update share the GPU's memory
+            engine = VLLMPolicy(path, seed=seed, engine_kwargs=args.vllm_engine_kwargs, sleep_mode=on_gpu)
             handles[name] = LocalPolicy(
-                name, updater, engine, functools.partial(engine.sync_weights, updater.model)
+                name, updater, engine, functools.partial(engine.sync_weights, updater.model), engine
             )
         else:
             backend = HFPolicy(
