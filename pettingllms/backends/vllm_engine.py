@@ -23,7 +23,8 @@ model's parameters into it (vLLM's worker method `reload_weights`, reached throu
 clears the prefix cache, whose entries were computed with the old weights. The update is checked against the
 engine's parameter names and shapes first (a partial reload would leave the engine broken), then sent in
 messages of at most `sync_chunk_bytes` (`backends.weights.weight_chunks`) in the engine's dtype (bf16 on a GPU
-for Qwen3), each parameter once: a tied `lm_head.weight` is the embeddings, which vLLM ties again.
+for Qwen3), each parameter once (a tied `lm_head.weight` is the embeddings, which vLLM ties again); the worker
+reloads from all of them at once.
 `last_sync_chunks` says how many messages the last update took.
 
 Sleep (`sleep_mode=True`, on a GPU): `sleep()` frees the engine's KV cache and moves its weights to CPU memory
@@ -212,8 +213,9 @@ class VLLMPolicy(NumpySeeded):
         dtype = self.llm.llm_engine.model_config.dtype
         self.last_sync_chunks = 0
         for chunk in weight_chunks(weights, dtype=dtype, max_bytes=self.sync_chunk_bytes):
-            self.llm.collective_rpc("pettingllms_load_weights", args=(serialize(chunk),))
+            self.llm.collective_rpc("pettingllms_receive_weights", args=(serialize(chunk),))
             self.last_sync_chunks += 1
+        self.llm.collective_rpc("pettingllms_commit_weights")
         self.llm.reset_prefix_cache()
 
     def sleep(self) -> None:

@@ -4,8 +4,8 @@ For every policy the trainer reserves a placement group of two bundles, each `ra
 `{"CPU": 1}`; `{"GPU": 1}` on GPU machines), packed on one node when possible: bundle 0 hosts `RolloutServer`
 (the policy's generation backend, HF or vLLM, as `generation_backend` says), bundle 1 hosts `UpdateWorker` (the
 policy's TRL update worker, `PolicyUpdater`). The trainer process only routes: prompts go to each policy's server,
-samples to their policy's worker, and after every update the worker's weights (safetensors bytes of the full
-state, `lm_head` included) are loaded into the server. Each policy is a `RayPolicy` handle. Each actor works on
+samples to their policy's worker, and after every update the worker's weights (safetensors bytes of every parameter
+once, a tied head as the embeddings) are loaded into the server. Each policy is a `RayPolicy` handle. Each actor works on
 its own bundle's device (a GPU bundle: its GPU, `n_gpu` 1; `pettingllms.trainers.devices`), the server
 generating in the run's weight precision. The workers write their weights, optimizer and scheduler states into
 checkpoints themselves (the driver never holds a policy's optimizer), so `output_dir` must be a folder every node
