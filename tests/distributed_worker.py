@@ -2,6 +2,7 @@
 
     python tests/distributed_worker.py update MODEL OUT LOSS_TYPE   # one update on `fixed_samples()`, weights -> OUT
     python tests/distributed_worker.py train MODEL RUN_DIR [FLAG VALUE ...]   # a letters run (tests/letters.py)
+    python tests/distributed_worker.py vllm MODEL RUN_DIR   # two steps with one vLLM engine per rank (.venv-vllm)
 
 `update` gives each rank its share of the same five samples (`letters.unequal_samples`: rank 0 gets 3, rank 1 2) (`World.shard`) and writes the updated full weights
 (rank 0) to OUT with `torch.save`, so that one process and two can be compared.
@@ -53,8 +54,36 @@ def train(model_path: str, run_dir: str, *flags: str) -> None:
     ATGRPOTrainer(args, log=print).train()
 
 
+def vllm(model_path: str, run_dir: str, layout: str) -> None:
+    """Two steps with one vLLM engine per policy and rank; then each rank's engines must give the greedy
+    completions of the updated (gathered) models, having slept through both updates."""
+    import pettingllms
+    from pettingllms.backends.base import SamplingConfig
+    from pettingllms.backends.hf import HFPolicy
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer
+    from pettingllms.trainers.sharding import full_weights
+
+    flags = ("--use_cpu", "true", "--policy_layout", layout, "--generation_backend", "vllm")
+    trainer = ATGRPOTrainer(args_for(model_path, run_dir, *flags, "--max_completion_length", "12"), log=print)
+    for _ in range(2):
+        trainer.train_step()
+    env = pettingllms.make("test-letters-v0")
+    env.reset(seed=current_world().rank)
+    prompts = [str(env.observe(agent)) for agent in env.possible_agents]
+    greedy = SamplingConfig(temperature=0.0, max_new_tokens=8)
+    for name, handle in trainer.policies.handles.items():
+        with full_weights(handle.updater.model):
+            hf = HFPolicy(handle.updater.model, handle.updater.processing_class)
+            expected = hf.generate(prompts, 1, greedy)
+        got = handle.backend.generate(prompts, 1, greedy)
+        assert [g.completion_ids for (g,) in got] == [g.completion_ids for (g,) in expected], (got, expected)
+        assert handle.sleeper.sleeps == handle.sleeper.wakes == 2
+        print(f"rank {current_world().rank}: {name}'s engine serves the updated weights")
+    trainer.close()
+
+
 if __name__ == "__main__":
     register_letters()
     torch.manual_seed(0)
     mode, *rest = sys.argv[1:]
-    {"update": update, "train": train}[mode](*rest)
+    {"update": update, "train": train, "vllm": vllm}[mode](*rest)

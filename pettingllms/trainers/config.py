@@ -425,7 +425,6 @@ class ATGRPOConfig(GRPOConfig):
         unsupported = {
             "policy_layout='lora_per_role'": self.policy_layout == "lora_per_role",
             "distributed='ray'": self.distributed == "ray",
-            "generation_backend='vllm'": self.generation_backend == "vllm",
         }
         if self.instances_per_step < ranks:
             raise ConfigError(
@@ -436,8 +435,8 @@ class ATGRPOConfig(GRPOConfig):
             if present:
                 raise ConfigError(
                     f"{setting} cannot run under torchrun / accelerate launch ({ranks} ranks): the launched trainer "
-                    "shards 'shared' and 'per_role' policies with FSDP2 and samples with generation_backend='hf'; "
-                    "start it without a launcher for this setting"
+                    "shards 'shared' and 'per_role' policies with FSDP2 over its ranks; start it without a launcher "
+                    "for this setting"
                 )
 
     def _check_inherited(self) -> None:

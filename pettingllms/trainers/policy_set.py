@@ -40,7 +40,7 @@ from pettingllms.runs.layout import CheckpointLayout, map_agents
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.devices import place_policies
 from pettingllms.trainers.model_source import starting_model
-from pettingllms.trainers.sharding import full_weights
+from pettingllms.trainers.sharding import full_weights, gathered_state
 from pettingllms.trainers.updater import PolicyUpdater
 
 if TYPE_CHECKING:
@@ -138,9 +138,10 @@ class PolicySet:
     def full_weights(self) -> Iterator[None]:
         """While the block runs (a rollout, an evaluation), every policy sharded over the ranks holds its full
         weights on this rank (`sharding.full_weights`); without a launcher nothing changes."""
-        with contextlib.ExitStack() as stack:
-            for models in {id(u.model): u.model for u in self.updaters.values()}.values():
-                stack.enter_context(full_weights(models))
+        in_process = [h for h in self.handles.values() if isinstance(h, LocalPolicy) and h.syncer is None]
+        with contextlib.ExitStack() as stack:  # a vLLM engine has its own copy of the weights
+            for model in {id(h.updater.model): h.updater.model for h in in_process}.values():
+                stack.enter_context(full_weights(model))
             yield
 
     def close(self) -> None:
@@ -183,32 +184,41 @@ def build_policies(
 
         placed = RayPolicies(args, paths, references)
         return PolicySet(placed.handles(), agent_policy, placed)
-    handles: dict[str, PolicyHandle] = {}
     devices = place_policies(names, args.policy_devices, use_cpu=args.use_cpu)
+    handles: dict[str, PolicyHandle] = {}
     for index, (name, path) in enumerate(paths.items()):
         model, tokenizer = load_pretrained(path, args.weights_dtype)
         updater = PolicyUpdater(
             name, model, tokenizer, args, reference=references.get(name), device=devices[name]
         )
-        seed = world.seed(args.seed, "policy", index)
-        if args.generation_backend == "vllm":
-            from pettingllms.backends.vllm_engine import VLLMPolicy
-
-            on_gpu = updater.args.device.type == "cuda"  # the engine and the update share the GPU's memory
-            engine = VLLMPolicy(path, seed=seed, engine_kwargs=args.vllm_engine_kwargs, sleep_mode=on_gpu)
-            handles[name] = LocalPolicy(
-                name, updater, engine, functools.partial(engine.sync_weights, updater.model), engine
-            )
-        else:
-            backend = HFPolicy(
-                updater.model,
-                tokenizer,
-                seed=seed,
-                device=updater.args.device,
-                max_batch_rows=args.max_generation_rows,
-            )
-            handles[name] = LocalPolicy(name, updater, backend)
+        handles[name] = _local_policy(args, name, path, updater, world.seed(args.seed, "policy", index))
     return PolicySet(handles, agent_policy)
+
+
+def _local_policy(args: ATGRPOConfig, name: str, path: str, updater: PolicyUpdater, seed: int) -> LocalPolicy:
+    """Policy `name` in this process: its update worker and its generation backend (`generation_backend`)."""
+    if args.generation_backend != "vllm":
+        backend = HFPolicy(
+            updater.model,
+            updater.processing_class,
+            seed=seed,
+            device=updater.args.device,
+            max_batch_rows=args.max_generation_rows,
+        )
+        return LocalPolicy(name, updater, backend)
+    from pettingllms.backends.vllm_engine import VLLMPolicy
+
+    on_gpu = updater.args.device.type == "cuda"  # the engine and the update share the GPU's memory
+    options = dict(args.vllm_engine_kwargs)
+    if current_world().size > 1:  # one engine per rank, on the rank's device, inside torchrun's process group
+        options.setdefault("distributed_executor_backend", "external_launcher")
+    engine = VLLMPolicy(path, seed=seed, engine_kwargs=options, sleep_mode=on_gpu)
+    return LocalPolicy(name, updater, engine, functools.partial(_sync_engine, engine, updater.model), engine)
+
+
+def _sync_engine(engine, model) -> None:
+    """Load `model`'s weights into the vLLM `engine` (a sharded model is gathered on every rank first)."""
+    engine.load_state(gathered_state(model))
 
 
 class AdapterBackend:

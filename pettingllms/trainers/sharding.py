@@ -9,7 +9,8 @@ one-process gradient.
 Generation needs every weight on every rank, and each rank's rollout calls the model a different number of times:
 `full_weights(model)` gathers every shard once (the same collectives on every rank) and keeps the model gathered,
 with no collective in its forward, until the block ends. Checkpoints hold the full state (`full_model_state`,
-`full_optimizer_state`), written by rank 0, so a checkpoint is one set of files whatever the number of ranks.
+`full_optimizer_state`), written by rank 0, so a checkpoint is one set of files whatever the number of ranks; a
+rank's vLLM engine receives the full weights gathered on every rank (`gathered_state`).
 """
 
 from __future__ import annotations
@@ -94,3 +95,20 @@ def load_full_optimizer_state(model, optimizer, state: dict[str, Any]) -> None:
     set_optimizer_state_dict(
         model, optimizer, optim_state_dict=state, options=StateDictOptions(full_state_dict=True)
     )
+
+
+def gathered_state(model) -> dict[str, Any]:
+    """The model's weights by checkpoint name on the CPU of every rank (a sharded model's gathered: every rank
+    calls it), each parameter once as `backends.weights.full_state` gives them."""
+    from pettingllms.backends.weights import full_state
+
+    if not is_sharded(model):
+        return full_state(model)
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+    state = {name: tensor.detach().to("cpu").contiguous() for name, tensor in state.items()}
+    output = model.get_output_embeddings()
+    if output is not None and output.weight is model.get_input_embeddings().weight:
+        state.pop("lm_head.weight", None)
+    return state
