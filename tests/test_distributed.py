@@ -97,10 +97,13 @@ def test_ranks_shard_instances_and_draw_their_own_seeds():
 # ----------------------------------------------------------------- data parallel
 
 
-@pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
-def test_two_ranks_give_the_one_process_update(tiny_model, tmp_path, loss_type):
-    launch(1, "update", tiny_model, str(tmp_path / "one.pt"), loss_type, "--optim", "sgd")
-    launch(2, "update", tiny_model, str(tmp_path / "two.pt"), loss_type, "--optim", "sgd")
+@pytest.mark.parametrize("loss_type, checkpointing", [("grpo", "false"), ("dapo", "false"), ("grpo", "true")])
+def test_two_ranks_give_the_one_process_update(tiny_model, tmp_path, loss_type, checkpointing):
+    """With activation checkpointing too, as the paper configs run (the one-process side then uses TRL's own
+    log-probabilities, the sharded side always does)."""
+    flags = ("--optim", "sgd", "--activation_checkpointing", checkpointing)
+    launch(1, "update", tiny_model, str(tmp_path / "one.pt"), loss_type, *flags)
+    launch(2, "update", tiny_model, str(tmp_path / "two.pt"), loss_type, *flags)
     one, two = torch.load(tmp_path / "one.pt"), torch.load(tmp_path / "two.pt")
     assert not one["sharded"] and two["sharded"]
     start = load_file(Path(tiny_model) / "model.safetensors")

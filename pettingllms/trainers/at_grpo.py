@@ -17,6 +17,10 @@ Outputs in `output_dir`: `metrics.jsonl` (one JSON object per step), `checkpoint
 optimizer, scheduler, every random generator, the step), `learning_curve.png`, and with `dump_rollouts`
 `rollouts/step_N.jsonl`. `resume=True` continues from the newest intact checkpoint exactly.
 
+Under `torchrun` / `accelerate launch` (`pettingllms.parallel.world`) every rank runs this loop on its share of
+each step's instances and evaluation chunks, its policies sharded over the ranks (`trainers.sharding`); the
+metrics add every rank's samples up, and rank 0 alone writes the folder (log, checkpoints, dumps, curve).
+
 The folder belongs to this run while the trainer lives (`run.lock`, released by `close()`, at the end of `train()`
 or when the trainer is collected); a folder holding an earlier run needs `resume` or `overwrite_output_dir`, and a
 resumed run must keep the saved settings that change results (`pettingllms.runs.folder`).
@@ -304,8 +308,10 @@ class ATGRPOTrainer:
         for sample in train_samples:
             routed[sample.policy].append(sample)
         update_metrics = {name: policy.update(routed[name]) for name, policy in self.policies.handles.items()}
-        for name, policy in self.policies.handles.items():
-            if routed[name]:  # a policy without samples was not updated: nothing to sync
+        # a policy without samples on any rank was not updated: nothing to sync (the ranks decide together)
+        trained = self.world.sum([len(routed[name]) for name in self.policies.handles])
+        for count, policy in zip(trained, self.policies.handles.values(), strict=True):
+            if count:
                 policy.sync()
         update_s = time.perf_counter() - start
         self.step += 1

@@ -4,7 +4,9 @@ TRL's trainer normally samples its own completions; here `_prepare_inputs` recei
 already built (prompt and completion token ids, advantages), so everything else is TRL's own: the loss family
 (`loss_type`, clip epsilons, `beta`), the optimizer and scheduler, accelerate and PEFT. The scaling across
 micro-batches is ours (`accumulate_gradients`): every sample weighs what it would in one batch. One
-`update(samples)` is one optimizer step over all of this policy's samples.
+`update(samples)` is one optimizer step over all of this policy's samples. Each updater lives on its policy's
+device (`devices`); under a launcher its model is sharded over the ranks with FSDP2 (`sharding`) and one update
+is one step over every rank's samples, equal to the one-process step on all of them.
 """
 
 from __future__ import annotations
