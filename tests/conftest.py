@@ -24,6 +24,17 @@ def quiet_pettingzoo_advice():
 
 
 @pytest.fixture(scope="module")
+def one_torch_thread():
+    """torch computes with one thread for the module that asks (its figures are compared bit for bit, and
+    matrix products round differently with another thread count); the count it had is restored afterwards."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
 def letters_env():
     """The toy letters env (tests/letters.py) registered for one module; use with `pytest.mark.usefixtures`."""
     from letters import register_letters

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from markers import needs_bwrap  # noqa: E402
 
 from pettingllms.core.errors import DependencyNotInstalled
 from pettingllms.core.splits import split_of
@@ -33,10 +34,9 @@ from pettingllms.data.code.judge import HARNESS_SOURCE, read_verdicts
 from pettingllms.data.code.livecodebench import decode_test_cases, plain_unpickle
 from pettingllms.data.code.mbpp import problem_from_mbpp_row
 from pettingllms.envs.code.cases import constant_passes
-from pettingllms.sandbox import Program, Sandbox, SandboxResult, _bwrap
+from pettingllms.sandbox import Program, Sandbox, SandboxResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "code"
-needs_sandbox = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
 HAS_DATASETS = importlib.util.find_spec("datasets") is not None
 needs_datasets = pytest.mark.skipif(not HAS_DATASETS, reason="the `datasets` package is not installed")
 WRONG_PROGRAMS = {
@@ -378,7 +378,7 @@ def test_humaneval_from_a_local_file(tmp_path):
     ]
 
 
-@needs_sandbox
+@needs_bwrap
 def test_humaneval_canonical_solutions_pass_and_stubs_fail(sandbox):
     problems = load_code_dataset("humaneval")
     good = passes_checks(sandbox, problems, [p.reference for p in problems])
@@ -388,7 +388,7 @@ def test_humaneval_canonical_solutions_pass_and_stubs_fail(sandbox):
 
 
 @needs_datasets
-@needs_sandbox
+@needs_bwrap
 def test_mbpp_fixture_gives_function_problems_whose_checks_decide(sandbox):
     problems = load_code_dataset("mbpp", path=FIXTURES / "mbpp.parquet")
     assert [p.id for p in problems] == ["mbpp/2", "mbpp/3", "mbpp/11"]
@@ -421,7 +421,7 @@ def test_mbpp_sanitized_rows_and_rows_without_a_called_function():
 
 
 @needs_datasets
-@needs_sandbox
+@needs_bwrap
 def test_apps_fixture_keeps_stdio_problems_and_counts_call_based_ones(sandbox, caplog):
     with caplog.at_level(logging.INFO, logger="pettingllms.data.code.loaders"):
         problems = load_code_dataset("apps", path=FIXTURES / "apps.jsonl")
@@ -506,7 +506,7 @@ def test_bundled_data_file_is_generated_from_the_specs(bundled):
         assert len(problem.tests) == TESTS_PER_PROBLEM
 
 
-@needs_sandbox
+@needs_bwrap
 @pytest.mark.slow  # ~2,100 sandbox runs re-validating committed data: CI runs the slow tests in a step of their own
 def test_every_bundled_reference_passes_all_its_hidden_tests(sandbox, bundled):
     tests = [(p, t) for p in bundled for t in p.tests]
@@ -519,7 +519,7 @@ def test_every_bundled_reference_passes_all_its_hidden_tests(sandbox, bundled):
     assert failures == []
 
 
-@needs_sandbox
+@needs_bwrap
 @pytest.mark.slow  # ~2,100 sandbox runs per wrong program (see above)
 @pytest.mark.parametrize("wrong", sorted(WRONG_PROGRAMS))
 def test_a_wrong_program_fails_a_test_of_every_bundled_problem(sandbox, bundled, wrong):

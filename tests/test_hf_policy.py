@@ -26,8 +26,7 @@ SAMPLED = SamplingConfig(temperature=1.0, max_new_tokens=12)
 
 
 @pytest.fixture(scope="module")
-def parts():
-    torch.set_num_threads(1)
+def parts(one_torch_thread):
     corpus = PROMPTS * 3 + ["<answer>U U R D L</answer>", "You are at row 1, column 2; the goal is here."] * 5
     tokenizer = train_tokenizer(corpus, vocab_size=400)
     # a smaller, peakier model than the default tiny one keeps the tests fast and ties unlikely

@@ -15,12 +15,13 @@ import json
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from markers import needs_bwrap  # noqa: E402
 
 import pettingllms
 from pettingllms.data.code.mbpp import problem_from_mbpp_row
 from pettingllms.sandbox import _bwrap
 
-pytestmark = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
+pytestmark = needs_bwrap
 
 MARKER_HEAD, MARKER_TAIL = "hidden-check-", "7f3a9c"
 """Written into the hidden check as one word; the memory-scanning attacks look for it without ever holding it."""

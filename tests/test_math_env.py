@@ -3,13 +3,12 @@
 from pathlib import Path
 
 import pytest
+from markers import needs_bwrap  # noqa: E402
 
 import pettingllms
 from pettingllms.core.errors import ConfigError
 from pettingllms.envs.math.env import PARSE_ERROR_PENALTY
-from pettingllms.sandbox import _bwrap
 
-needs_bwrap = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
 FIXTURES = Path(__file__).parent / "fixtures" / "math"
 PROBLEM = {"problem": "What is 3 divided by 4?", "answer": "\\frac{3}{4}"}
 

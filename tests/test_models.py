@@ -12,6 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
+from markers import needs_bwrap  # noqa: E402
+
 import pettingllms  # noqa: E402
 from pettingllms.backends.base import SamplingConfig  # noqa: E402
 from pettingllms.backends.hf import HFPolicy  # noqa: E402
@@ -20,9 +22,6 @@ from pettingllms.models.demos import collect_demonstrations, perturb_answer  # n
 from pettingllms.models.tiny import build_model, count_parameters, tiny_config  # noqa: E402
 from pettingllms.models.tokenizer import IM_END, IM_START, PAD_TOKEN, train_tokenizer  # noqa: E402
 from pettingllms.models.warmstart import ensure_tiny_model, read_manifest, tiny_model_dir  # noqa: E402
-from pettingllms.sandbox import _bwrap  # noqa: E402
-
-needs_bwrap = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +179,8 @@ def test_tool_demonstrations_mix_programs_imperfect_programs_and_answers_and_the
             assert plan_demo.target == f"<answer>{shown}</answer>"
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_ensure_tiny_model_builds_then_reuses(monkeypatch, tmp_path):
-    torch.set_num_threads(1)
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
     rng_states = (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
     options = {"demo_episodes": 24, "eval_episodes": 2, "batch_size": 8}
@@ -208,10 +207,10 @@ def test_ensure_tiny_model_builds_then_reuses(monkeypatch, tmp_path):
     assert len(generation) == 2 and all(len(g.completion_ids) >= 1 for g in generation)
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_a_tagged_warm_start_with_programs_lives_beside_the_default_and_counts_its_demonstrations(
     monkeypatch, tmp_path
 ):
-    torch.set_num_threads(1)
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
     options = {"demos_per_role": 12, "eval_episodes": 0, "batch_size": 8, "sft_steps": 1}
     folder = ensure_tiny_model("plan-path-v0", tag="mini", tool_programs=0.5, program_bugs=0.5, **options)
@@ -223,11 +222,11 @@ def test_a_tagged_warm_start_with_programs_lives_beside_the_default_and_counts_i
         ensure_tiny_model("plan-path-v0", tag="../elsewhere", **options)
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_one_warm_start_can_cover_several_workflows(monkeypatch, tmp_path):
     """ "mas+single": episode i demonstrates workflow i mod 2, so the single agent's prompts are in the data too."""
     from pettingllms.models.demos import collect_demonstrations
 
-    torch.set_num_threads(1)
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
     folder = ensure_tiny_model(
         "plan-path-v0", workflow="mas+single", sft_steps=2, demo_episodes=8, eval_episodes=1, batch_size=8
@@ -242,10 +241,10 @@ def test_one_warm_start_can_cover_several_workflows(monkeypatch, tmp_path):
     assert manifest["settings"]["workflow"] == "mas+single"
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_a_build_that_reports_its_phases_shows_the_fine_tuning_progress_and_a_silent_one_does_not(
     monkeypatch, tmp_path, capfd
 ):
-    torch.set_num_threads(1)
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
     options = {"demos_per_role": 8, "eval_episodes": 0, "batch_size": 8, "sft_steps": 3}
     lines = []

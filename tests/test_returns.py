@@ -7,13 +7,12 @@ import functools
 import re
 
 import pytest
+from markers import needs_bwrap  # noqa: E402
 
 import pettingllms
 from pettingllms.data.code.bundled import load_bundled
-from pettingllms.sandbox import _bwrap
 from pettingllms.testing.returns import STRATEGIES, check_returns, oracle, play_returns
 
-needs_bwrap = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
 TEAMS = {
     "mas": {"workflow": "mas"},
     "single": {"workflow": "single"},

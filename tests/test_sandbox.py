@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from markers import needs_bwrap  # noqa: E402
 
 from pettingllms.sandbox import Program, Sandbox, SandboxResult, _bwrap, run_python
 
-pytestmark = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
+pytestmark = needs_bwrap
 
 
 @pytest.fixture(scope="module")

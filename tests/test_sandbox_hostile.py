@@ -17,11 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from markers import needs_bwrap  # noqa: E402
 
 import pettingllms
-from pettingllms.sandbox import Program, Sandbox, SandboxResult, _bwrap
+from pettingllms.sandbox import Program, Sandbox, SandboxResult
 
-pytestmark = pytest.mark.skipif(_bwrap.find_bwrap() is None, reason="bubblewrap (bwrap) is not installed")
+pytestmark = needs_bwrap
 ROOT_ONLY = pytest.mark.skipif(
     os.geteuid() != 0, reason="run uids are only switched when the host runs as root"
 )

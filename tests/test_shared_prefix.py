@@ -28,8 +28,7 @@ ROWS = [  # duplicates (a group's candidates), a shared 4-token prefix, remainde
 
 
 @pytest.fixture(scope="module")
-def model():
-    torch.set_num_threads(1)
+def model(one_torch_thread):
     config = tiny_config(64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, head_dim=8)
     return build_model(config, seed=0).eval()
 

@@ -40,6 +40,15 @@ def test_a_loss_that_stops_reading_the_accumulation_steps_is_named(monkeypatch):
         check_trl()
 
 
+def test_an_init_that_stops_setting_a_private_attribute_is_named(monkeypatch):
+    def init(self, *args, **kwargs):  # sets what TRL 1.16 does, except its metrics log
+        self._entropy_bonus_enabled = False
+
+    monkeypatch.setattr(trl.GRPOTrainer, "__init__", init)
+    with pytest.raises(TRLChangedError, match=r"__init__ no longer sets self._metrics"):
+        check_trl()
+
+
 def test_trl_is_pinned_to_the_tested_minor():
     pin = re.search(
         r'"trl>=(\d+\.\d+),<(\d+\.\d+)"', (Path(__file__).parents[1] / "pyproject.toml").read_text()

@@ -27,8 +27,8 @@ pytestmark = pytest.mark.usefixtures("letters_env")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    torch.set_num_threads(1)
+def one_thread(one_torch_thread):
+    """Every test of this module computes with one torch thread (restored after the module)."""
 
 
 def grouped_samples() -> list[Sample]:

@@ -102,6 +102,7 @@ from collections.abc import Sequence
 from pettingllms.sandbox.server_pool import Program, Sandbox, SandboxResult, SandboxUnavailable
 
 __all__ = [
+    "bwrap_available",
     "Program",
     "Sandbox",
     "SandboxResult",
@@ -113,6 +114,13 @@ __all__ = [
 
 _default: Sandbox | None = None
 _default_lock = threading.Lock()
+
+
+def bwrap_available() -> bool:
+    """Whether bubblewrap (`bwrap`), which every sandboxed program runs under, is installed."""
+    from pettingllms.sandbox import _bwrap
+
+    return _bwrap.find_bwrap() is not None
 
 
 def default_sandbox() -> Sandbox:

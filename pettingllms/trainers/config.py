@@ -13,6 +13,7 @@ checks are re-raised as `ConfigError` too. `output_dir` may name other fields in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from typing import Any
 
@@ -490,8 +491,10 @@ class ATGRPOConfig(GRPOConfig):
 
         return torch.bfloat16 if self.bf16 else torch.float32
 
-    @property
+    @functools.cached_property
     def default_stop_strings(self) -> list[str]:
+        """`stop_strings`, or the env's own (`STOP_STRINGS`), read once: finding them builds the env, which for
+        `code-v0` starts its sandbox, and every policy's sampling of every engine and evaluation asks."""
         if self.stop_strings is not None:
             return self.stop_strings
         return list(pettingllms.make(self.env_id).unwrapped.STOP_STRINGS)

@@ -45,8 +45,15 @@ class TRLChangedError(PettingLLMsError):
 
 
 def check_trl() -> None:
-    """Raise `TRLChangedError` unless every name of `PRIVATE_SURFACE` exists with the expected parameters and
-    TRL's loss still reads every attribute of `LOSS_READS`."""
+    """Raise `TRLChangedError` unless every name of `PRIVATE_SURFACE` exists with the expected parameters,
+    `GRPOTrainer.__init__` still sets every attribute of `PRIVATE_ATTRIBUTES`, and TRL's loss still reads every
+    attribute of `LOSS_READS`."""
+    init_source = inspect.getsource(GRPOTrainer.__init__)
+    for name in PRIVATE_ATTRIBUTES:
+        if f"self.{name} =" not in init_source:
+            raise TRLChangedError(
+                f"trl.GRPOTrainer.__init__ no longer sets self.{name}; pettingllms.trainers.trl_adapter needs a port"
+            )
     loss_source = inspect.getsource(GRPOTrainer._compute_loss)
     for name in LOSS_READS:
         if f"self.{name}" not in loss_source:
