@@ -97,16 +97,34 @@ def test_ranks_shard_instances_and_draw_their_own_seeds():
 # ----------------------------------------------------------------- data parallel
 
 
-@pytest.mark.parametrize("loss_type, checkpointing", [("grpo", "false"), ("dapo", "false"), ("grpo", "true")])
-def test_two_ranks_give_the_one_process_update(tiny_model, tmp_path, loss_type, checkpointing):
+@pytest.mark.parametrize(
+    "model, loss_type, checkpointing",
+    [
+        ("tiny", "grpo", "false"),
+        ("tiny", "dapo", "false"),
+        ("tiny", "grpo", "true"),
+        (
+            "qwen3-test",
+            "grpo",
+            "true",
+        ),  # Qwen3's shapes: 151,936 tied embeddings, 16 heads of 128, 8 KV heads
+    ],
+)
+def test_two_ranks_give_the_one_process_update(tiny_model, tmp_path, model, loss_type, checkpointing):
     """With activation checkpointing too, as the paper configs run (the one-process side then uses TRL's own
-    log-probabilities, the sharded side always does)."""
+    log-probabilities, the sharded side always does), and on the built-in model with Qwen3-1.7B's geometry."""
+    if model == "qwen3-test":
+        from pettingllms.models.qwen3_test import ensure_qwen3_test
+
+        model_path = str(ensure_qwen3_test())
+    else:
+        model_path = tiny_model
     flags = ("--optim", "sgd", "--activation_checkpointing", checkpointing)
-    launch(1, "update", tiny_model, str(tmp_path / "one.pt"), loss_type, *flags)
-    launch(2, "update", tiny_model, str(tmp_path / "two.pt"), loss_type, *flags)
+    launch(1, "update", model_path, str(tmp_path / "one.pt"), loss_type, *flags)
+    launch(2, "update", model_path, str(tmp_path / "two.pt"), loss_type, *flags)
     one, two = torch.load(tmp_path / "one.pt"), torch.load(tmp_path / "two.pt")
     assert not one["sharded"] and two["sharded"]
-    start = load_file(Path(tiny_model) / "model.safetensors")
+    start = load_file(Path(model_path) / "model.safetensors")
     moved = max((one["weights"][name] - start[name]).abs().max().item() for name in start)
     assert moved > 1e-4  # the update did something
     assert set(one["weights"]) == set(two["weights"])

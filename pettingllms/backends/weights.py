@@ -23,10 +23,16 @@ def _is_tied(model) -> bool:
 
 def full_state(model) -> dict[str, Any]:
     """The model's parameters by checkpoint name, detached on CPU, each once (no duplicate of a tied head)."""
-    state = {name: tensor.detach().to("cpu").contiguous() for name, tensor in model.state_dict().items()}
+    return unique_weights(model, model.state_dict())
+
+
+def unique_weights(model, state: Mapping[str, Any]) -> dict[str, Any]:
+    """`state` (a state dict of `model`, e.g. gathered from shards) detached on CPU, without the duplicate of a
+    head tied to the embeddings."""
+    weights = {name: tensor.detach().to("cpu").contiguous() for name, tensor in state.items()}
     if _is_tied(model):
-        state.pop("lm_head.weight", None)
-    return state
+        weights.pop("lm_head.weight", None)
+    return weights
 
 
 def weight_chunks(

@@ -100,15 +100,10 @@ def load_full_optimizer_state(model, optimizer, state: dict[str, Any]) -> None:
 def gathered_state(model) -> dict[str, Any]:
     """The model's weights by checkpoint name on the CPU of every rank (a sharded model's gathered: every rank
     calls it), each parameter once as `backends.weights.full_state` gives them."""
-    from pettingllms.backends.weights import full_state
+    from pettingllms.backends.weights import full_state, unique_weights
 
     if not is_sharded(model):
         return full_state(model)
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
-    state = {name: tensor.detach().to("cpu").contiguous() for name, tensor in state.items()}
-    output = model.get_output_embeddings()
-    if output is not None and output.weight is model.get_input_embeddings().weight:
-        state.pop("lm_head.weight", None)
-    return state
+    return unique_weights(model, get_model_state_dict(model, options=StateDictOptions(full_state_dict=True)))
