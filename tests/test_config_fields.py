@@ -68,6 +68,24 @@ def test_trl_and_transformers_checks_are_config_errors_too(tmp_path):
         ATGRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=True, fp16=True)
 
 
+def test_bf16_defaults_to_false_as_its_help_says_and_none_resolves_as_in_trl(tmp_path):
+    field = {f.name: f for f in dataclasses.fields(ATGRPOConfig)}["bf16"]
+    assert field.default is False and "unlike TRL's None" in field.metadata["help"]
+    assert ATGRPOConfig(output_dir=str(tmp_path), use_cpu=True).bf16 is False
+    trl_resolved = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=None).bf16
+    assert ATGRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=None).bf16 is trl_resolved is True
+
+
+@pytest.mark.parametrize(
+    ("name", "given"),
+    [("scale_rewards", True), ("scale_rewards", False), ("report_to", "none"), ("report_to", ["none"])],
+)
+def test_aliases_are_held_as_trl_and_transformers_hold_them(name, given, tmp_path):
+    ours = getattr(ATGRPOConfig(output_dir=str(tmp_path), use_cpu=True, **{name: given}), name)
+    assert ours == getattr(GRPOConfig(output_dir=str(tmp_path), use_cpu=True, **{name: given}), name)
+    assert name in HONOURED and ("alias" in HONOURED[name] or "as transformers holds it" in HONOURED[name])
+
+
 def test_a_gpu_only_config_on_a_machine_without_gpu_is_one_line():
     import torch
 

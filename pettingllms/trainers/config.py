@@ -38,6 +38,14 @@ SAVE_STRATEGIES = ("steps", "no")
 class ATGRPOConfig(GRPOConfig):
     """Configuration of an AT-GRPO run (see the module docstring for the fields inherited from TRL)."""
 
+    bf16: bool | None = dataclasses.field(
+        default=False,
+        metadata={
+            "help": "bfloat16 weights, generation and update. Default False, unlike TRL's None ('bf16 unless fp16'): "
+            "the default run is the tiny model in float32 on CPU; pass --bf16 true on a GPU (the paper configs "
+            "do). None resolves as in TRL."
+        },
+    )
     env_id: str = dataclasses.field(default="plan-path-v0", metadata={"help": "Registered environment id."})
     env_kwargs: dict[str, Any] | str | None = dataclasses.field(
         default_factory=dict, metadata={"help": "Keyword arguments of pettingllms.make (size, dataset, ...)."}
@@ -309,8 +317,10 @@ class ATGRPOConfig(GRPOConfig):
                 raise ConfigError(f"{name} must be a mapping, got {type(getattr(self, name)).__name__}")
 
     def _check_choices(self) -> None:
-        if self.bf16 is None:
-            self.bf16 = False
+        if (
+            self.bf16 is None
+        ):  # given explicitly: TRL's rule (`BaseConfig.__post_init__`), not this field's default
+            self.bf16 = not self.fp16
         self._check_choice("grouping", GROUPINGS)
         try:
             parse_commit(self.commit)
@@ -318,6 +328,7 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(str(error)) from None
         self._check_choice("eval_split", ("val", "eval"))
         self._check_choice("team_credit", TEAM_CREDITS)
+        # TRL's documented aliases (its `GRPOConfig.__post_init__` maps them the same way); the help says so
         self.scale_rewards = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
         self._check_choice("scale_rewards", SCALE_REWARDS)
         self._check_choice("policy_layout", POLICY_LAYOUTS)
@@ -329,7 +340,7 @@ class ATGRPOConfig(GRPOConfig):
         except PettingLLMsError as error:
             raise ConfigError(f"env_id={self.env_id!r}: {error}") from None
         self._check_choice("save_strategy", SAVE_STRATEGIES)
-        self.report_to = _tracker_list(self.report_to)
+        self.report_to = _tracker_list(self.report_to)  # a list, 'none' as [], as transformers holds it
         check_trackers(self.report_to)
 
     def _check_ranges(self) -> None:

@@ -20,13 +20,15 @@ HONOURED: dict[str, str] = {
     "full_determinism": "transformers' deterministic torch algorithms, set when the updaters are built",
     "use_cpu": "train on CPU even where a GPU is visible",
     "bf16": "bfloat16 weights (loaded in it, as TRL loads a bf16 checkpoint), generation and update (accelerate's "
-    "autocast): on a GPU, or on CPU with use_cpu",
+    "autocast): on a GPU, or on CPU with use_cpu. Default False (TRL's None means 'bf16 unless fp16': the default "
+    "run is the tiny model in float32 on CPU); None given explicitly resolves as TRL resolves it",
     "fp16": "float16 mixed precision of the update (accelerate); GPU only",
     "tf32": "TF32 matmuls on Ampere+ GPUs",
     "save_strategy": "'steps' (a checkpoint every save_steps and at the end) or 'no' (only at the end)",
     "save_steps": "checkpoint period in AT-GRPO steps",
     "logging_steps": "period of the rows sent to report_to trackers (metrics.jsonl gets every step)",
-    "report_to": "trackers fed every logging_steps: 'none', 'tensorboard', 'wandb' (WANDB_MODE=offline works)",
+    "report_to": "trackers fed every logging_steps: 'none', 'tensorboard', 'wandb' (WANDB_MODE=offline works), "
+    "a list or names separated by commas; held as a list, 'none' as [] (as transformers holds it)",
     "run_name": "the tracker run's name",
     "log_level": "transformers' log level",
     "log_level_replica": "transformers' log level on replicas",
@@ -70,7 +72,8 @@ HONOURED: dict[str, str] = {
     "top_entropy_quantile": "policy gradient restricted to the highest-entropy tokens",
     "entropy_coef": "entropy bonus (token-averaging loss types only)",
     "use_bias_correction_kl": "TRL's importance-corrected KL",
-    "scale_rewards": "'group', 'batch' or 'none' advantage scaling",
+    "scale_rewards": "'group', 'batch' or 'none' advantage scaling; True and False are TRL's documented aliases of "
+    "'group' and 'none', held as those names",
     "num_iterations": "must be 1: one on-policy update per step",
     "disable_dropout": "dropout off in the trained model and its reference",
     "cast_lm_head_to_fp32": "the LM head computed in float32",
