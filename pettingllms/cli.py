@@ -2,12 +2,14 @@
 
     pettingllms list
     pettingllms play sokoban-v0 --seed 3            # you are the plan agent; the tool agent is skipped
-    pettingllms play plan-path-v0 --tool oracle     # the tool agent proposes the solver's answer
-    pettingllms play sudoku-v0 --demo               # both agents scripted by the solver (non-interactive)
+    pettingllms play plan-path-v0 --others oracle   # the tool agent proposes the solver's answer
+    pettingllms play code-v0 --as tester --others oracle   # you write the tests; the solver codes
+    pettingllms play sudoku-v0 --demo               # every agent scripted by the solver (non-interactive)
     pettingllms leaderboard leaderboard/results --out leaderboard   # tables and plots of pettingllms-eval results
 
-In `play`, type an answer (`<answer>U R</answer>`, or just the inside, e.g. `U R R`), `hint` for the solver's
-answer, or `quit`. End of input quits.
+In `play`, you see your agent's observation (its whole prompt) and type an answer (`<answer>U R</answer>`, or
+just the inside, e.g. `U R R`), `hint` for the solver's answer, or `quit`. End of input quits. Any environment of
+this package (a `TextAECEnv` with `solution()` and `_render_text`) can be played.
 """
 
 from __future__ import annotations
@@ -48,51 +50,69 @@ def _ask(prompt: str) -> str | None:
 
 
 def _play(args: argparse.Namespace) -> int:
-    from pettingllms.envs.tool_plan import ToolPlanEnv
+    from pettingllms.core.env import TextAECEnv
 
     playable = sorted(
         env_id
         for env_id, env_spec in pettingllms.registry.items()
-        if isinstance(factory := env_spec.load(), type) and issubclass(factory, ToolPlanEnv)
+        if isinstance(factory := env_spec.load(), type) and issubclass(factory, TextAECEnv)
     )
     if args.env in pettingllms.registry and args.env not in playable:
         print(
-            f"{args.env} cannot be played in the terminal: `play` gives you the plan agent of a puzzle with a "
-            f"solver to script the tool agent; playable: {', '.join(playable)}",
+            f"{args.env} cannot be played in the terminal: `play` plays this package's text environments "
+            f"(TextAECEnv); playable: {', '.join(playable)}",
             file=sys.stderr,
         )
         return 2
-    workflow = "single" if args.tool == "skip" and not args.demo else "mas"
+    workflow = "mas" if args.demo or args.others == "oracle" else "single"
     env = pettingllms.make(args.env, workflow=workflow, render_mode="ansi", max_turns=args.max_turns)
     env.reset(seed=args.seed)
     raw = env.unwrapped
-    human: Callable[[str], str | None] = (lambda agent: raw.solution()) if args.demo else _human_turn(raw)
-    print(f"{args.env}, seed {args.seed}. {raw.TASK}\n{raw.ANSWER_FORMAT}\n")
+    player = _player(args, raw, workflow)
+    human = (lambda agent: raw.solution(agent)) if args.demo else _human_turn(raw)
+    print(
+        f"{args.env}, seed {args.seed}, workflow {workflow!r}: you play {player!r}" + (" (demo)" * args.demo)
+    )
     for agent in env.agent_iter():
-        _, _, termination, truncation, info = env.last()
+        _, _, termination, truncation, _ = env.last()
         if termination or truncation:
             env.step(None)
             continue
-        if agent == "plan":
-            print(env.render())
-            if raw.proposal is not None:
-                print("tool agent: " + raw.proposal.summary)
+        if agent != player:
+            action = raw.solution(agent)
+            print(f"{agent} (solver): {_shown(action)}")
+        else:
+            print(env.observe(agent))
             action = human(agent)
             if action is None:
                 print("bye")
                 return 0
-            print(f"plan: {action}")
-        else:
-            action = raw.solution()
+            print(f"{agent}: {_shown(action)}")
         env.step(action)
-        if "error" in env.infos.get(agent, {}) and agent == "plan":
+        if "error" in env.infos.get(agent, {}) and agent == player:
             print("! " + env.infos[agent]["error"])
     print(env.render())
     if raw.success:
         print(f"Solved in {raw.turn + 1} turn(s)!")
         return 0
-    print("Out of turns: not solved.")
+    print("Episode over: not solved.")
     return 1
+
+
+def _player(args: argparse.Namespace, raw, workflow: str) -> str:
+    """The agent the person plays: `--as`, or by default the one agent of the env's "single" workflow."""
+    player = args.play_as or raw.WORKFLOWS["single"][-1]
+    if player not in raw.possible_agents:
+        raise pettingllms.ConfigError(
+            f"--as {player!r}: workflow {workflow!r} of {args.env} has agents {raw.possible_agents}"
+            + ("; pass --others oracle to play beside the others" if workflow == "single" else "")
+        )
+    return player
+
+
+def _shown(action: str, limit: int = 400) -> str:
+    """An answer as printed: whole when short, else its first `limit` characters and a count."""
+    return action if len(action) <= limit else f"{action[:limit]}... ({len(action):,} characters)"
 
 
 def _human_turn(raw) -> Callable[[str], str | None]:
@@ -102,9 +122,10 @@ def _human_turn(raw) -> Callable[[str], str | None]:
             if line is None or line.strip().lower() in ("q", "quit", "exit"):
                 return None
             if line.strip().lower() == "hint":
-                print("hint: " + raw.solution())
+                print("hint: " + raw.solution(agent))
                 continue
-            return line if extract_answer(line) is not None else f"<answer>{line}</answer>"
+            bare = extract_answer(line) is None and "```" not in line
+            return f"<answer>{line}</answer>" if bare else line
 
     return ask
 
@@ -113,18 +134,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pettingllms", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="every registered environment, its agents and what it is")
-    play = commands.add_parser("play", help="play the plan agent of a puzzle in the terminal")
+    play = commands.add_parser("play", help="play one agent of an environment in the terminal")
     play.add_argument("env", help="an environment id, e.g. sokoban-v0")
     play.add_argument("--seed", type=int, default=0, help="instance seed (default 0)")
     play.add_argument("--max-turns", type=int, default=10, help="turns before the game stops (default 10)")
     play.add_argument(
-        "--tool",
-        choices=["skip", "oracle"],
-        default="skip",
-        help="skip the tool agent, or let the solver propose",
+        "--as",
+        dest="play_as",
+        default=None,
+        help="the agent you play (default: the agent of the env's 'single' workflow, e.g. plan)",
     )
     play.add_argument(
-        "--demo", action="store_true", help="script both agents with the solver (no input needed)"
+        "--others",
+        choices=["skip", "oracle"],
+        default="skip",
+        help="skip the other agents (play the 'single' workflow), or let the solver answer for them (the team)",
+    )
+    play.add_argument(
+        "--demo", action="store_true", help="script every agent with the solver (no input needed)"
     )
     board = commands.add_parser(
         "leaderboard", help="a Markdown table and an HTML page of pettingllms-eval results"

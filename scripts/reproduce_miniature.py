@@ -1,7 +1,10 @@
 """The paper's central comparison in miniature: MAS + AT-GRPO against single-agent and trajectory-GRPO baselines.
 
     .venv/bin/python scripts/reproduce_miniature.py              # everything; resumes finished and killed runs
-    .venv/bin/python scripts/reproduce_miniature.py --parts main --seeds 0 --budget 300 --eval_episodes 20  # smoke
+    .venv/bin/python scripts/reproduce_miniature.py --parts main --seeds 0 --budget 300 --eval_episodes 20  # short
+    .venv/bin/python scripts/reproduce_miniature.py --parts main --seeds 0 --methods mas mas+at-grpo-per-role \
+        --budget 16 --max_steps 1 --eval_episodes 4 --demos_per_role 40 --warm_start_steps 2 \
+        --runs /tmp/mini --out /tmp/mini/rows.json --results_md /tmp/mini/results.md   # smoke (tests/test_study_smoke.py)
     .venv/bin/python scripts/reproduce_miniature.py --report     # rebuild the tables and plots from the JSON
     .venv/bin/python scripts/reproduce_miniature.py --parts main --methods mas+trajectory-grpo  # rerun some rows
 
@@ -110,10 +113,16 @@ class Study:
 
     # ----------------------------------------------------------------- building blocks
     def warm_start(self, workflow: str) -> Path:
-        """The warm start of `workflow` ("mas" or "single"), built on first use (cached)."""
+        """The warm start of `workflow` ("mas" or "single"), built on first use (cached); `--demos_per_role` and
+        `--warm_start_steps` (smoke runs) build a variant under its own tag, beside the study's."""
         from pettingllms.models.warmstart import ensure_tiny_model
 
-        return ensure_tiny_model(ENV_ID, **(TEAM_WARM_START if workflow == "mas" else SINGLE_WARM_START))
+        settings = dict(TEAM_WARM_START if workflow == "mas" else SINGLE_WARM_START)
+        if self.args.demos_per_role != DEMOS_PER_ROLE or self.args.warm_start_steps is not None:
+            steps = self.args.warm_start_steps or settings["sft_steps"]
+            settings.update(demos_per_role=self.args.demos_per_role, sft_steps=steps)
+            settings["tag"] = f"{settings['tag']}_{self.args.demos_per_role}d_{steps}s"
+        return ensure_tiny_model(ENV_ID, **settings)
 
     def train(self, name: str, workflow: str, seed: int, flags: list[str], env_kwargs: dict) -> Path:
         """One training run (resumed if it has a checkpoint, skipped if finished); returns its folder."""
@@ -485,6 +494,15 @@ def main() -> int:
     parser.add_argument("--runs", type=Path, default=RUNS, help="folder of the runs and evaluations")
     parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
     parser.add_argument("--report", action="store_true", help="only rebuild the report from --out")
+    parser.add_argument(
+        "--demos_per_role", type=int, default=DEMOS_PER_ROLE, help="warm-start demonstrations per role"
+    )
+    parser.add_argument(
+        "--warm_start_steps",
+        type=int,
+        default=None,
+        help="SFT steps of both warm starts (default: the study's)",
+    )
     args = parser.parse_args()
     study = Study(args)
     if not args.report:

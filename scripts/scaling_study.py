@@ -1,7 +1,9 @@
 """The paper's scaling study in miniature: team size and reward shaping, tiny model, CPU, 3 seeds.
 
     .venv/bin/python scripts/scaling_study.py                 # everything (resumes finished and killed runs)
-    .venv/bin/python scripts/scaling_study.py --sizes 1 2 --seeds 0 --steps 4 --eval_episodes 20   # a smoke run
+    .venv/bin/python scripts/scaling_study.py --sizes 1 2 --seeds 0 --steps 4 --eval_episodes 20   # a short run
+    .venv/bin/python scripts/scaling_study.py --sizes 1 --seeds 0 --steps 1 --budget 2 --eval_episodes 2 \
+        --model_name_or_path MODEL --runs /tmp/scaling --out /tmp/scaling/rows.json --results_md /tmp/results.md  # smoke
 
 Two parts, on `plan-path-v0`:
 
@@ -36,9 +38,16 @@ EVAL_BUDGET = 128
 the puzzles before evaluations followed the training budget)."""
 
 
-def run_args(name: str, seed: int, steps: int, eval_episodes: int, extra: list[str]) -> list[str]:
+def run_args(
+    name: str,
+    seed: int,
+    steps: int,
+    eval_episodes: int,
+    extra: list[str],
+    runs: Path = ROOT / "runs" / "scaling",
+) -> list[str]:
     return [
-        "--output_dir", str(ROOT / "runs" / "scaling" / name), "--env_id", ENV_ID, "--seed", str(seed),
+        "--output_dir", str(runs / name), "--env_id", ENV_ID, "--seed", str(seed),
         "--max_steps", str(steps), "--eval_episodes", str(eval_episodes), "--save_steps", "5", "--resume", "true",
         "--eval_max_completion_length", str(EVAL_BUDGET), *extra,
     ]  # fmt: skip
@@ -60,7 +69,13 @@ def train(argv: list[str]) -> dict:
     )
     completions = sum(r.get("train/groups", 0) for r in rows) * args.num_generations
     return {"before": before, "after": after, "sampled_completions": completions, "steps": args.max_steps,
-            "instances_per_step": args.instances_per_step, "run": str(Path(args.output_dir).relative_to(ROOT))}  # fmt: skip
+            "instances_per_step": args.instances_per_step, "run": _shown_path(Path(args.output_dir))}  # fmt: skip
+
+
+def _shown_path(folder: Path) -> str:
+    """`folder` relative to the repository when it is inside it (the committed rows), else as given."""
+    folder = folder.resolve()
+    return str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else str(folder)
 
 
 def _finished(metrics_path: Path, max_steps: int) -> bool:
@@ -80,8 +95,12 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=16, help="instances x agents per step")
     parser.add_argument("--eval_episodes", type=int, default=100)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "scaling.json")
+    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "scaling", help="folder of the runs")
+    parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
+    parser.add_argument("--model_name_or_path", default="tiny", help="the model every run starts from")
     args = parser.parse_args()
     common = ["--scale_rewards", "none", "--learning_rate", "1e-4", "--eval_every", "0"]
+    common += ["--model_name_or_path", args.model_name_or_path]
     rows = []
     for (
         seed
@@ -91,18 +110,22 @@ def main() -> int:
             extra = [*common, "--workflow", "ensemble", "--env_kwargs", json.dumps({"num_agents": size})]
             extra += ["--agent_policies", json.dumps({"tool_*": "proposer", "aggregator_0": "aggregator"})]
             extra += ["--instances_per_step", str(instances)]
-            result = train(run_args(f"ensemble_n{size}_s{seed}", seed, args.steps, args.eval_episodes, extra))
+            result = train(
+                run_args(f"ensemble_n{size}_s{seed}", seed, args.steps, args.eval_episodes, extra, args.runs)
+            )
             rows += _rows(size, "shaped", seed, result)
         for reward in ("shaped", "outcome"):
             extra = [*common, "--workflow", "mas", "--env_kwargs", json.dumps({"reward": reward})]
             extra += ["--instances_per_step", str(max(1, round(args.budget / 2)))]
-            result = train(run_args(f"mas_{reward}_s{seed}", seed, args.steps, args.eval_episodes, extra))
+            result = train(
+                run_args(f"mas_{reward}_s{seed}", seed, args.steps, args.eval_episodes, extra, args.runs)
+            )
             rows += [dict(row, workflow="mas") for row in _rows(2, reward, seed, result)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1) + "\n")
     plot(rows, args.out.with_suffix(".png"))
-    write_section(rows, args, ROOT / "docs" / "results.md")
-    print(f"wrote {args.out}, {args.out.with_suffix('.png')} and the scaling section of docs/results.md")
+    write_section(rows, args, args.results_md)
+    print(f"wrote {args.out}, {args.out.with_suffix('.png')} and the scaling section of {args.results_md}")
     return 0
 
 

@@ -53,6 +53,55 @@ def build_tiny_model(folder) -> str:
     return str(folder)
 
 
+def build_imitation_model(folder, env_id: str, episodes: int = 30, steps: int = 40) -> str:
+    """Save into `folder` a tiny model fine-tuned for `steps` steps on `env_id`'s answers, half the solver's and half
+    random ones (`episodes` training episodes), so that its samples are well-formed and differ; returns the folder."""
+    import numpy as np
+
+    from pettingllms.models.tiny import build_model, config_for_tokenizer
+    from pettingllms.models.tokenizer import train_tokenizer
+    from pettingllms.models.training import supervised_fine_tune
+
+    rng, env, conversations = np.random.default_rng(0), pettingllms.make(env_id), []
+    for seed in range(episodes):
+        env.reset(seed=seed)
+        for agent in env.agent_iter():
+            *_, termination, truncation, _ = env.last()
+            if termination or truncation:
+                env.step(None)
+                continue
+            raw = env.unwrapped
+            answer = raw.solution(agent) if rng.random() < 0.5 else raw.random_answer(agent, rng)
+            conversations.append([
+                {"role": "user", "content": str(env.observe(agent))},
+                {"role": "assistant", "content": answer},
+            ])  # fmt: skip
+            env.step(answer)
+    tokenizer = train_tokenizer([turn["content"] for c in conversations for turn in c], vocab_size=400)
+    model = build_model(config_for_tokenizer(tokenizer), seed=0)
+    supervised_fine_tune(model, tokenizer, conversations, steps=steps, batch_size=16)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def train_one_step(model, output_dir, env_id: str, *extra) -> dict[str, bool]:
+    """Train `model` one AT-GRPO step on `env_id` (the `args_for` settings plus `extra`); returns, per policy,
+    whether any of its parameters changed."""
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer
+
+    args = args_for(model, output_dir, "--env_id", env_id, "--max_steps", "1", *extra)
+    trainer = ATGRPOTrainer(args, log=lambda _: None)
+    updaters = trainer.policies.updaters
+    before = {name: [p.detach().clone() for p in u.model.parameters()] for name, u in updaters.items()}
+    trainer.train()
+    assert trainer.step == 1
+    return {
+        name: any(not old.equal(new.detach()) for old, new in zip(before[name], updater.model.parameters()))
+        for name, updater in updaters.items()
+    }
+
+
 def args_for(tiny_model, output_dir, *extra):
     """Trainer settings for a 2-step letters run of `tiny_model` in `output_dir` (more flags in `extra`)."""
     return parse(

@@ -19,7 +19,7 @@ from pettingllms.backends.hf import HFPolicy  # noqa: E402
 from pettingllms.backends.openai_compat import OpenAIPolicy  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.eval import metrics  # noqa: E402
-from pettingllms.eval.runner import EpisodeCache, EpisodeRecord, _link  # noqa: E402
+from pettingllms.eval.episode_cache import EpisodeCache, EpisodeRecord, _link  # noqa: E402
 from pettingllms.trainers.arguments import parse  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
 

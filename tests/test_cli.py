@@ -50,23 +50,43 @@ def test_bad_answers_are_explained_and_end_of_input_quits():
     assert done.stdout.rstrip().endswith("bye")
 
 
-@pytest.mark.parametrize("env_id", ["code-v0", "math-v0"])
-def test_envs_without_a_plan_agent_are_refused_clearly(env_id, capsys):
-    assert main(["play", env_id, "--demo"]) == 2
-    error = capsys.readouterr().err
-    assert f"{env_id} cannot be played in the terminal" in error
-    assert "playable: plan-path-v0, sokoban-v0, sudoku-v0" in error
-
-
-def test_every_registered_env_is_played_or_refused(capsys):
+def test_an_env_that_is_not_a_text_env_is_refused_clearly(capsys):
     import pettingllms
-    from pettingllms.envs.tool_plan import ToolPlanEnv
+
+    class Board:  # a registered entry point that is a class but not a TextAECEnv
+        pass
+
+    pettingllms.register("test-not-text-v0", entry_point=Board)
+    try:
+        assert main(["play", "test-not-text-v0", "--demo"]) == 2
+    finally:
+        pettingllms.core.registration._REGISTRY.pop("test-not-text-v0")
+    error = capsys.readouterr().err
+    assert "test-not-text-v0 cannot be played in the terminal" in error and "playable: " in error
+
+
+def test_every_registered_env_is_played_by_the_solver(capsys):
+    import pettingllms
+    from pettingllms.sandbox import bwrap_available
 
     for env_id in sorted(pettingllms.registry):
-        puzzle = isinstance(pettingllms.make(env_id).unwrapped, ToolPlanEnv)
-        assert main(["play", env_id, "--demo", "--seed", "1"]) == (0 if puzzle else 2), env_id
-        out, err = capsys.readouterr()
-        assert ("Solved in 1 turn(s)!" in out) if puzzle else ("cannot be played in the terminal" in err)
+        if env_id == "code-v0" and not bwrap_available():
+            continue  # the solver's code runs in the sandbox
+        assert main(["play", env_id, "--demo", "--seed", "1"]) == 0, env_id
+        assert "Solved in 1 turn(s)!" in capsys.readouterr().out
+
+
+def test_a_person_plays_any_agent_beside_the_solver():
+    done = run_cli(
+        "play", "math-v0", "--as", "tool", "--others", "oracle", "--seed", "3", stdin="hint\nquit\n"
+    )
+    assert (
+        "you play 'tool'" in done.stdout and "reasoner (solver): " in done.stdout and "hint: " in done.stdout
+    )
+    refused = run_cli("play", "math-v0", "--as", "tool")  # the single workflow has no tool agent
+    assert refused.returncode == 2
+    assert "--as 'tool': workflow 'single' of math-v0 has agents ['reasoner']" in refused.stderr
+    assert "pass --others oracle" in refused.stderr
 
 
 def test_unknown_env_is_a_clear_error():

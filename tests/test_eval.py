@@ -14,8 +14,9 @@ from pettingllms.backends.baselines import OraclePolicy, RandomPolicy  # noqa: E
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.eval import metrics  # noqa: E402
 from pettingllms.eval.cli import main as eval_main  # noqa: E402
+from pettingllms.eval.episode_cache import EpisodeCache, EpisodeCacheError, EpisodeRecord  # noqa: E402
 from pettingllms.eval.policy_specs import load_policies, parse_policy_arg  # noqa: E402
-from pettingllms.eval.runner import EpisodeCache, EpisodeCacheError, EpisodeRecord, run_suite  # noqa: E402
+from pettingllms.eval.runner import run_suite  # noqa: E402
 from pettingllms.eval.suites import build_suite  # noqa: E402
 
 GRID_ENVS = ("plan-path-v0", "sokoban-v0", "sudoku-v0")
@@ -105,8 +106,8 @@ def test_a_truncated_last_cache_row_is_dropped_with_a_message_and_played_again(t
     said = []
     cache = EpisodeCache(path, "fp", log=said.append)
     assert sorted(cache.records) == ["seed/3", "seed/4", "seed/5"] and _rows(path) == rows[:3]
-    assert said == [f"{path}: dropped a truncated last row (line 4, {len(rows[3]) // 2} characters; the run that "
-                    "wrote it was killed): its episode is played again"]  # fmt: skip
+    assert said == [f"{path}: dropped a truncated last line (line 4, {len(rows[3]) // 2} characters; the process "
+                    "that wrote it was killed): its episode is played again"]  # fmt: skip
     assert [r.key for r in _play("plan-path-v0", OraclePolicy(), tmp_path, episodes=4, chunk_size=2)] == [
         "seed/3", "seed/4", "seed/5", "seed/6"
     ]  # fmt: skip

@@ -1,6 +1,8 @@
 """The package's layering, checked on its source (an AST walk of every module's imports, lazy ones included).
 
-- envs, core and the sandbox never import torch, trl, transformers or the trainers (environment users install
+- each layer of `LAYERS` (docs/architecture.md's diagram, top to bottom) imports only itself and the layers below
+  it;
+- envs, core, the sandbox and the env checks (`testing`) never import torch, trl, transformers or the trainers (environment users install
   neither); of the bridges, the ones `import pettingllms` loads (gymnasium) are as light, and the TRL bridge
   imports no trainer module;
 - the sandbox imports nothing of the project (it is a leaf: the judge trusts only it);
@@ -48,6 +50,58 @@ def violations(paths, forbidden) -> list[str]:
     ]
 
 
+LAYERS = (
+    "trainers",
+    "eval",
+    "parallel",
+    "models.warmstart",
+    "rollout",
+    "runs",
+    "integrations",
+    "backends",
+    "pools",
+    "models",
+    "envs",
+    "data",
+    "core",
+    "sandbox",
+    "testing",
+)
+"""The layers, top to bottom: a subpackage of `pettingllms`, or one module of it placed apart (the warm start, which
+evaluates through the rollout engine, sits above it; the rest of `models` is below the backends that load models)."""
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a `pettingllms` module (None: the package's top-level modules, the CLI, above every layer)."""
+    parts = module.split(".")[1:]
+    for depth in (2, 1):
+        if len(parts) >= depth and ".".join(parts[:depth]) in LAYERS:
+            return ".".join(parts[:depth])
+    return None
+
+
+def test_every_layer_imports_only_itself_and_the_layers_below_it():
+    upward = []
+    for path in PACKAGE.rglob("*.py"):
+        own = layer_of(module_name(path))
+        for name in sorted(imports_of(path)) if own is not None else ():
+            target = layer_of(name) if name.startswith("pettingllms.") else None
+            if target is not None and LAYERS.index(target) < LAYERS.index(own):
+                upward.append(f"{module_name(path)} ({own}) imports {name} ({target})")
+    assert upward == []
+    assert {
+        path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()
+    } <= set(LAYERS)  # a new subpackage is placed in the diagram (and here) before it lands
+
+
+def test_the_layering_check_catches_an_upward_import():
+    assert layer_of("pettingllms.models.warmstart") == "models.warmstart"
+    assert layer_of("pettingllms.models.tiny") == "models" and layer_of("pettingllms.cli") is None
+    assert LAYERS.index(layer_of("pettingllms.rollout.engine")) < LAYERS.index(
+        layer_of("pettingllms.core.env")
+    )
+
+
 def test_the_walk_sees_lazy_imports():
     """The checker itself: an import inside a function counts, and a forbidden one is reported."""
     assert "ray" in imports_of(PACKAGE / "pools" / "ray_cluster.py")  # imported inside `import_ray`
@@ -56,7 +110,7 @@ def test_the_walk_sees_lazy_imports():
     ]
 
 
-@pytest.mark.parametrize("folder", ["envs", "core", "sandbox", "pools", "runs"])
+@pytest.mark.parametrize("folder", ["envs", "core", "sandbox", "pools", "runs", "testing"])
 def test_the_light_layers_import_no_model_library_and_no_trainer(folder):
     assert violations(modules_under(folder), (*HEAVY, "pettingllms.trainers")) == []
 

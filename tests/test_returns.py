@@ -36,7 +36,8 @@ PUZZLES = ["plan-path-v0", "sokoban-v0", "sudoku-v0"]
 
 
 def test_every_registered_env_is_in_the_battery():
-    assert sorted(pettingllms.registry) == sorted([*PUZZLES, "math-v0", "code-v0"])
+    # bargain-v0 is general-sum: its battery (no unilateral deviation gains) is in tests/test_bargain.py
+    assert sorted(pettingllms.registry) == sorted([*PUZZLES, "math-v0", "code-v0", "bargain-v0"])
 
 
 @needs_bwrap

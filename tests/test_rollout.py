@@ -44,45 +44,33 @@ def engine(
     )
 
 
-class RecordingEngine(RolloutEngine):
-    """Keeps, for every group, a copy of the state its candidates started from and the committed result."""
+class Recorder:
+    """An engine observer that keeps every `CommittedStep`, with a copy of the committed state taken as it is
+    committed (the engine's own env goes on to later steps)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self):
         self.steps = []
-        self._probing = False
 
-    def _step_all(self, envs, generations):
-        if not self._probing:  # the greedy turn completions step probe copies, not candidates
-            self._before = [env.clone() for env in envs]  # the states the candidates start from, in order
-        return super()._step_all(envs, generations)
-
-    def _turn_team(self, agent, stepped):
-        self._probing = True
-        try:
-            return super()._turn_team(agent, stepped)
-        finally:
-            self._probing = False
-
-    def _commit(self, agent, candidates, copies, team=None):
-        committed, rows, chosen = super()._commit(agent, candidates, copies, team)
-        self.steps.append((self._before.pop(0), agent, candidates, rows, chosen, committed.clone()))
-        return committed, rows, chosen
+    def __call__(self, step):
+        self.steps.append((step, step.committed.clone()))
 
 
-def recorded_team(commit: str, seed: int, instances: int) -> RecordingEngine:
-    """A `RecordingEngine` over the plan-path team (one scripted random policy) after collecting `instances`."""
-    recorder = RecordingEngine(
-        functools.partial(pettingllms.make, "plan-path-v0", workflow="mas"),
-        {"shared": ScriptedPolicy(random_moves, seed=seed)},
-        {"tool": "shared", "plan": "shared"},
-        {"shared": SamplingConfig()},
-        num_generations=K,
+def recorded(instances: int, **kwargs) -> Recorder:
+    """A `Recorder` of the engine built from `kwargs` (`_engine_kwargs()` by default) after `instances`."""
+    recorder = Recorder()
+    RolloutEngine(**{**_engine_kwargs(), **kwargs}, observer=recorder).collect(range(instances))
+    return recorder
+
+
+def recorded_team(commit: str, seed: int, instances: int) -> Recorder:
+    """A `Recorder` of the plan-path team (one scripted random policy) after collecting `instances`."""
+    return recorded(
+        instances,
+        policies={"shared": ScriptedPolicy(random_moves, seed=seed)},
+        agent_policy={"tool": "shared", "plan": "shared"},
         commit=commit,
         seed=seed,
     )
-    recorder.collect(range(instances))
-    return recorder
 
 
 def test_one_group_per_instance_turn_agent_with_k_identical_prompts():
@@ -104,17 +92,15 @@ def test_one_group_per_instance_turn_agent_with_k_identical_prompts():
 
 
 def test_candidates_start_from_the_identical_state_and_the_commit_is_the_chosen_candidates_state():
-    base = engine()
-    recording = RecordingEngine(
-        base.env_fn, base.policies, base.agent_policy, base.sampling, num_generations=K, seed=0
-    )
-    recording.collect(range(4))
+    recording = recorded(4)
     assert recording.steps
-    for before, agent, candidates, rows, chosen, committed in recording.steps:
+    for step, committed in recording.steps:
+        agent, rows, chosen = step.agent, step.candidates, step.chosen
+        assert step.prompt == str(step.start.observe(agent))
         replays = []
-        for candidate, row in zip(candidates, rows):
-            replay = before.clone()
-            replay.step(candidate.text)  # each candidate from the same starting state
+        for row in rows:
+            replay = step.start.clone()
+            replay.step(row.generation.text)  # each candidate from the same starting state
             assert replay.infos[agent] == row.info
             # alpha * (the turn's team reward) + its own local reward; the plan agent ends the turn, so its turn's
             # team reward is its own step's
@@ -129,16 +115,14 @@ def test_candidates_start_from_the_identical_state_and_the_commit_is_the_chosen_
 def test_the_next_agent_acts_on_exactly_the_committed_state():
     # the reference's defect: the plan agent's candidates were scored on copies made before the tool's commit, so
     # scored and stepped envs diverged. Here each plan group starts from the committed tool state.
-    recording = RecordingEngine(**_engine_kwargs())
-    recording.collect(range(4))
     committed_tool = {}
     checked = 0
-    for before, agent, _, rows, chosen, committed in recording.steps:
-        key = (before.unwrapped.initial_state.grid.key(), rows[chosen].info["turn"])
-        if agent == "tool":
+    for step, committed in recorded(4).steps:
+        key = (step.instance, step.turn)
+        if step.agent == "tool":
             committed_tool[key] = _snapshot(committed)
         elif key in committed_tool:
-            assert _snapshot(before) == committed_tool[key]
+            assert _snapshot(step.start) == committed_tool[key]
             checked += 1
     assert checked > 0
 
@@ -355,7 +339,9 @@ def test_random_commit_is_seeded_and_commits_other_than_the_best():
     assert [s.committed for s in first.samples] == [s.committed for s in second.samples]
     recorder = recorded_team(commit="random", seed=1, instances=8)
     contested = [
-        (rows, chosen) for _, _, _, rows, chosen, _ in recorder.steps if len({r.reward for r in rows}) > 1
+        (step.candidates, step.chosen)
+        for step, _ in recorder.steps
+        if len({candidate.reward for candidate in step.candidates}) > 1
     ]
     assert contested and any(chosen != int(np.argmax([r.reward for r in rows])) for rows, chosen in contested)
 
@@ -364,10 +350,10 @@ def test_a_per_role_commit_draws_the_tool_at_random_and_commits_the_best_plan():
     recorder = recorded_team(commit="tool=random", seed=3, instances=12)
     best = {"tool": 0, "plan": 0}
     other = {"tool": 0, "plan": 0}
-    for _, agent, _, rows, chosen, _ in recorder.steps:
-        rewards = [row.reward for row in rows]
+    for step, _ in recorder.steps:
+        rewards = [candidate.reward for candidate in step.candidates]
         if len(set(rewards)) > 1:
-            (best if chosen == int(np.argmax(rewards)) else other)[agent] += 1
+            (best if step.chosen == int(np.argmax(rewards)) else other)[step.agent] += 1
     assert other["plan"] == 0 and best["plan"] > 0
     assert other["tool"] > 0  # some tool commits were not the best candidate
 
@@ -479,3 +465,40 @@ def test_trajectory_returns_hold_what_a_tool_agent_is_settled_when_its_team_acts
     ).collect(range(2))
     assert all(episode.returns == pytest.approx({"tool": 0.0, "plan": -0.4}) for episode in rollout.episodes)
     assert [sample.reward for sample in rollout.samples] == pytest.approx([-0.4] * len(rollout.samples))
+
+
+def test_an_episodes_turns_count_the_turns_its_team_acted_and_the_eval_record_keeps_them():
+    from pettingllms.backends.baselines import OraclePolicy
+    from pettingllms.eval.runner import episode_records
+    from pettingllms.eval.suites import build_suite
+
+    def play(policy, max_turns):
+        env_fn = functools.partial(pettingllms.make, "plan-path-v0", max_turns=max_turns)
+        return RolloutEngine(
+            env_fn, {"p": policy}, {"tool": "p", "plan": "p"}, {"p": SamplingConfig()}, num_generations=1
+        ).evaluate([0, 1])
+
+    solved = play(OraclePolicy(), 4)  # the oracle team solves in its first turn
+    assert [(e.success, e.turns) for e in solved.episodes] == [(True, 1), (True, 1)]
+    silent = play(ScriptedPolicy(lambda prompt, rng: "", seed=0), 3)  # never solves: every turn is used
+    assert [(e.success, e.turns) for e in silent.episodes] == [(False, 3), (False, 3)]
+    suite = build_suite("plan-path-v0", episodes=2)
+    assert [r.turns for r in episode_records(suite.episodes, solved)] == [1, 1]  # one meaning, no patching
+
+
+def test_the_observer_sees_every_committed_step_and_changes_nothing():
+    recorder = Recorder()
+    watched = RolloutEngine(**_engine_kwargs(), observer=recorder).collect(range(3))
+    plain = engine().collect(range(3))
+    assert [s.to_row(0) for s in watched.samples] == [s.to_row(0) for s in plain.samples]
+    committed = [s for s in watched.samples if s.committed]
+    assert len(recorder.steps) == len(committed)
+    for (step, _), sample in zip(recorder.steps, committed):
+        chosen = step.candidates[step.chosen]
+        assert (step.instance, step.turn, step.agent, step.prompt) == (
+            sample.instance,
+            sample.turn,
+            sample.agent,
+            sample.prompt,
+        )
+        assert (chosen.generation.text, chosen.reward) == (sample.completion, sample.reward)

@@ -135,7 +135,7 @@ def test_a_half_written_metrics_line_is_dropped_on_resume_and_other_bad_lines_ar
     metrics = run / "metrics.jsonl"
     metrics.write_text(metrics.read_text() + '{"step": 3, "train/rew')
     resumed, said = start(tiny_model, run, "--resume", "true", "--max_steps", "3")
-    assert resumed.step == 2 and "dropped a half-written last line (line 4" in said
+    assert resumed.step == 2 and "dropped a truncated last line (line 4" in said
     assert [json.loads(line)["step"] for line in metrics.read_text().splitlines()] == [0, 1, 2]
     lines = metrics.read_text().splitlines()
     metrics.write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")

@@ -11,11 +11,18 @@ Contract shared by all environments (subclasses implement the task; this class i
   exception: it earns a penalty and `infos[agent]["error"]` explains why.
 - After every step, for *every* live agent `a`:
   `rewards[a] == alpha * infos[a]["reward_team"] + infos[a]["reward_local"]`, where the team reward is shared by
-  the team and the local reward is `a`'s own: the change of `a`'s potential at this step (below), plus, for the
-  acting agent only, the step's direct reward (`StepOutcome.reward_local`: the penalties of unusable answers).
+  the team and the local reward is `a`'s own: the change of `a`'s potential at this step (below), plus the
+  step's direct reward to `a` (`StepOutcome.reward_local`: by default the acting agent's, the penalties of
+  unusable answers; a mapping pays any agents, as a general-sum game needs, below).
   `infos[a]` always holds `reward_team`, `reward_local`, `turn` (the turn in which the step happened),
   `success` (whether the task is solved so far); the acting agent's also holds `parse_error` (nothing in the
-  action was usable) and, when its action could not be used fully or partly, `error` saying why.
+  action was usable) and, when its action could not be used fully or partly, `error` saying why; an agent that
+  another agent's step paid directly also holds `reward_paid`, that payment (already inside its `reward_local`).
+- General-sum games: PettingZoo lets any agent be rewarded at any step, and so does `StepOutcome`: with
+  `reward_local={"buyer": 0.3, "seller": 0.7}` the buyer's accept pays both parties their shares of the deal.
+  The team reward stays one number paid to every agent (the cooperative part: in `bargain-v0`, a deal both gain
+  from); what differs between agents is local. Such a game states its own returns contract in its docstring
+  (`bargain-v0`: the solver's profile is one no scripted deviation beats, checked by `check_returns`).
 - Returns mean success (the reward contract). Every agent has a *potential*, a bounded level that the env
   declares (`_initial_potentials` at reset, `StepOutcome.potentials` after a step: the acting agent's, and a
   proposer's when its team executes); an agent is paid its potential's *change*, so its local rewards over an
@@ -90,9 +97,10 @@ class StepOutcome:
     """What one agent's action did.
 
     Attributes:
-        reward_local: the acting agent's direct reward, paid as is on top of its potential's change: the
-            penalty of an unusable answer (this package's envs pay nothing positive here; progress is a
-            potential, so that it telescopes).
+        reward_local: the step's direct reward, paid as is on top of the potentials' change: a number is the
+            acting agent's (the penalty of an unusable answer: the puzzles pay nothing positive here, progress
+            is a potential, so that it telescopes); a mapping pays each agent it names (general-sum games: an
+            accept that pays both parties), the acting agent only what it names.
         reward_team: the team's reward for this step (given to every agent).
         potentials: the new potential of each agent named (the acting agent's, or a proposer's whose proposal
             the team just acted on); each is paid the change from its previous potential as local reward.
@@ -103,7 +111,7 @@ class StepOutcome:
         info: extra entries for the acting agent's `infos` (documented by each env).
     """
 
-    reward_local: float = 0.0
+    reward_local: float | Mapping[str, float] = 0.0
     reward_team: float = 0.0
     potentials: Mapping[str, float] = dataclasses.field(default_factory=dict)
     error: str | None = None
@@ -294,11 +302,16 @@ class TextAECEnv(AECEnv):
         self._observations = {}
         acting_turn = self.turn
         changes = self._settle_potentials(outcome.potentials)
-        changes[agent] = changes.get(agent, 0.0) + float(outcome.reward_local)
+        direct = self._direct_rewards(agent, outcome.reward_local)
+        for a, amount in direct.items():
+            changes[a] = changes.get(a, 0.0) + amount
+        shaped = self.reward_mode == "shaped"
         for a in self.agents:
-            local = changes.get(a, 0.0) if self.reward_mode == "shaped" else 0.0
+            local = changes.get(a, 0.0) if shaped else 0.0
             self.rewards[a] = self.alpha * float(outcome.reward_team) + local
             self.infos[a] = self._info(float(outcome.reward_team), local, turn=acting_turn)
+            if a != agent and a in direct and shaped:
+                self.infos[a]["reward_paid"] = direct[a]
         self.infos[agent].update(outcome.info)
         self.infos[agent]["parse_error"] = bool(outcome.parse_error)
         if outcome.error is not None:
@@ -349,6 +362,18 @@ class TextAECEnv(AECEnv):
             changes[a] = float(level) - self._potentials[a]
             self._potentials[a] = float(level)
         return changes
+
+    def _direct_rewards(self, agent: str, reward_local: float | Mapping[str, float]) -> dict[str, float]:
+        """`StepOutcome.reward_local` as agent -> amount (a number is `agent`'s); naming an agent that is not in
+        the episode is a bug of the env (`ValueError`)."""
+        if not isinstance(reward_local, Mapping):
+            return {agent: float(reward_local)}
+        unknown = sorted(set(reward_local) - set(self.agents))
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__}: StepOutcome.reward_local pays {unknown}, not in {self.agents}"
+            )
+        return {a: float(amount) for a, amount in reward_local.items()}
 
     def _info(self, reward_team: float, reward_local: float, *, turn: int | None = None) -> dict[str, Any]:
         return {

@@ -28,5 +28,10 @@ register(
     description="A reasoner answers in \\boxed{}, a tool agent computes with code; done when they agree.",
     extra="math",
 )
+register(
+    id="bargain-v0",
+    entry_point="pettingllms.envs.bargain.env:BargainEnv",
+    description="A seller and a buyer haggle over a price: a general-sum game (a deal pays both, unevenly).",
+)
 # TextArena's games, `textarena/<game id>`, registered on first use (extra `textarena`)
 register_namespace("textarena/", "pettingllms.integrations.textarena_games:register_game")

@@ -2,7 +2,8 @@
 
 - `pettingllms.eval.suites`: the fixed evaluation episodes of each env.
 - `pettingllms.eval.policy_specs`: what `--policy` names (random, oracle, tiny models, SmolLM2, runs, models).
-- `pettingllms.eval.runner`: plays a suite in cached chunks (a rerun resumes).
+- `pettingllms.eval.runner`: plays a suite in chunks, skipping those already cached (a rerun resumes).
+- `pettingllms.eval.episode_cache`: the hash-chained cache of finished episodes.
 - `pettingllms.eval.metrics`: success rate with a 95% interval, turns, parse errors, tokens, pass@k.
 - `pettingllms.eval.cli`: `pettingllms-eval`.
 - `pettingllms.eval.leaderboard`: `pettingllms leaderboard RESULTS_DIR --out DIR`.

@@ -138,8 +138,9 @@ def _evaluate_env(
     from pettingllms.backends.base import SamplingConfig
     from pettingllms.eval import metrics
     from pettingllms.eval.cache_key import run_key
+    from pettingllms.eval.episode_cache import EpisodeCache
     from pettingllms.eval.policy_specs import load_policies, parse_policy_arg
-    from pettingllms.eval.runner import EpisodeCache, run_suite
+    from pettingllms.eval.runner import run_suite
     from pettingllms.eval.suites import build_suite, eval_max_new_tokens
 
     started = time.perf_counter()

@@ -28,6 +28,7 @@ GYMNASIUM_IDS = {
     "pettingllms/PlanPath-v0": "plan-path-v0",
     "pettingllms/Code-v0": "code-v0",
     "pettingllms/Math-v0": "math-v0",
+    "pettingllms/Bargain-v0": "bargain-v0",
 }
 """Gymnasium id -> the pettingllms id whose single-agent workflow it plays."""
 

@@ -12,6 +12,9 @@ AT-GRPO (`grouping="agent_turn"`), for every instance, turn and agent in workflo
    every agent asks for; the last agent of a turn is scored by its own step alone, as before. The greedy
    completion is a probe only: it is never committed and never trained on. `team_credit="step"` (an
    ablation) scores every candidate by its own step's reward `rewards[agent]` alone;
+   In a general-sum game an agent's step may pay another agent directly (`StepOutcome.reward_local` as a
+   mapping, `pettingllms.core.env`): what the later agents of the turn pay the candidate's agent is added to its
+   local reward, as their team rewards are to its team reward;
 4. the K samples form one group keyed `(instance, turn, agent)`, with identical prompts;
 5. the best candidate (highest reward, lowest index on ties) is committed: its copy *becomes* the real state,
    so the next agent acts on exactly the state that candidate produced. With `commit="random"` a uniformly
@@ -32,6 +35,10 @@ pools one key only: `(instance, agent)` (all turns of an agent: prompts differ a
 Every env receives a completion's `Generation.action` (its text without a thinking block: what the agent
 answered); the sample keeps the whole completion (`completion`, and every token id), which is what is trained.
 
+Every committed step can be watched: `observer` receives a `CommittedStep` (the starting state, the scored
+candidates, the committed one) after each commit. An episode's `EpisodeResult.turns` is the number of turns in
+which its team acted (a first-turn success is 1).
+
 The engine is deterministic for a given seed: instances come from their seeds, candidates from the policies'
 own seeded generators, random commits from the engine's generator.
 """
@@ -49,7 +56,7 @@ from pettingzoo import AECEnv
 from pettingllms.backends.base import Generation, PolicyBackend, SamplingConfig, StatePolicy
 from pettingllms.core.env import agent_role
 from pettingllms.core.errors import ConfigError
-from pettingllms.rollout.grouping import GROUPINGS, assign_groups
+from pettingllms.rollout.grouping import GROUPINGS, group_key
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample
 
 
@@ -85,11 +92,52 @@ def parse_commit(spec: str) -> dict[str, str]:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Candidate:
+class ScoredCandidate:
+    """One of an agent's candidates at one step: its generation, stepped on its own copy of the shared state.
+
+    `info` is the agent's `infos` after the candidate's step; `reward == alpha * reward_team + reward_local` is
+    what the candidate is trained on, where (with `team_credit="turn"`) `reward_team` is the team reward of its
+    turn and `reward_local` its own step's local reward plus what later agents of the turn paid it directly
+    (`infos[agent]["reward_paid"]`, general-sum games); with `team_credit="step"` both are its own step's.
+    """
+
     generation: Generation
     info: dict[str, Any]
     reward: float
     reward_team: float
+    reward_local: float
+
+
+@dataclasses.dataclass(frozen=True)
+class CommittedStep:
+    """What the engine decided at one agent step of one episode, as an `observer` receives it.
+
+    `start` is a copy of the state every candidate started from, `candidates[chosen]` the committed one, and
+    `committed` the env the episode goes on from (the engine's own: an observer reads or clones it, never steps
+    it). The greedy probes of turn credit are not steps of an episode and are not observed.
+    """
+
+    instance: int
+    episode: int | None
+    agent: str
+    turn: int
+    prompt: str
+    start: AECEnv
+    candidates: tuple[ScoredCandidate, ...]
+    chosen: int
+    committed: AECEnv
+
+
+Observer = Callable[[CommittedStep], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Episode:
+    """Where an env's samples belong: its instance (an index into the rollout's seeds) and, for the trajectory
+    baseline, its episode (an index into the rollout's envs; None for tree groups)."""
+
+    instance: int
+    episode: int | None = None
 
 
 class RolloutEngine:
@@ -107,6 +155,8 @@ class RolloutEngine:
         seed: seeds the engine's own generator (random commits).
         pool: a `StepPool` (`pettingllms.pools`: worker processes or Ray actors) that steps the K candidate
             copies (None: in-process); results are the same either way.
+        observer: called with a `CommittedStep` after every commit, in the order the engine commits (None: no
+            observer; with one, each step's starting states are copied for it). It must not change what it reads.
     """
 
     def __init__(
@@ -122,6 +172,7 @@ class RolloutEngine:
         team_credit: str = "turn",
         seed: int = 0,
         pool: StepPool | None = None,
+        observer: Observer | None = None,
     ):
         if grouping not in GROUPINGS:
             raise ConfigError(f"grouping={grouping!r} is not supported; allowed values: {list(GROUPINGS)}")
@@ -146,6 +197,7 @@ class RolloutEngine:
         self.team_credit = team_credit
         self.rng = np.random.default_rng(seed)
         self.pool = pool
+        self.observer = observer
         self.env_seconds = 0.0
         """Time spent stepping environments (candidates included) since it was last reset to 0."""
         self.probe_completions = 0
@@ -155,9 +207,9 @@ class RolloutEngine:
         """Play one instance per seed (reset with `seed` and `options`) and return every sample."""
         if self.grouping == "trajectory":
             return self._collect_trajectories(seeds, options)
-        rollout = self._collect_tree(seeds, options)
-        assign_groups(rollout.samples, self.grouping)
-        return rollout
+        envs = [self._new_env(seed, options) for seed in seeds]
+        belongs = [_Episode(index) for index in range(len(seeds))]
+        return self._play(envs, belongs, self.num_generations, self.grouping, self.team_credit)
 
     def evaluate(
         self, seeds: Sequence[int], options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
@@ -170,118 +222,92 @@ class RolloutEngine:
         if len(per_episode) != len(seeds):
             raise ConfigError(f"{len(per_episode)} option mappings for {len(seeds)} seeds")
         envs = [self._new_env(seed, opts) for seed, opts in zip(seeds, per_episode, strict=True)]
-        played = self._play(envs, list(range(len(seeds))), n=1, trajectory=False, credit_turn=False)
-        assign_groups(played.samples, "agent_turn")
-        return played
+        return self._play(envs, [_Episode(index) for index in range(len(seeds))], 1, "agent_turn", "step")
 
-    # ----------------------------------------------------------------- AT-GRPO
-    def _collect_tree(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
-        envs = [self._new_env(seed, options) for seed in seeds]
-        return self._play(
-            envs,
-            list(range(len(seeds))),
-            n=self.num_generations,
-            trajectory=False,
-            credit_turn=self.team_credit == "turn",
-        )
-
-    # ----------------------------------------------------------------- trajectory baseline
     def _collect_trajectories(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
+        """The trajectory baseline: K episodes per instance, every sample rewarded with its episode's return
+        (known when the episode ends)."""
         k = self.num_generations
         envs = [self._new_env(seed, options) for seed in seeds for _ in range(k)]
-        instances = [index for index in range(len(seeds)) for _ in range(k)]
-        played = self._play(envs, instances, n=1, trajectory=True, credit_turn=False)
-        for sample in played.samples:
-            sample.reward = sum(played.episodes[sample.episode].returns.values())
-        assign_groups(played.samples, "trajectory")
-        return played
+        belongs = [_Episode(index // k, index) for index in range(len(envs))]
+        played = self._play(envs, belongs, 1, "trajectory", "step")
+        team_returns = [sum(episode.returns.values()) for episode in played.episodes]
+        samples = [dataclasses.replace(s, reward=team_returns[s.episode]) for s in played.samples]
+        return Rollout(samples, played.episodes)
 
-    # ----------------------------------------------------------------- the loop
     def _new_env(self, seed: int, options: Mapping[str, Any] | None) -> AECEnv:
         env = self.env_fn()
         env.reset(seed=int(seed), options=dict(options or {}))
         return env
 
+    # ----------------------------------------------------------------- the loop
     def _play(
-        self, envs: list[AECEnv], instances: list[int], *, n: int, trajectory: bool, credit_turn: bool
+        self, envs: list[AECEnv], belongs: list[_Episode], n: int, grouping: str, team_credit: str
     ) -> Rollout:
-        """Step every env to the end in lockstep; `n` candidates per step (n = 1: plain sampling).
-
-        `credit_turn`: score each candidate with the team reward of its turn completed greedily (`_turn_team`).
-        """
+        """Step every env to the end in lockstep, `n` candidates per agent step (n = 1: plain sampling), each
+        sample keyed by `grouping` and its candidates scored by `team_credit`."""
         samples: list[Sample] = []
         returns = [dict.fromkeys(env.possible_agents, 0.0) for env in envs]
+        turns_used = [0] * len(envs)
         active = list(range(len(envs)))
         while active:
-            waiting: dict[str, list[int]] = {}
-            for index in active:
-                env = envs[index]
-                while env.agents and (
-                    env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
-                ):
-                    env.step(None)
-                if env.agents:
-                    waiting.setdefault(env.agent_selection, []).append(index)
-            active = [index for agents in waiting.values() for index in agents]
+            waiting = _waiting_by_agent(envs, active)
+            active = [index for indices in waiting.values() for index in indices]
             for agent, indices in waiting.items():
-                for index, chosen_reward, rows in self._act(envs, indices, agent, n, credit_turn):
-                    for sample in rows:
-                        sample.instance = instances[index]
-                        sample.episode = index if trajectory else None
-                    samples.extend(rows)
-                    returns[index][agent] += chosen_reward
+                steps = self._act(envs, [belongs[index] for index in indices], indices, agent, n, team_credit)
+                for index, step in zip(indices, steps, strict=True):
+                    samples.extend(_samples(step, self.agent_policy[agent], grouping))
+                    returns[index][agent] += float(step.committed.rewards[agent])  # the env's, not the score
                     for other, settled in _settled(envs[index], agent).items():
                         returns[index][other] += settled
+                    turns_used[index] = step.turn + 1
         episodes = [
             EpisodeResult(
-                instances[index],
-                bool(env.unwrapped.success),
-                env.unwrapped.turn,
-                returns[index],
+                belongs[index].instance, bool(env.unwrapped.success), turns_used[index], returns[index]
             )
             for index, env in enumerate(envs)
         ]
         return Rollout(samples, episodes)
 
     def _act(
-        self, envs: list[AECEnv], indices: Sequence[int], agent: str, n: int, credit_turn: bool
-    ) -> list[tuple[int, float, list[Sample]]]:
+        self,
+        envs: list[AECEnv],
+        belongs: Sequence[_Episode],
+        indices: Sequence[int],
+        agent: str,
+        n: int,
+        team_credit: str,
+    ) -> list[CommittedStep]:
         """`agent` acts in every env of `indices`: `n` candidates each, stepped on copies and scored, one
-        committed (it replaces `envs[index]`). Returns, per env, its index, the committed candidate's reward and
-        one sample per candidate (their `instance`, `episode` and `group_id` are the caller's to set)."""
-        policy = self.agent_policy[agent]
-        prompts = [str(envs[index].observe(agent)) for index in indices]
-        generations = self._generate([envs[index] for index in indices], agent, prompts, n)
-        stepped = self._step_all([envs[index] for index in indices], generations)
-        teams = self._turn_team(agent, stepped) if credit_turn else None
-        acted = []
-        for position, (index, prompt, candidates, copies) in enumerate(
-            zip(indices, prompts, generations, stepped, strict=True)
-        ):
-            team = None if teams is None else teams[position]
-            envs[index], rows, chosen = self._commit(agent, candidates, copies, team)
-            turn = rows[chosen].info["turn"]
-            samples = [
-                Sample(
-                    group_id="",
-                    instance=index,
-                    turn=turn,
-                    agent=agent,
-                    policy=policy,
-                    prompt=prompt,
-                    completion=row.generation.text,
-                    reward=row.reward,
-                    reward_team=row.reward_team,
-                    reward_local=row.info["reward_local"],
-                    generation=row.generation,
-                    committed=candidate == chosen,
-                    error=row.info.get("error"),
-                    parse_error=bool(row.info.get("parse_error", False)),
-                )
-                for candidate, row in enumerate(rows)
-            ]
-            acted.append((index, rows[chosen].reward, samples))
-        return acted
+        committed (it replaces `envs[index]`). Returns each env's `CommittedStep` (also given to the observer)."""
+        acting = [envs[index] for index in indices]
+        turns = [int(env.unwrapped.turn) for env in acting]  # the turn each step happens in
+        starts = [env.clone() for env in acting] if self.observer is not None else acting
+        prompts = [str(env.observe(agent)) for env in acting]
+        generations = self._generate(acting, agent, prompts, n)
+        stepped = self._step_all(acting, generations)
+        credits = self._turn_credit(agent, stepped) if team_credit == "turn" else None
+        committed = []
+        for position, (index, belong, copies) in enumerate(zip(indices, belongs, stepped, strict=True)):
+            credit = None if credits is None else credits[position]
+            scored = self._score(agent, generations[position], copies, credit)
+            chosen = self._choose(agent, scored)
+            envs[index] = copies[chosen]
+            step = CommittedStep(
+                instance=belong.instance,
+                episode=belong.episode,
+                agent=agent,
+                turn=turns[position],
+                prompt=prompts[position],
+                start=starts[position],
+                candidates=scored,
+                chosen=chosen,
+                committed=envs[index],
+            )
+            committed.append(step)
+            if self.observer is not None:
+                self.observer(step)
+        return committed
 
     def _step_all(
         self, envs: Sequence[AECEnv], generations: Sequence[Sequence[Generation]]
@@ -302,7 +328,7 @@ class RolloutEngine:
         else:
             jobs = [
                 (env, generation.action)
-                for env, candidates in zip(envs, generations)
+                for env, candidates in zip(envs, generations, strict=True)
                 for generation in candidates
             ]
             flat = iter(self.pool.step_all(jobs))
@@ -310,8 +336,10 @@ class RolloutEngine:
         self.env_seconds += time.perf_counter() - start
         return stepped
 
-    def _generate(self, envs: Sequence[AECEnv], agent: str, prompts: Sequence[str], n: int, *, greedy=False):
-        """`n` completions per env for `agent` from its policy (`greedy`: temperature 0)."""
+    def _generate(
+        self, envs: Sequence[AECEnv], agent: str, prompts: Sequence[str], n: int, *, greedy: bool = False
+    ) -> list[list[Generation]]:
+        """`n` generations per env for `agent` from its policy (`greedy`: temperature 0)."""
         policy = self.agent_policy[agent]
         backend = self.policies[policy]
         if isinstance(backend, StatePolicy):
@@ -321,10 +349,13 @@ class RolloutEngine:
             prompts, n, dataclasses.replace(sampling, temperature=0.0) if greedy else sampling
         )
 
-    def _turn_team(self, agent: str, stepped: Sequence[Sequence[AECEnv]]) -> list[list[float]]:
-        """For every candidate copy of `stepped`, the team reward of its turn: its own step's plus what the later
-        agents of the turn earn answering greedily, in lockstep, on a probe copy (the copies stay untouched)."""
-        teams = [[float(copy.infos[agent]["reward_team"]) for copy in copies] for copies in stepped]
+    def _turn_credit(self, agent: str, stepped: Sequence[Sequence[AECEnv]]) -> list[list[_TurnCredit]]:
+        """For every candidate copy of `stepped`, what the rest of its turn adds: the team rewards and the direct
+        payments to `agent` of the later agents of the turn answering greedily, in lockstep, on a probe copy (the
+        copies stay untouched)."""
+        credits = [
+            [_TurnCredit(float(copy.infos[agent]["reward_team"])) for copy in copies] for copies in stepped
+        ]
         probes = [
             (row, column, copy.clone(), copy.infos[agent]["turn"])
             for row, copies in enumerate(stepped)
@@ -334,12 +365,9 @@ class RolloutEngine:
             waiting: dict[str, list[tuple[int, int, AECEnv, int]]] = {}
             for probe in probes:
                 env, turn = probe[2], probe[3]
-                while env.agents and (
-                    env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
-                ):
-                    env.step(None)
-                if env.agents and env.unwrapped.turn == turn:  # a later agent of the same turn acts next
-                    waiting.setdefault(env.agent_selection, []).append(probe)
+                next_agent = _next_to_act(env)
+                if next_agent is not None and env.unwrapped.turn == turn:  # a later agent of the same turn
+                    waiting.setdefault(next_agent, []).append(probe)
             probes = []
             for next_agent, group in waiting.items():
                 envs = [env for _, _, env, _ in group]
@@ -349,42 +377,97 @@ class RolloutEngine:
                 for (row, column, _, turn), (after,) in zip(
                     group, self._step_all(envs, generations), strict=True
                 ):
-                    teams[row][column] += float(after.infos[next_agent]["reward_team"])
+                    credits[row][column] = credits[row][column].plus(
+                        float(after.infos[next_agent]["reward_team"]),
+                        float(after.infos.get(agent, {}).get("reward_paid", 0.0)),
+                    )
                     probes.append((row, column, after, turn))
-        return teams
+        return credits
 
-    def _commit(
+    def _score(
         self,
         agent: str,
-        candidates: Sequence[Generation],
+        generations: Sequence[Generation],
         copies: Sequence[AECEnv],
-        team: Sequence[float] | None = None,
-    ) -> tuple[AECEnv, list[_Candidate], int]:
-        """Every candidate's row, and the committed copy: the best (first maximum) or, where the agent's role
-        commits at random, a uniformly drawn one. `team`: each candidate's team reward of its turn (None: its own
-        step's)."""
-        rows = []
-        for position, (generation, copy) in enumerate(zip(candidates, copies, strict=True)):
+        credits: Sequence[_TurnCredit] | None,
+    ) -> tuple[ScoredCandidate, ...]:
+        """Every candidate scored: by its own step's reward (`credits` None) or by its turn (`credits`)."""
+        scored = []
+        for position, (generation, copy) in enumerate(zip(generations, copies, strict=True)):
             info = dict(copy.infos[agent])
-            if team is None:
-                rows.append(
-                    _Candidate(generation, info, float(copy.rewards[agent]), float(info["reward_team"]))
-                )
-            else:
-                reward = copy.unwrapped.alpha * team[position] + float(info["reward_local"])
-                rows.append(_Candidate(generation, info, reward, team[position]))
+            team, local = float(info["reward_team"]), float(info["reward_local"])
+            if credits is None:
+                scored.append(ScoredCandidate(generation, info, float(copy.rewards[agent]), team, local))
+                continue
+            team, local = credits[position].team, local + credits[position].paid
+            scored.append(ScoredCandidate(generation, info, copy.unwrapped.alpha * team + local, team, local))
+        return tuple(scored)
+
+    def _choose(self, agent: str, scored: Sequence[ScoredCandidate]) -> int:
+        """The committed candidate's index: the best (the first maximum, a deterministic tie-break) or, where the
+        agent's role commits at random, one drawn uniformly from the engine's generator."""
         if self.commit_modes.get(agent_role(agent), self.commit_modes["*"]) == "greedy":
-            chosen = int(
-                np.argmax([row.reward for row in rows])
-            )  # the first maximum: a deterministic tie-break
-        else:
-            chosen = int(self.rng.integers(len(candidates)))
-        return copies[chosen], rows, chosen
+            return int(np.argmax([candidate.reward for candidate in scored]))
+        return int(self.rng.integers(len(scored)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _TurnCredit:
+    """What a candidate's turn earned beyond its own local reward: team rewards, and direct payments to it."""
+
+    team: float
+    paid: float = 0.0
+
+    def plus(self, team: float, paid: float) -> _TurnCredit:
+        return _TurnCredit(self.team + team, self.paid + paid)
+
+
+def _next_to_act(env: AECEnv) -> str | None:
+    """Step past the agents that are done (PettingZoo's `step(None)`); the agent to act next, or None when the
+    episode is over."""
+    while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+        env.step(None)
+    return env.agent_selection if env.agents else None
+
+
+def _waiting_by_agent(envs: Sequence[AECEnv], indices: Sequence[int]) -> dict[str, list[int]]:
+    """The envs of `indices` whose episode goes on, grouped by the agent to act next (in first-seen order)."""
+    waiting: dict[str, list[int]] = {}
+    for index in indices:
+        agent = _next_to_act(envs[index])
+        if agent is not None:
+            waiting.setdefault(agent, []).append(index)
+    return waiting
+
+
+def _samples(step: CommittedStep, policy: str, grouping: str) -> list[Sample]:
+    """One `Sample` per candidate of `step`, keyed by `grouping`."""
+    group_id = group_key(grouping, step.instance, step.turn, step.agent)
+    return [
+        Sample(
+            group_id=group_id,
+            instance=step.instance,
+            turn=step.turn,
+            agent=step.agent,
+            policy=policy,
+            prompt=step.prompt,
+            completion=candidate.generation.text,
+            reward=candidate.reward,
+            reward_team=candidate.reward_team,
+            reward_local=candidate.reward_local,
+            generation=candidate.generation,
+            committed=position == step.chosen,
+            error=candidate.info.get("error"),
+            parse_error=bool(candidate.info.get("parse_error", False)),
+            episode=step.episode,
+        )
+        for position, candidate in enumerate(step.candidates)
+    ]
 
 
 def _settled(env: AECEnv, agent: str) -> dict[str, float]:
     """The local rewards that `agent`'s step (just taken on `env`) paid to the other agents: a proposer's credit
-    settled on what its team executed (`pettingllms.core.env`)."""
+    settled on what its team executed (`pettingllms.core.env`), or a direct payment in a general-sum game."""
     return {
         other: float(info["reward_local"])
         for other, info in env.infos.items()

@@ -10,38 +10,38 @@ A group is the set of samples with one key; advantages are computed within it
 | `turn` (ablation) | `instance/turn` | every candidate of one turn over all agents (prompts and roles differ) |
 | `trajectory` (GRPO baseline) | `instance` | the K independent episodes of one instance, each counted once |
 
-To add a grouping: a key function here, its name in `KEYS`, and (if its rollouts are not the tree's) a collection
-mode in `pettingllms.rollout.engine`.
+To add a grouping: a key function here taking `(instance, turn, agent)` and its name in `KEYS` (the config then
+accepts it as `grouping`); if its rollouts are the tree's (K candidates per agent step, one committed), its name in
+`TREE_GROUPINGS` too (the config then requires K >= 2), else a collection mode in `RolloutEngine.collect`
+(`pettingllms.rollout.engine`), as the trajectory baseline has.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pettingllms.rollout.samples import Sample
 
-
-def agent_turn_key(sample: Sample) -> str:
+def agent_turn_key(instance: int, turn: int, agent: str) -> str:
     """AT-GRPO's group: one agent's candidates at one turn of one instance."""
-    return f"{sample.instance}/{sample.turn}/{sample.agent}"
+    return f"{instance}/{turn}/{agent}"
 
 
-def agent_key(sample: Sample) -> str:
+def agent_key(instance: int, turn: int, agent: str) -> str:
     """Ablation: one agent's candidates over every turn of one instance."""
-    return f"{sample.instance}/{sample.agent}"
+    return f"{instance}/{agent}"
 
 
-def turn_key(sample: Sample) -> str:
+def turn_key(instance: int, turn: int, agent: str) -> str:
     """Ablation: every agent's candidates of one turn of one instance."""
-    return f"{sample.instance}/{sample.turn}"
+    return f"{instance}/{turn}"
 
 
-def trajectory_key(sample: Sample) -> str:
+def trajectory_key(instance: int, turn: int, agent: str) -> str:
     """The trajectory baseline: every episode played from one instance."""
-    return f"{sample.instance}"
+    return f"{instance}"
 
 
-KEYS: dict[str, Callable[[Sample], str]] = {
+KEYS: dict[str, Callable[[int, int, str], str]] = {
     "agent_turn": agent_turn_key,
     "agent": agent_key,
     "turn": turn_key,
@@ -53,8 +53,7 @@ TREE_GROUPINGS = ("agent_turn", "agent", "turn")
 episodes)."""
 
 
-def assign_groups(samples: list[Sample], grouping: str) -> None:
-    """Set every sample's `group_id` to its key under `grouping` (one of `GROUPINGS`)."""
-    key = KEYS[grouping]
-    for sample in samples:
-        sample.group_id = key(sample)
+def group_key(grouping: str, instance: int, turn: int, agent: str) -> str:
+    """The key of the group that a sample of `agent` at `turn` of `instance` belongs to under `grouping` (one of
+    `GROUPINGS`)."""
+    return KEYS[grouping](instance, turn, agent)

@@ -34,7 +34,7 @@ ROW_FIELDS = (
 class Sample:
     """One sampled completion with its reward; `advantage` is filled by `compute_advantages`.
 
-    `group_id` is the key of the group the sample is compared within (`pettingllms.rollout.grouping`);
+    `group_id` is the key of the group the sample is compared within (`pettingllms.rollout.grouping.group_key`);
     `instance` is the index of its instance in the rollout's seeds; `episode` is set by the trajectory baseline,
     whose group members are whole episodes: the index of the sample's episode in its rollout (None for the
     candidates of a tree group, whose members are single samples).
@@ -66,12 +66,14 @@ class Sample:
 
 @dataclasses.dataclass(frozen=True)
 class EpisodeResult:
-    """How one (committed) episode ended; `returns` holds each agent's return: the rewards of its committed
-    steps (as the engine scored them) plus the local rewards other agents' steps settled to it."""
+    """How one (committed) episode ended; `returns` holds each agent's return: the env's rewards of its committed
+    steps plus the local rewards other agents' steps paid or settled to it (not a candidate's score, whose turn
+    credit is a greedy probe's)."""
 
     instance: int
     success: bool
     turns: int
+    """Turns in which the team acted: a success in the first turn is 1, a truncated episode `max_turns`."""
     returns: Mapping[str, float]
 
 

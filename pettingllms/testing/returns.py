@@ -9,7 +9,8 @@ and seed, the honest profile (every agent plays `honest`, by default the env's o
 - every explicit profile of `profiles` (agent -> strategy; agents not named play honestly: attacks that need
   two roles to collude, such as two correct answers in forms that never agree),
 
-and asserts that in no profile any agent's return exceeds its honest return. A return is what a PettingZoo loop
+and asserts that in no profile any agent's return exceeds its honest return (a general-sum game, `general_sum=True`:
+that no agent gains by deviating alone, the equilibrium property such a game can promise). A return is what a PettingZoo loop
 collects: the sum of the rewards `env.last()` reports to that agent over the episode, settlements included.
 
 `STRATEGIES` are the attacks every env admits through its public API: answering nothing, chatter, random answers,
@@ -130,16 +131,20 @@ def check_returns(
     alphas: tuple[float, ...] = (0.0, 0.5, 1.0),
     options: Mapping[str, Any] | None = None,
     tolerance: float = 1e-9,
+    general_sum: bool = False,
 ) -> None:
     """Assert that no profile earns any agent more than honest play (module docstring).
 
     `env_fn(alpha=...)` builds a fresh env with that team weight. `honest` is one strategy for every agent, or
-    one per agent. Raises `AssertionError` listing every (alpha, seed, profile, agent) that earned more, with both
+    one per agent. `general_sum=True` checks what a general-sum game can promise: that no agent gains by
+    deviating alone (honest play is an equilibrium of the battery), so only unilateral deviations and the explicit
+    profiles are tried, and only the deviating agents' returns are bounded (a party may gain from its partner's
+    mistakes). Raises `AssertionError` listing every (alpha, seed, profile, agent) that earned more, with both
     returns.
     """
     agents = list(env_fn(alpha=alphas[0]).possible_agents)
     fair = honest if isinstance(honest, Mapping) else dict.fromkeys(agents, honest)
-    tried = _profiles(agents, fair, strategies, profiles or {})
+    tried = _profiles(agents, fair, strategies, profiles or {}, joint=not general_sum)
     failures = []
     for alpha in alphas:
         make = _with_alpha(env_fn, alpha)
@@ -147,9 +152,10 @@ def check_returns(
             best = play_returns(make, fair, seed=seed, options=options)
             for name, profile in tried.items():
                 got = play_returns(make, profile, seed=seed, options=options)
+                bounded = [a for a in agents if profile[a] is not fair[a]] if general_sum else agents
                 failures += [
                     f"alpha={alpha} seed={seed} {name}: {agent} earned {got[agent]:.4f} > honest {best[agent]:.4f}"
-                    for agent in agents
+                    for agent in bounded
                     if got[agent] > best[agent] + tolerance
                 ]
     assert not failures, "returns that beat honest play:\n" + "\n".join(failures)
@@ -160,13 +166,16 @@ def _profiles(
     fair: Mapping[str, Strategy],
     strategies: Mapping[str, Strategy],
     profiles: Mapping[str, Mapping[str, Strategy]],
+    *,
+    joint: bool = True,
 ) -> dict[str, dict[str, Strategy]]:
-    """Every profile to try, by name: each strategy unilaterally per agent and jointly, then the explicit ones."""
+    """Every profile to try, by name: each strategy unilaterally per agent and (`joint`) by every agent at once,
+    then the explicit ones."""
     tried = {}
     for name, strategy in strategies.items():
         for agent in agents:
             tried[f"{agent}={name}"] = {**fair, agent: strategy}
-        if len(agents) > 1:
+        if joint and len(agents) > 1:
             tried[f"all={name}"] = dict.fromkeys(agents, strategy)
     for name, profile in profiles.items():
         unknown = sorted(set(profile) - set(agents))

@@ -31,7 +31,7 @@ def load(name: str):
 
 
 def summarize(env_id: str, records: Sequence[Any], *, samples_per_problem: int = 1) -> dict[str, Any]:
-    """The metrics of one suite's episode records (`pettingllms.eval.runner.EpisodeRecord`).
+    """The metrics of one suite's episode records (`pettingllms.eval.episode_cache.EpisodeRecord`).
 
     With `samples_per_problem` n > 1 the records hold n consecutive episodes per problem (keys `KEY#j`) and
     code results get pass@1 and pass@n.

@@ -1,0 +1,73 @@
+"""The study scripts run end to end at a tiny budget, as `docs/results.md`'s "Regenerate" commands run them at
+full size: every import, warm start, training run, evaluation, row and report section on the real path (`slow`:
+a few minutes of CPU)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_script(name: str, *args: str, home: Path) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PETTINGLLMS_HOME": str(home), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=environment,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def test_the_miniature_runs_end_to_end_at_a_tiny_budget(tmp_path):
+    out, results_md = tmp_path / "rows.json", tmp_path / "results.md"
+    results_md.write_text("# Results\n")
+    run_script(
+        "reproduce_miniature.py",
+        *("--parts", "main", "--seeds", "0", "--methods", "mas", "mas+at-grpo-per-role"),
+        *("--budget", "16", "--max_steps", "1", "--curve_every", "0", "--eval_episodes", "4"),
+        *("--demos_per_role", "40", "--warm_start_steps", "2"),
+        *("--runs", str(tmp_path / "runs"), "--out", str(out), "--results_md", str(results_md)),
+        home=tmp_path / "home",
+    )
+    rows = json.loads(out.read_text())
+    assert sorted(row["method"] for row in rows) == ["mas", "mas+at-grpo-per-role"]
+    assert all(0.0 <= row["success_rate"] <= 1.0 and row["seed"] == 0 for row in rows)
+    assert (tmp_path / "runs" / "main_mas+at-grpo-per-role_s0" / "metrics.jsonl").is_file()
+    assert "<!-- miniature:start -->" in results_md.read_text()
+    assert list(
+        (tmp_path / "home" / "models").glob("tiny-plan-path-v0-mas-mini7_40d_2s-*")
+    )  # the smoke variant
+
+
+def test_the_scaling_study_runs_end_to_end_at_a_tiny_budget(tmp_path, tiny_model):
+    out, results_md = tmp_path / "rows.json", tmp_path / "results.md"
+    results_md.write_text("# Results\n")
+    run_script(
+        "scaling_study.py",
+        *("--sizes", "1", "--seeds", "0", "--steps", "1", "--budget", "2", "--eval_episodes", "2"),
+        *("--model_name_or_path", tiny_model, "--runs", str(tmp_path / "runs")),
+        *("--out", str(out), "--results_md", str(results_md)),
+        home=tmp_path / "home",
+    )
+    rows = json.loads(out.read_text())
+    assert {(row["num_agents"], row["reward"]) for row in rows} == {
+        (1, "shaped"),
+        (2, "shaped"),
+        (2, "outcome"),
+    }
+    assert {row["method"] for row in rows} == {"untrained", "at-grpo"}
+    assert (
+        out.with_suffix(".png").stat().st_size > 5_000 and "<!-- scaling:start -->" in results_md.read_text()
+    )
