@@ -1,5 +1,6 @@
 """Behaviour of the puzzle environments beyond conformance: the tool agent's code, loading instances, fuzzing."""
 
+import functools
 import textwrap
 import warnings
 
@@ -206,3 +207,26 @@ def test_parse_errors_are_told_apart_from_partly_usable_answers():
     assert env.infos["tool"]["parse_error"] is True and "no <answer>" in env.infos["tool"]["error"]
     env.step("<answer>U U U U U U U U U U</answer>")  # usable moves, some blocked by the edge
     assert env.infos["plan"]["parse_error"] is False and "could not be applied" in env.infos["plan"]["error"]
+
+
+def test_a_per_turn_move_cap_makes_the_walk_span_turns():
+    from pettingllms.testing.returns import check_returns, oracle, play_returns
+
+    make = functools.partial(pettingllms.make, "plan-path-v0", size=7, max_moves_per_turn=3, max_turns=6)
+    env = make()
+    env.reset(seed=2)
+    path = env.unwrapped.solution_actions()
+    assert len(path) > 3
+    assert not env.unwrapped.solves(path)  # more than a turn's moves: not solved this turn
+    assert "Only the first 3 actions of an answer are carried out each turn." in env.observe("tool")
+    env.step(env.unwrapped.solution())  # the tool proposes the whole path
+    env.step(env.unwrapped.solution())  # the plan agent answers it: 3 moves are made
+    assert "(only the first 3 were carried out)" in env.observe("tool") and not env.unwrapped.success
+    assert env.infos["plan"]["reward_local"] == pytest.approx(
+        3 / len(path)
+    )  # potential: 1 - distance / start
+    returns = play_returns(make, {"tool": oracle, "plan": oracle}, seed=2)
+    assert returns["plan"] == pytest.approx(2.0)  # all the progress and the success, over ceil(len / 3) turns
+    check_returns(make, seeds=(0, 1))
+    with pytest.raises(pettingllms.ConfigError, match="max_moves_per_turn=0 must be an integer >= 1"):
+        pettingllms.make("plan-path-v0", max_moves_per_turn=0)

@@ -239,7 +239,7 @@ def test_the_command_reports_a_bad_config_in_one_line(capsys):
 
     assert main(["--grouping", "instance"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "pettingllms-train: error: grouping='instance' is not supported; allowed values: ['agent_turn', 'agent', 'turn', 'trajectory']"
+        "pettingllms-train: error: grouping='instance' is not supported; allowed values: ['agent_turn', 'agent', 'turn', 'trajectory', 'anchor_state', 'trajectory_turn']"
     )
 
 

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pettingllms.core.env import AGGREGATOR, StepOutcome, TextAECEnv, agent_role
+from pettingllms.core.errors import ConfigError
 from pettingllms.core.parsing import ParseError, extract_answer, extract_python_block
 from pettingllms.core.splits import check_split, draw_in_split
 from pettingllms.core.text import truncate
@@ -73,6 +74,10 @@ class ToolPlanEnv(TextAECEnv):
         sandbox: the `pettingllms.sandbox.Sandbox` that runs the tool agent's code (default: the shared one).
         tool_timeout: wall-clock limit of one program, seconds.
         tool_memory_mb: memory limit of one program.
+        max_moves_per_turn: at most this many actions of an answer are carried out in a turn (the plan agent's on
+            the real state, a proposal's in its simulation); the rest are not applied and cost nothing, and the
+            observation says so. None (default): no cap. A cap shorter than an instance's solution makes the
+            episode span turns, so that no single turn can finish it.
     """
 
     REQUIRES: ClassVar[str] = (
@@ -94,8 +99,25 @@ class ToolPlanEnv(TextAECEnv):
         super().__init_subclass__(**kwargs)
         cls.RESET_OPTIONS = frozenset({"split", cls.INSTANCE_OPTION})
 
-    def __init__(self, *, sandbox=None, tool_timeout: float = 5.0, tool_memory_mb: int = 1024, **kwargs):
+    def __init__(
+        self,
+        *,
+        sandbox=None,
+        tool_timeout: float = 5.0,
+        tool_memory_mb: int = 1024,
+        max_moves_per_turn: int | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        if max_moves_per_turn is not None and (
+            isinstance(max_moves_per_turn, bool)
+            or not isinstance(max_moves_per_turn, int)
+            or max_moves_per_turn < 1
+        ):
+            raise ConfigError(
+                f"max_moves_per_turn={max_moves_per_turn!r} must be an integer >= 1 (or None: no cap)"
+            )
+        self.max_moves_per_turn = max_moves_per_turn
         self._sandbox = sandbox
         self.tool_timeout = float(tool_timeout)
         self.tool_memory_mb = int(tool_memory_mb)
@@ -170,7 +192,8 @@ class ToolPlanEnv(TextAECEnv):
         return f"<answer>{self._format_actions(list(actions))}</answer>"
 
     def solves(self, actions: Sequence[Any]) -> bool:
-        """Whether `actions`, executed in order from the current real state (on a copy), solve the puzzle."""
+        """Whether `actions`, executed in order from the current real state (on a copy, at most
+        `max_moves_per_turn` of them), solve the puzzle this turn."""
         simulated = self.state.copy()
         self._run(simulated, list(actions))
         return self._solved(simulated)
@@ -214,9 +237,12 @@ class ToolPlanEnv(TextAECEnv):
         self.success = self._solved(self.state)
         self._state_potential = self._potential(self.state)
         error = error or self._describe_problems(problems)
+        ignored = len(actions) - len(actions[: self.max_moves_per_turn])
         self._last_turn_report = (
             f"Turn {self.turn + 1}: the {'aggregator' if agent == AGGREGATOR else 'plan agent'} answered "
-            f"{self._format_actions(actions) or '(nothing usable)'}" + (f" ({error})." if error else ".")
+            f"{self._format_actions(actions) or '(nothing usable)'}"
+            + (f" (only the first {self.max_moves_per_turn} were carried out)" if ignored else "")
+            + (f" ({error})." if error else ".")
         )
         self._proposals = {}
         return StepOutcome(
@@ -300,9 +326,10 @@ class ToolPlanEnv(TextAECEnv):
         return shown, result.status, answer, None
 
     def _run(self, state: Any, actions: list[Any]) -> list[str]:
-        """Apply actions in order until solved; return the problems of those that could not be applied."""
+        """Apply actions in order until solved, at most `max_moves_per_turn` of them (the rest are not applied);
+        return the problems of those that could not be applied."""
         problems = []
-        for index, action in enumerate(actions):
+        for index, action in enumerate(actions[: self.max_moves_per_turn]):
             if self._solved(state):
                 break
             problem = self._apply(state, action)
@@ -354,7 +381,13 @@ class ToolPlanEnv(TextAECEnv):
     def _observation_text(self, agent: str) -> str:
         header = self._headers.get(agent)
         if header is None:
-            header = self._headers[agent] = f"{self._role(agent)}\n{self.TASK}\n## Current state"
+            cap = self.max_moves_per_turn
+            limit = (
+                ""
+                if cap is None
+                else f"\nOnly the first {cap} actions of an answer are carried out each turn."
+            )
+            header = self._headers[agent] = f"{self._role(agent)}\n{self.TASK}{limit}\n## Current state"
         parts = [
             f"# {self.metadata['name']} - turn {self.display_turn} of {self.max_turns}",
             header,

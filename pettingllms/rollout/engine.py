@@ -28,6 +28,12 @@ every sample of an episode carries the episode's return (the sum of the rewards 
 agent's reward, plus the local rewards a step settles for other agents, such as a tool agent's credit for the
 moves its team executed), and the group is the instance.
 
+Multi-turn GRPO (`grouping="trajectory_turn"`): the same K independent episodes, but a sample's reward is its
+return-to-go (the rewards of its step and of every later step of its episode) and its group is the agent at that
+turn index across the K episodes (`pettingllms.trainers.advantages` says which baseline stays unbiased).
+GiGPO's anchor-state grouping (`grouping="anchor_state"`): the tree's sampling and commits, with a candidate's
+group being every candidate sampled from the same state as its agent sees it (`pettingllms.rollout.grouping`).
+
 Grouping ablations (`grouping="agent"` or `"turn"`): the same tree sampling and commits as AT-GRPO, but a group
 pools one key only: `(instance, agent)` (all turns of an agent: prompts differ across turns) or
 `(instance, turn)` (all agents of a turn: prompts and roles differ) — the grouping mistakes AT-GRPO avoids.
@@ -56,7 +62,7 @@ from pettingzoo import AECEnv
 from pettingllms.backends.base import Generation, PolicyBackend, SamplingConfig, StatePolicy
 from pettingllms.core.env import agent_role
 from pettingllms.core.errors import ConfigError
-from pettingllms.rollout.grouping import GROUPINGS, group_key
+from pettingllms.rollout.grouping import GROUPINGS, TRAJECTORY_GROUPINGS, group_key
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample
 
 
@@ -205,7 +211,7 @@ class RolloutEngine:
 
     def collect(self, seeds: Sequence[int], options: Mapping[str, Any] | None = None) -> Rollout:
         """Play one instance per seed (reset with `seed` and `options`) and return every sample."""
-        if self.grouping == "trajectory":
+        if self.grouping in TRAJECTORY_GROUPINGS:
             return self._collect_trajectories(seeds, options)
         envs = [self._new_env(seed, options) for seed in seeds]
         belongs = [_Episode(index) for index in range(len(seeds))]
@@ -225,15 +231,27 @@ class RolloutEngine:
         return self._play(envs, [_Episode(index) for index in range(len(seeds))], 1, "agent_turn", "step")
 
     def _collect_trajectories(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
-        """The trajectory baseline: K episodes per instance, every sample rewarded with its episode's return
-        (known when the episode ends)."""
+        """K independent episodes per instance; every sample rewarded, once its episode has ended, with the
+        episode's return (`trajectory`) or with its return-to-go: its step's reward and every later step's
+        (`trajectory_turn`)."""
         k = self.num_generations
         envs = [self._new_env(seed, options) for seed in seeds for _ in range(k)]
         belongs = [_Episode(index // k, index) for index in range(len(envs))]
-        played = self._play(envs, belongs, 1, "trajectory", "step")
-        team_returns = [sum(episode.returns.values()) for episode in played.episodes]
-        samples = [dataclasses.replace(s, reward=team_returns[s.episode]) for s in played.samples]
-        return Rollout(samples, played.episodes)
+        played = self._play(envs, belongs, 1, self.grouping, "step")
+        if self.grouping == "trajectory":
+            team_returns = [sum(episode.returns.values()) for episode in played.episodes]
+            return Rollout(
+                [dataclasses.replace(s, reward=team_returns[s.episode]) for s in played.samples],
+                played.episodes,
+            )
+        remaining = [0.0] * len(envs)
+        to_go = []
+        for sample in reversed(
+            played.samples
+        ):  # play order: an episode's later steps come after its earlier ones
+            remaining[sample.episode] += sample.step_reward
+            to_go.append(dataclasses.replace(sample, reward=remaining[sample.episode]))
+        return Rollout(to_go[::-1], played.episodes)
 
     def _new_env(self, seed: int, options: Mapping[str, Any] | None) -> AECEnv:
         env = self.env_fn()
@@ -256,10 +274,10 @@ class RolloutEngine:
             for agent, indices in waiting.items():
                 steps = self._act(envs, [belongs[index] for index in indices], indices, agent, n, team_credit)
                 for index, step in zip(indices, steps, strict=True):
-                    samples.extend(_samples(step, self.agent_policy[agent], grouping))
-                    returns[index][agent] += float(step.committed.rewards[agent])  # the env's, not the score
-                    for other, settled in _settled(envs[index], agent).items():
-                        returns[index][other] += settled
+                    paid = {agent: float(step.committed.rewards[agent]), **_settled(envs[index], agent)}
+                    samples.extend(_samples(step, self.agent_policy[agent], grouping, sum(paid.values())))
+                    for receiver, amount in paid.items():  # the env's rewards, not the candidate's score
+                        returns[index][receiver] += amount
                     turns_used[index] = step.turn + 1
         episodes = [
             EpisodeResult(
@@ -440,9 +458,9 @@ def _waiting_by_agent(envs: Sequence[AECEnv], indices: Sequence[int]) -> dict[st
     return waiting
 
 
-def _samples(step: CommittedStep, policy: str, grouping: str) -> list[Sample]:
-    """One `Sample` per candidate of `step`, keyed by `grouping`."""
-    group_id = group_key(grouping, step.instance, step.turn, step.agent)
+def _samples(step: CommittedStep, policy: str, grouping: str, step_reward: float) -> list[Sample]:
+    """One `Sample` per candidate of `step`, keyed by `grouping`; the committed one carries `step_reward`."""
+    group_id = group_key(grouping, step.instance, step.turn, step.agent, step.prompt)
     return [
         Sample(
             group_id=group_id,
@@ -460,6 +478,7 @@ def _samples(step: CommittedStep, policy: str, grouping: str) -> list[Sample]:
             error=candidate.info.get("error"),
             parse_error=bool(candidate.info.get("parse_error", False)),
             episode=step.episode,
+            step_reward=step_reward if position == step.chosen else None,
         )
         for position, candidate in enumerate(step.candidates)
     ]

@@ -58,6 +58,9 @@ class Sample:
     parse_error: bool = False
     """Nothing in the completion was usable (`infos[agent]["parse_error"]`)."""
     episode: int | None = None
+    step_reward: float | None = None
+    """The team's reward of the committed step this sample is (the acting agent's reward plus what the step paid or
+    settled to the others); None for the candidates that were not committed. A trajectory's rewards sum its steps'."""
 
     def to_row(self, step: int) -> dict[str, Any]:
         """The JSON-ready row of a rollout dump: the training step, then `ROW_FIELDS`."""

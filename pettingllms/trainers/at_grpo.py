@@ -55,7 +55,7 @@ from pettingllms.rollout.samples import Rollout, Sample
 from pettingllms.runs import folder as run_folder
 from pettingllms.runs.layout import CheckpointLayout, RunLayout, evaluation_settings
 from pettingllms.trainers import checkpoint, metrics_log
-from pettingllms.trainers.advantages import compute_advantages, samples_with_signal
+from pettingllms.trainers.advantages import compute_advantages, samples_with_signal, summed_turn_advantages
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.devices import visible_gpus
 from pettingllms.trainers.learning_curve import save_learning_curve
@@ -290,6 +290,20 @@ class ATGRPOTrainer:
         budget = self.args.max_completions
         return self.step >= self.args.max_steps or (budget is not None and self.completions >= budget)
 
+    def _advantages(self, samples: list[Sample]) -> tuple[list[Sample], dict[str, float]]:
+        """Set every sample's advantage as the settings ask; return the samples to train on (those of groups with
+        signal, with `drop_zero_variance_groups`) and each group's reward standard deviation."""
+        args = self.args
+        if args.turn_baseline == "summed":
+            stds = summed_turn_advantages(samples, scale_rewards=args.scale_rewards)
+        else:
+            stds = compute_advantages(
+                samples, scale_rewards=args.scale_rewards, per_agent=args.per_agent_advantages
+            )
+        if not args.drop_zero_variance_groups:
+            return samples, stds
+        return samples_with_signal(samples, stds, per_agent=args.per_agent_advantages), stds
+
     def train_step(self) -> dict[str, Any]:
         """One AT-GRPO step: rollout, advantages, routed updates."""
         args = self.args
@@ -299,10 +313,7 @@ class ATGRPOTrainer:
             rollout = self.engine.collect(seeds, {"split": "train"})
         rollout_s = time.perf_counter() - start
         self._check_prompt_lengths(rollout)
-        stds = compute_advantages(rollout.samples, scale_rewards=args.scale_rewards)
-        train_samples = (
-            samples_with_signal(rollout.samples, stds) if args.drop_zero_variance_groups else rollout.samples
-        )
+        train_samples, stds = self._advantages(rollout.samples)
         start = time.perf_counter()
         routed: dict[str, list[Sample]] = defaultdict(list)
         for sample in train_samples:

@@ -24,7 +24,7 @@ from pettingllms.backends.base import SamplingConfig
 from pettingllms.core.errors import ConfigError, PettingLLMsError
 from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
 from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
-from pettingllms.trainers.advantages import SCALE_REWARDS
+from pettingllms.trainers.advantages import SCALE_REWARDS, TURN_BASELINES
 from pettingllms.trainers.devices import launched_world_size
 from pettingllms.trainers.inherited_fields import refused_settings
 from pettingllms.trainers.trackers import TRACKERS, check_trackers
@@ -62,8 +62,9 @@ class ATGRPOConfig(GRPOConfig):
     grouping: str = dataclasses.field(
         default="agent_turn",
         metadata={
-            "help": "'agent_turn' (AT-GRPO), 'trajectory' (GRPO baseline), or the ablations 'agent' / 'turn' "
-            "(groups keyed by one of the two only)."
+            "help": "'agent_turn' (AT-GRPO), 'trajectory' (GRPO baseline), the ablations 'agent' / 'turn' "
+            "(groups keyed by one of the two only), 'anchor_state' (GiGPO: candidates of equal states pooled) or "
+            "'trajectory_turn' (MT-GRPO: K episodes grouped by turn index, returns-to-go)."
         },
     )
     commit: str = dataclasses.field(
@@ -132,6 +133,21 @@ class ATGRPOConfig(GRPOConfig):
     )
     drop_zero_variance_groups: bool = dataclasses.field(
         default=False, metadata={"help": "Drop groups whose rewards are all equal (DAPO dynamic sampling)."}
+    )
+    per_agent_advantages: bool = dataclasses.field(
+        default=False,
+        metadata={
+            "help": "Dr. MAS: centre and scale each sample by its own agent's members of its group (and, with "
+            "scale_rewards='batch', its agent's batch std); see pettingllms.trainers.advantages."
+        },
+    )
+    turn_baseline: str = dataclasses.field(
+        default="return_to_go",
+        metadata={
+            "help": "For grouping='trajectory_turn': 'return_to_go' (the baseline that stays unbiased when the "
+            "policy decides the episode's length) or 'summed' (per-turn normalised rewards summed over the "
+            "remaining turns: the biased construction of verl issue 7244, for comparison)."
+        },
     )
     policy_layout: str = dataclasses.field(
         default="per_role",
@@ -328,6 +344,7 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(str(error)) from None
         self._check_choice("eval_split", ("val", "eval"))
         self._check_choice("team_credit", TEAM_CREDITS)
+        self._check_choice("turn_baseline", TURN_BASELINES)
         # TRL's documented aliases (its `GRPOConfig.__post_init__` maps them the same way); the help says so
         self.scale_rewards = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
         self._check_choice("scale_rewards", SCALE_REWARDS)
@@ -397,6 +414,15 @@ class ATGRPOConfig(GRPOConfig):
                     )
 
     def _check_combinations(self) -> None:
+        if self.turn_baseline != "return_to_go" and self.grouping != "trajectory_turn":
+            raise ConfigError(
+                f"turn_baseline={self.turn_baseline!r} needs grouping='trajectory_turn' (the other groupings have "
+                "no turn-indexed baseline)"
+            )
+        if self.turn_baseline == "summed" and self.per_agent_advantages:
+            raise ConfigError(
+                "per_agent_advantages is not defined for turn_baseline='summed'; use 'return_to_go'"
+            )
         if self.policy_layout == "shared" and self.agent_policies:
             raise ConfigError(
                 "agent_policies needs policy_layout='per_role' or 'lora_per_role' (the 'shared' layout has one "

@@ -23,7 +23,8 @@ inside a ```python block that never closes, it holds no usable action and earns 
 ## Arguments
 `size` (default 5: a 5x5 grid), `obstacle_density` (default 0.2), `min_distance` (default: size), plus `alpha`
 (default 1.0), `workflow`, `max_turns` (default 4), `render_mode` ("ansi", "human", "rgb_array"), `sandbox`,
-`tool_timeout`, `tool_memory_mb`.
+`tool_timeout`, `tool_memory_mb`, `max_moves_per_turn` (default: no cap; with a cap shorter than the path, the walk
+spans turns: only the first moves of each answer are made).
 
 `workflow="ensemble", num_agents=N` (1-16, default 3): tool agents `tool_0 .. tool_{N-2}` propose independently
 (each simulated on a copy; paid its own simulated progress, then settled to the progress the team executes),
