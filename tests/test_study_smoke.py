@@ -71,3 +71,28 @@ def test_the_scaling_study_runs_end_to_end_at_a_tiny_budget(tmp_path, tiny_model
     assert (
         out.with_suffix(".png").stat().st_size > 5_000 and "<!-- scaling:start -->" in results_md.read_text()
     )
+
+
+def test_the_grouping_study_runs_end_to_end_at_a_tiny_budget(tmp_path):
+    out, results_md = tmp_path / "rows.json", tmp_path / "results.md"
+    results_md.write_text("# Results\n")
+    run_script(
+        "grouping_study.py",
+        *("--parts", "curves", "--methods", "at-grpo-per-role", "trajectory-grpo", "--seeds", "0"),
+        *("--budget", "260", "--val_episodes", "4", "--eval_episodes", "4"),
+        *("--demos_per_role", "40", "--warm_start_steps", "2"),
+        *("--runs", str(tmp_path / "runs"), "--out", str(out), "--results_md", str(results_md)),
+        home=tmp_path / "home",
+    )
+    rows = json.loads(out.read_text())
+    assert {(row["method"], row["split"], row["budget"]) for row in rows} == {
+        (method, split, budget)
+        for method in ("at-grpo-per-role", "trajectory-grpo")
+        for split, budget in (("val", 250), ("eval", 260))
+    }
+    assert all(
+        row["sampled_completions"] >= row["budget"] and len(row["episode_success"]) == 4 for row in rows
+    )
+    assert (
+        "<!-- grouping:start -->" in results_md.read_text() and (tmp_path / "grouping_curves.png").is_file()
+    )

@@ -1,0 +1,410 @@
+"""Does the grouping matter? AT-GRPO against trajectory-grouped GRPO at equal sampled completions (issue 28).
+
+    .venv/bin/python scripts/grouping_study.py                  # everything; resumes finished and killed runs
+    .venv/bin/python scripts/grouping_study.py --parts task     # only choose the task on the validation split
+    .venv/bin/python scripts/grouping_study.py --report         # rebuild the tables and plots from the rows
+    .venv/bin/python scripts/grouping_study.py --parts curves --methods at-grpo-per-role trajectory-grpo --seeds 0
+
+Why this task should separate the groupings. In the miniature (`scripts/reproduce_miniature.py`) every instance is
+solved in one turn once the tool agent writes its search program, so a trajectory's return is one turn's outcome
+and trajectory grouping loses nothing. Here a per-turn move cap (`max_moves_per_turn`, 3 on 7x7 grids whose paths
+take 7 moves or more) makes every walk span three turns or more: a trajectory's return mixes the turns in which a
+good program ran with those in which it did not, so the K episodes of one instance differ by the sum of several
+turns' luck, while AT-GRPO compares K candidates from one state on what each turn itself earned. That is the
+credit assignment the paper attributes its margin to. Whether it shows is what the rows say.
+
+Parts (rows in `docs/results/grouping.json`, one per method, seed, budget and split, written as each finishes):
+
+1. `task`: the untrained team (the warm start) on the validation split for each candidate setting in `TASKS`: the
+   chosen one is the first whose success is at most 0.3 (far from solved) with the oracle team still at 1.0.
+2. `curves`: every method of `METHODS` x `--seeds`, one run each of `--budget` sampled completions with a checkpoint
+   every step; the checkpoint that first reached each of `BUDGETS` is evaluated greedily on `--val_episodes`
+   validation grids (the curves), and the last one on the `--eval_episodes` evaluation suite (the table).
+3. `ablations`: the per-role AT-GRPO run with one knob changed (`ABLATIONS`: alpha 0, 0.5, 2; K 2, 8), seed 0 by
+   default, and the trained per-role policies swapped between the roles at evaluation.
+4. `report`: the tables (paired differences against trajectory GRPO with 95% intervals and p-values from
+   `pettingllms.eval.stats`) and the curves into the grouping section of `docs/results.md`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pettingllms.eval.markdown import replace_section
+from pettingllms.eval.stats import paired_comparison, seed_summary
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "runs" / "grouping"
+OUT = ROOT / "docs" / "results" / "grouping.json"
+START, END = "<!-- grouping:start -->", "<!-- grouping:end -->"
+ENV_ID = "plan-path-v0"
+TASKS = {
+    "7x7, 3 moves per turn": {"size": 7, "max_moves_per_turn": 3},
+    "7x7, 2 moves per turn": {"size": 7, "max_moves_per_turn": 2},
+}
+MAX_TURNS = 6
+BUDGETS = (250, 500, 1000, 2000, 4000)
+MAX_COMPLETION_TOKENS = 112  # the search program is ~90 tokens; answers stop at </answer>
+COMMON = [
+    "--scale_rewards", "none", "--learning_rate", "1e-4", "--num_generations", "4", "--temperature", "1.0",
+    "--max_completion_length", str(MAX_COMPLETION_TOKENS), "--per_device_train_batch_size", "32",
+    "--save_steps", "1", "--resume", "true", "--eval_every", "0", "--workflow", "mas", "--instances_per_step", "4",
+]  # fmt: skip
+METHODS = {
+    "at-grpo-per-role": ["--grouping", "agent_turn", "--policy_layout", "per_role"],
+    "at-grpo-shared": ["--grouping", "agent_turn", "--policy_layout", "shared"],
+    "trajectory-grpo": ["--grouping", "trajectory", "--policy_layout", "per_role"],
+    "agent-only": ["--grouping", "agent", "--policy_layout", "per_role"],
+    "turn-only": ["--grouping", "turn", "--policy_layout", "per_role"],
+    "turn-only+dr-mas": ["--grouping", "turn", "--policy_layout", "per_role", "--per_agent_advantages", "true"],
+    "anchor-state": ["--grouping", "anchor_state", "--policy_layout", "per_role"],
+    "trajectory-turn": ["--grouping", "trajectory_turn", "--policy_layout", "per_role"],
+    "trajectory-turn-summed": [
+        "--grouping", "trajectory_turn", "--policy_layout", "per_role", "--turn_baseline", "summed",
+    ],
+}  # fmt: skip
+"""Method -> trainer flags. The first five are the paper's comparison and ablations; the last four the newer
+credit-assignment options (pettingllms.trainers.advantages, pettingllms.rollout.grouping)."""
+REFERENCE = "trajectory-grpo"
+ABLATIONS = {
+    "alpha=0": ["--alpha", "0"],
+    "alpha=0.5": ["--alpha", "0.5"],
+    "alpha=2": ["--alpha", "2"],
+    "K=2": ["--num_generations", "2"],
+    "K=8": ["--num_generations", "8"],
+}
+"""Knobs changed from the per-role AT-GRPO run (alpha 1, K 4)."""
+WARM_START = {"workflow": "mas", "demos_per_role": 3200, "sft_steps": 400, "tool_programs": 0.4,
+              "program_bugs": 0.4, "eval_episodes": 0}  # fmt: skip
+
+
+class Study:
+    """Runs, evaluations and the rows file of one invocation."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.rows = json.loads(args.out.read_text()) if args.out.is_file() else []
+        self.env_kwargs = TASKS[args.task]
+
+    # ----------------------------------------------------------------- building blocks
+    def warm_start(self, env_kwargs: dict) -> Path:
+        from pettingllms.models.warmstart import ensure_tiny_model
+
+        tag = "group" + "_".join(str(v) for v in env_kwargs.values())
+        settings = {**WARM_START, "demos_per_role": self.args.demos_per_role}
+        if self.args.warm_start_steps is not None:
+            settings["sft_steps"] = self.args.warm_start_steps
+            tag += f"_{self.args.demos_per_role}d_{settings['sft_steps']}s"
+        return ensure_tiny_model(
+            ENV_ID, env_kwargs={**env_kwargs, "max_turns": MAX_TURNS}, tag=tag, **settings
+        )
+
+    def train(self, name: str, seed: int, flags: list[str]) -> Path:
+        """One run of `--budget` completions with a checkpoint every step (resumed, or skipped if finished)."""
+        from pettingllms.trainers.arguments import parse
+        from pettingllms.trainers.at_grpo import ATGRPOTrainer
+
+        folder = self.args.runs / name
+        argv = [
+            "--output_dir", str(folder), "--env_id", ENV_ID, "--env_kwargs", json.dumps(self.env_kwargs),
+            "--max_turns", str(MAX_TURNS),
+            "--model_name_or_path", str(self.warm_start(self.env_kwargs)), "--seed", str(seed),
+            "--max_steps", str(self.args.max_steps), "--max_completions", str(self.args.budget),
+            "--eval_episodes", "1", *COMMON, *flags,
+        ]  # fmt: skip
+        args = parse(argv)
+        if not _finished(folder / "metrics.jsonl", args.max_steps, args.max_completions):
+            started = time.perf_counter()
+            ATGRPOTrainer(args, log=print).train()
+            (folder / "wall_time_s.txt").write_text(f"{time.perf_counter() - started:.1f}\n")
+        return folder
+
+    def evaluate(self, policy: str, name: str, split: str, env_kwargs: dict | None = None) -> dict:
+        """`pettingllms-eval` of `policy` on the fixed suite of `split` (cached by name); its env result."""
+        from pettingllms.eval.cli import main as eval_main
+
+        output = self.args.runs / "eval" / f"{name}.json"
+        episodes = self.args.eval_episodes if split == "eval" else self.args.val_episodes
+        if not output.is_file():
+            output.parent.mkdir(parents=True, exist_ok=True)
+            kwargs = {**(env_kwargs or self.env_kwargs), "max_turns": MAX_TURNS}
+            argv = [
+                "--env", ENV_ID, "--policy", policy, "--workflow", "mas", "--episodes", str(episodes),
+                "--seed", "0", "--split", split, "--env_kwargs", json.dumps(kwargs),
+                "--max_new_tokens", str(MAX_COMPLETION_TOKENS), "--output", str(output), "--no_progress",
+            ]  # fmt: skip
+            if eval_main(argv) != 0:
+                raise RuntimeError(f"pettingllms-eval failed for {name}: {' '.join(argv)}")
+        return json.loads(output.read_text())["results"][ENV_ID]
+
+    def record(self, row: dict) -> None:
+        key = tuple(row.get(k) for k in ("part", "method", "seed", "budget", "split"))
+        self.rows = [
+            r
+            for r in self.rows
+            if tuple(r.get(k) for k in ("part", "method", "seed", "budget", "split")) != key
+        ]
+        self.rows.append(row)
+        self.args.out.parent.mkdir(parents=True, exist_ok=True)
+        self.args.out.write_text(json.dumps(self.rows, indent=1) + "\n")
+
+    def budget_rows(self, part: str, method: str, seed: int, folder: Path) -> None:
+        """Evaluate the run's checkpoints at every budget on the validation split, and its last on the suite."""
+        from pettingllms.runs.layout import RunLayout
+
+        layout = RunLayout(folder)
+        reached = _steps_at_budgets(folder / "metrics.jsonl", [b for b in BUDGETS if b <= self.args.budget])
+        for budget, (step, completions) in reached.items():
+            checkpoint = layout.checkpoint(step).folder
+            result = self.evaluate(str(checkpoint), f"{folder.name}_b{budget}_val", "val")
+            self.record(_row(part, method, seed, result, budget=budget, completions=completions, split="val"))
+        last = layout.latest_intact(log=print)
+        step, completions = _last_step(folder / "metrics.jsonl")
+        result = self.evaluate(str(last.folder), f"{folder.name}_final", "eval")
+        self.record(
+            _row(part, method, seed, result, budget=self.args.budget, completions=completions, split="eval")
+        )
+
+    # ----------------------------------------------------------------- parts
+    def choose_task(self) -> None:
+        for name, env_kwargs in TASKS.items():
+            team = self.warm_start(env_kwargs)
+            for policy, method in ((str(team), "untrained team"), ("oracle", "oracle team")):
+                label = name.replace(" ", "_").replace(",", "")
+                result = self.evaluate(policy, f"task_{label}_{method.split()[0]}", "val", env_kwargs)
+                self.record(
+                    _row("task", f"{method} ({name})", 0, result, budget=0, completions=0, split="val")
+                )
+
+    def curves(self) -> None:
+        for (
+            seed
+        ) in self.args.seeds:  # seed by seed: an interrupted study has every method for its first seeds
+            for method in self.args.methods:
+                folder = self.train(f"{method}_s{seed}", seed, METHODS[method])
+                self.budget_rows("curves", method, seed, folder)
+
+    def ablations(self) -> None:
+        base = METHODS["at-grpo-per-role"]
+        for seed in self.args.ablation_seeds:
+            for name, flags in ABLATIONS.items():
+                folder = self.train(f"ablation_{name.replace('=', '-')}_s{seed}", seed, [*base, *flags])
+                self.budget_rows("ablations", name, seed, folder)
+            self.swapped(seed)
+
+    def swapped(self, seed: int) -> None:
+        """The per-role run's trained policies swapped between the roles (the paper's "swap" ablation)."""
+        from pettingllms.runs.layout import RunLayout
+
+        folder = self.train(f"at-grpo-per-role_s{seed}", seed, METHODS["at-grpo-per-role"])
+        last = RunLayout(folder).latest_intact(log=print)
+        policy = f"tool={last.model('plan')},plan={last.model('tool')}"
+        result = self.evaluate(policy, f"{folder.name}_swapped", "eval")
+        _, completions = _last_step(folder / "metrics.jsonl")
+        self.record(_row("ablations", "roles swapped", seed, result, budget=self.args.budget,
+                         completions=completions, split="eval"))  # fmt: skip
+
+
+def _row(
+    part: str, method: str, seed: int, result: dict, *, budget: int, completions: int, split: str
+) -> dict:
+    return {
+        "part": part, "env": ENV_ID, "method": method, "seed": seed, "budget": budget, "split": split,
+        "sampled_completions": completions, "success_rate": result["success_rate"],
+        "interval_95": result.get("ci95"), "episodes": result["episodes"],
+        "episode_success": "".join(str(int(s)) for s in result["per_episode"]["success"]),
+    }  # fmt: skip
+
+
+def _metrics(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _steps_at_budgets(path: Path, budgets: list[int]) -> dict[int, tuple[int, int]]:
+    """budget -> (the first step whose sampled completions reached it, those completions)."""
+    reached = {}
+    for row in _metrics(path):
+        total = row.get("train/completions_total")
+        for budget in budgets:
+            if total is not None and total >= budget and budget not in reached:
+                reached[budget] = (row["step"], total)
+    return reached
+
+
+def _last_step(path: Path) -> tuple[int, int]:
+    rows = [row for row in _metrics(path) if "train/completions_total" in row]
+    return rows[-1]["step"], rows[-1]["train/completions_total"]
+
+
+def _finished(metrics_path: Path, max_steps: int, budget: int) -> bool:
+    if not metrics_path.is_file():
+        return False
+    rows = [row for row in _metrics(metrics_path) if "train/completions_total" in row]
+    return bool(rows) and (rows[-1]["step"] >= max_steps or rows[-1]["train/completions_total"] >= budget)
+
+
+# ----------------------------------------------------------------- the report
+def _successes(rows: list[dict], **match) -> dict[int, np.ndarray]:
+    """seed -> per-episode successes of the rows matching `match`."""
+    return {
+        row["seed"]: np.array([int(c) for c in row["episode_success"]], dtype=float)
+        for row in rows
+        if all(row.get(k) == v for k, v in match.items())
+    }
+
+
+def final_table(
+    rows: list[dict], methods: list[str], part: str = "curves", reference_method: str = REFERENCE
+) -> list[str]:
+    """Success on the evaluation suite per method, and its paired difference from `reference_method`'s main run
+    over the same episodes of the seeds both have (percentage points, bootstrap 95% interval, p-value)."""
+    lines = [
+        f"| method | success (eval suite), mean ± sd over seeds | seeds | minus {reference_method}, paired (95% CI) "
+        "| p |",
+        "|---|---|---|---|---|",
+    ]
+    reference = _successes(rows, part="curves", method=reference_method, split="eval")
+    for method in methods:
+        values = [
+            r["success_rate"]
+            for r in rows
+            if r["part"] == part and r["method"] == method and r["split"] == "eval"
+        ]
+        if not values:
+            continue
+        summary = seed_summary(values)
+        ours = _successes(rows, part=part, method=method, split="eval")
+        seeds = sorted(set(ours) & set(reference))
+        if (method, part) != (reference_method, "curves") and seeds:
+            comparison = paired_comparison(np.concatenate([ours[s] for s in seeds]),
+                                           np.concatenate([reference[s] for s in seeds]))  # fmt: skip
+            low, high = comparison["ci95"]
+            paired = f"{100 * comparison['difference']:+.1f} ({100 * low:+.1f}, {100 * high:+.1f})"
+            p_value = f"{comparison['p_value']:.3g}"
+        else:
+            paired, p_value = "—", "—"
+        spread = "" if summary["std"] is None else f" ± {100 * summary['std']:.1f}"
+        lines.append(
+            f"| {method} | {100 * summary['mean']:.1f}{spread} | {len(values)} | {paired} | {p_value} |"
+        )
+    return lines
+
+
+def curve_table(rows: list[dict], methods: list[str]) -> list[str]:
+    lines = ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |", "|---|" + "---|" * len(BUDGETS)]
+    for method in methods:
+        cells = []
+        for budget in BUDGETS:
+            values = [r["success_rate"] for r in rows if r["part"] == "curves" and r["method"] == method
+                      and r["split"] == "val" and r["budget"] == budget]  # fmt: skip
+            cells.append(f"{100 * np.mean(values):.1f} (n={len(values)})" if values else "—")
+        if any(cell != "—" for cell in cells):
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def plot_curves(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    for method in METHODS:
+        points = [(b, [r["success_rate"] for r in rows if r["part"] == "curves" and r["method"] == method
+                       and r["split"] == "val" and r["budget"] == b]) for b in BUDGETS]  # fmt: skip
+        points = [(b, v) for b, v in points if v]
+        if points:
+            means = [np.mean(v) for _, v in points]
+            axis.plot([b for b, _ in points], means, marker="o", label=method)
+    axis.set_xscale("log")
+    axis.set_xlabel("sampled completions")
+    axis.set_ylabel("greedy success, validation split")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
+    plot_curves(rows, args.out.with_name("grouping_curves.png"))
+    task = [
+        f"| {r['method']} | {100 * r['success_rate']:.1f} | {r['episodes']} |"
+        for r in rows
+        if r["part"] == "task"
+    ]
+    lines = [
+        START,
+        "## Grouping study: AT-GRPO against trajectory GRPO at equal samples",
+        "",
+        f"Task: `{ENV_ID}` with `{json.dumps(TASKS[args.task])}`, {MAX_TURNS} turns (`scripts/grouping_study.py`, "
+        "whose docstring says why this task should separate the groupings). Rows: `docs/results/grouping.json`.",
+        "",
+        "Task choice (validation split):",
+        "",
+        "| team | success % | episodes |",
+        "|---|---|---|",
+        *task,
+        "",
+        "Success on the evaluation suite after the whole budget, per method (paired over the same episodes):",
+        "",
+        *final_table(rows, list(METHODS)),
+        "",
+        "Validation success at each budget of sampled completions (mean over seeds):",
+        "",
+        *curve_table(rows, list(METHODS)),
+        "",
+        "![curves](results/grouping_curves.png)",
+        "",
+        "Ablations (per-role AT-GRPO with one knob changed; roles swapped at evaluation):",
+        "",
+        *final_table(
+            rows, [*ABLATIONS, "roles swapped"], part="ablations", reference_method="at-grpo-per-role"
+        ),
+        "",
+        "Regenerate: `.venv/bin/python scripts/grouping_study.py` (resumable; `--report` rebuilds this section).",
+        END,
+    ]
+    replace_section(results_md, START, END, "\n".join(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--parts", nargs="+", default=["task", "curves", "ablations"],
+                        choices=["task", "curves", "ablations"])  # fmt: skip
+    parser.add_argument("--task", default=next(iter(TASKS)), choices=list(TASKS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--ablation_seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--budget", type=int, default=BUDGETS[-1], help="sampled completions per run")
+    parser.add_argument("--max_steps", type=int, default=200, help="cap on optimizer steps per run")
+    parser.add_argument("--val_episodes", type=int, default=100, help="validation grids per curve point")
+    parser.add_argument("--eval_episodes", type=int, default=300, help="pettingllms-eval suite size")
+    parser.add_argument("--demos_per_role", type=int, default=WARM_START["demos_per_role"])
+    parser.add_argument("--warm_start_steps", type=int, default=None, help="SFT steps (default: the study's)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--runs", type=Path, default=RUNS)
+    parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
+    parser.add_argument("--report", action="store_true", help="only rebuild the report from --out")
+    args = parser.parse_args()
+    study = Study(args)
+    if not args.report:
+        parts = {"task": study.choose_task, "curves": study.curves, "ablations": study.ablations}
+        for part in args.parts:
+            parts[part]()
+            write_report(study.rows, args, args.results_md)
+    write_report(study.rows, args, args.results_md)
+    print(f"wrote {args.out} and the grouping section of {args.results_md}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

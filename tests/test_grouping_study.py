@@ -1,0 +1,44 @@
+"""The grouping study's bookkeeping (scripts/grouping_study.py): which checkpoint answers each budget, and the
+paired comparison in its table, against numbers worked by hand."""
+
+import json
+
+import pytest
+from scripts_loader import load_script
+
+
+@pytest.fixture(scope="module")
+def study():
+    return load_script("grouping_study")
+
+
+def test_each_budget_is_answered_by_the_first_step_that_reached_it(study, tmp_path):
+    metrics = tmp_path / "metrics.jsonl"
+    rows = [{"step": 0, "eval/success_rate": 0.1}] + [
+        {"step": step, "train/completions_total": total}
+        for step, total in ((1, 180), (2, 390), (3, 610), (4, 1020))
+    ]
+    metrics.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert study._steps_at_budgets(metrics, [250, 500, 1000, 2000]) == {
+        250: (2, 390),
+        500: (3, 610),
+        1000: (4, 1020),
+    }
+    assert study._last_step(metrics) == (4, 1020)
+    assert study._finished(metrics, max_steps=10, budget=1000) and not study._finished(metrics, 10, 2000)
+
+
+def row(method, seed, successes, part="curves"):
+    return {"part": part, "method": method, "seed": seed, "split": "eval", "budget": 4000,
+            "success_rate": sum(successes) / len(successes), "episode_success": "".join(map(str, successes))}  # fmt: skip
+
+
+def test_the_final_table_pairs_each_method_with_trajectory_grpo_on_the_same_episodes(study):
+    rows = [
+        row("trajectory-grpo", 0, [1, 0, 0, 0]), row("trajectory-grpo", 1, [0, 1, 0, 0]),
+        row("at-grpo-per-role", 0, [1, 1, 1, 0]), row("at-grpo-per-role", 1, [1, 1, 0, 1]),
+    ]  # fmt: skip
+    lines = study.final_table(rows, ["at-grpo-per-role", "trajectory-grpo"])
+    # seeds 0 and 1: 75% and 75% against 25% and 25%; paired over the 8 episodes: +50 points
+    assert lines[2].startswith("| at-grpo-per-role | 75.0 ± 0.0 | 2 | +50.0 (")
+    assert lines[3] == "| trajectory-grpo | 25.0 ± 0.0 | 2 | — | — |"
