@@ -343,8 +343,16 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         START,
         "## Grouping study: AT-GRPO against trajectory GRPO at equal samples",
         "",
-        f"Task: `{ENV_ID}` with `{json.dumps(TASKS[args.task])}`, {MAX_TURNS} turns (`scripts/grouping_study.py`, "
-        "whose docstring says why this task should separate the groupings). Rows: `docs/results/grouping.json`.",
+        f"Task: `{ENV_ID}` with `{json.dumps(TASKS[args.task])}`, {MAX_TURNS} turns; the team starts from a warm "
+        "start whose tool agent sometimes writes its search program (as in the miniature). Rows: "
+        "`docs/results/grouping.json`.",
+        "",
+        "Why this task should separate the groupings (written before the runs): in the miniature every instance is "
+        "solved in one turn once the tool agent writes its program, so a trajectory's return is one turn's outcome "
+        "and grouping by trajectory loses nothing. Here at most 3 moves are made per turn on grids whose paths take "
+        "7 or more, so every walk spans three turns or more: a trajectory's return sums turns in which a good "
+        "program ran and turns in which it did not, and the K episodes of an instance differ by several turns' "
+        "luck, while AT-GRPO compares K candidates from one state on what that turn itself earned.",
         "",
         "Task choice (validation split):",
         "",

@@ -178,3 +178,13 @@ def test_the_trainer_trains_both_parties_one_step(bargain_model, tmp_path, one_t
     assert all(
         row["reward"] == pytest.approx(row["reward_team"] + row["reward_local"]) for row in rows
     )  # alpha 1
+
+
+def test_paying_an_agent_that_is_not_in_the_episode_is_an_env_bug():
+    from pettingllms.core.env import StepOutcome
+
+    env = fresh()
+    raw = env.unwrapped
+    raw._act = lambda agent, action: StepOutcome(reward_local={"auctioneer": 1.0})  # a buggy env's step
+    with pytest.raises(ValueError, match=r"pays \['auctioneer'\], not in \['seller', 'buyer'\]"):
+        env.step("<answer>offer 50</answer>")

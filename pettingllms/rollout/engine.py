@@ -246,9 +246,8 @@ class RolloutEngine:
             )
         remaining = [0.0] * len(envs)
         to_go = []
-        for sample in reversed(
-            played.samples
-        ):  # play order: an episode's later steps come after its earlier ones
+        # samples are in play order (an episode's later steps after its earlier ones): sum them from the end
+        for sample in reversed(played.samples):
             remaining[sample.episode] += sample.step_reward
             to_go.append(dataclasses.replace(sample, reward=remaining[sample.episode]))
         return Rollout(to_go[::-1], played.episodes)
