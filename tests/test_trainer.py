@@ -464,3 +464,30 @@ def test_an_evaluation_shows_its_progress_unless_tqdm_is_disabled(tiny_model, tm
         trainer.close()
         err = capfd.readouterr().err
         assert ("evaluation, step 0" in err and "2/2" in err) is shown
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--grouping", "trajectory_turn", "--turn_baseline", "summed"),
+        ("--grouping", "trajectory_turn", "--drop_zero_variance_groups", "true"),
+        (
+            "--grouping",
+            "anchor_state",
+            "--per_agent_advantages",
+            "true",
+            "--drop_zero_variance_groups",
+            "true",
+        ),
+        ("--grouping", "turn", "--per_agent_advantages", "true", "--scale_rewards", "batch"),
+    ],
+)
+def test_the_credit_assignment_options_train_a_step(tiny_model, tmp_path, flags):
+    trainer = ATGRPOTrainer(args_for(tiny_model, tmp_path, "--max_steps", "1", *flags), log=lambda _: None)
+    trainer.train()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    trained = [row for row in rows if "train/groups" in row]
+    assert trainer.step == 1 and trained and trained[-1]["train/groups"] > 0
+    assert (
+        trained[-1]["train/groups_with_signal"] > 0
+    )  # the letters env's rewards vary: every option sees signal

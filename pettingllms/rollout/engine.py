@@ -271,7 +271,7 @@ class RolloutEngine:
             waiting = _waiting_by_agent(envs, active)
             active = [index for indices in waiting.values() for index in indices]
             for agent, indices in waiting.items():
-                steps = self._act(envs, [belongs[index] for index in indices], indices, agent, n, team_credit)
+                steps = self._act(envs, belongs, indices, agent, n, team_credit)
                 for index, step in zip(indices, steps, strict=True):
                     paid = {agent: float(step.committed.rewards[agent]), **_settled(envs[index], agent)}
                     samples.extend(_samples(step, self.agent_policy[agent], grouping, sum(paid.values())))
@@ -305,7 +305,8 @@ class RolloutEngine:
         stepped = self._step_all(acting, generations)
         credits = self._turn_credit(agent, stepped) if team_credit == "turn" else None
         committed = []
-        for position, (index, belong, copies) in enumerate(zip(indices, belongs, stepped, strict=True)):
+        for position, (index, copies) in enumerate(zip(indices, stepped, strict=True)):
+            belong = belongs[index]
             credit = None if credits is None else credits[position]
             scored = self._score(agent, generations[position], copies, credit)
             chosen = self._choose(agent, scored)
