@@ -21,7 +21,8 @@ Parts (rows in `docs/results/grouping.json`, one per method, seed, budget and sp
    every step; the checkpoint that first reached each of `BUDGETS` is evaluated greedily on `--val_episodes`
    validation grids (the curves), and the last one on the `--eval_episodes` evaluation suite (the table).
 3. `ablations`: the per-role AT-GRPO run with one knob changed (`ABLATIONS`: alpha 0, 0.5, 2; K 2, 8), seed 0 by
-   default, and the trained per-role policies swapped between the roles at evaluation.
+   default, each evaluated after the whole budget on the evaluation suite; and the trained per-role policies
+   swapped between the roles at evaluation.
 4. `report`: the tables (paired differences against trajectory GRPO with 95% intervals and p-values from
    `pettingllms.eval.stats`) and the curves into the grouping section of `docs/results.md`.
 """
@@ -163,8 +164,14 @@ class Study:
             checkpoint = layout.checkpoint(step).folder
             result = self.evaluate(str(checkpoint), f"{folder.name}_b{budget}_val", "val")
             self.record(_row(part, method, seed, result, budget=budget, completions=completions, split="val"))
-        last = layout.latest_intact(log=print)
-        step, completions = _last_step(folder / "metrics.jsonl")
+        self.final_row(part, method, seed, folder)
+
+    def final_row(self, part: str, method: str, seed: int, folder: Path) -> None:
+        """Evaluate the run's last checkpoint on the evaluation suite."""
+        from pettingllms.runs.layout import RunLayout
+
+        last = RunLayout(folder).latest_intact(log=print)
+        _, completions = _last_step(folder / "metrics.jsonl")
         result = self.evaluate(str(last.folder), f"{folder.name}_final", "eval")
         self.record(
             _row(part, method, seed, result, budget=self.args.budget, completions=completions, split="eval")
@@ -194,7 +201,7 @@ class Study:
         for seed in self.args.ablation_seeds:
             for name, flags in ABLATIONS.items():
                 folder = self.train(f"ablation_{name.replace('=', '-')}_s{seed}", seed, [*base, *flags])
-                self.budget_rows("ablations", name, seed, folder)
+                self.final_row("ablations", name, seed, folder)
             self.swapped(seed)
 
     def swapped(self, seed: int) -> None:
@@ -262,11 +269,11 @@ def final_table(
     rows: list[dict], methods: list[str], part: str = "curves", reference_method: str = REFERENCE
 ) -> list[str]:
     """Success on the evaluation suite per method, and its paired difference from `reference_method`'s main run
-    over the same episodes of the seeds both have (percentage points, bootstrap 95% interval, p-value)."""
+    over the same episodes of the seeds both have (`_paired_cell`)."""
     lines = [
-        f"| method | success (eval suite), mean ± sd over seeds | seeds | minus {reference_method}, paired (95% CI) "
-        "| p |",
-        "|---|---|---|---|---|",
+        f"| method | success (eval suite), mean ± sd over seeds | seeds | minus {reference_method}, paired (95% CI),"
+        " p; per seed |",
+        "|---|---|---|---|",
     ]
     reference = _successes(rows, part="curves", method=reference_method, split="eval")
     for method in methods:
@@ -278,20 +285,44 @@ def final_table(
         if not values:
             continue
         summary = seed_summary(values)
-        ours = _successes(rows, part=part, method=method, split="eval")
-        seeds = sorted(set(ours) & set(reference))
-        if (method, part) != (reference_method, "curves") and seeds:
-            comparison = paired_comparison(np.concatenate([ours[s] for s in seeds]),
-                                           np.concatenate([reference[s] for s in seeds]))  # fmt: skip
-            low, high = comparison["ci95"]
-            paired = f"{100 * comparison['difference']:+.1f} ({100 * low:+.1f}, {100 * high:+.1f})"
-            p_value = f"{comparison['p_value']:.3g}"
+        if (method, part) == (reference_method, "curves"):
+            paired = "—"
         else:
-            paired, p_value = "—", "—"
+            paired = _paired_cell(_successes(rows, part=part, method=method, split="eval"), reference)
         spread = "" if summary["std"] is None else f" ± {100 * summary['std']:.1f}"
-        lines.append(
-            f"| {method} | {100 * summary['mean']:.1f}{spread} | {len(values)} | {paired} | {p_value} |"
-        )
+        lines.append(f"| {method} | {100 * summary['mean']:.1f}{spread} | {len(values)} | {paired} |")
+    return lines
+
+
+def _paired_cell(ours: dict[int, np.ndarray], reference: dict[int, np.ndarray]) -> str:
+    """Paired difference over the episodes of the seeds both have (points, 95% CI, p) and each seed's own."""
+    seeds = sorted(set(ours) & set(reference))
+    if not seeds:
+        return "—"
+    comparison = paired_comparison(np.concatenate([ours[s] for s in seeds]),
+                                   np.concatenate([reference[s] for s in seeds]))  # fmt: skip
+    low, high = comparison["ci95"]
+    per_seed = ", ".join(f"{100 * (ours[s].mean() - reference[s].mean()):+.0f}" for s in seeds)
+    return (
+        f"{100 * comparison['difference']:+.1f} ({100 * low:+.1f}, {100 * high:+.1f}), "
+        f"p={comparison['p_value']:.2g}; seeds {per_seed}"
+    )
+
+
+def budget_table(rows: list[dict], methods: list[str], reference_method: str = REFERENCE) -> list[str]:
+    """At each budget on the validation split: every method minus `reference_method`, paired over the same
+    episodes of the seeds both have (points, bootstrap 95% interval, p-value), then each seed's difference."""
+    lines = ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |", "|---|" + "---|" * len(BUDGETS)]
+    for method in methods:
+        if method == reference_method:
+            continue
+        cells = [
+            _paired_cell(_successes(rows, part="curves", method=method, split="val", budget=budget),
+                         _successes(rows, part="curves", method=reference_method, split="val", budget=budget))
+            for budget in BUDGETS
+        ]  # fmt: skip
+        if any(cell != "—" for cell in cells):
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -367,6 +398,13 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         "Validation success at each budget of sampled completions (mean over seeds):",
         "",
         *curve_table(rows, list(METHODS)),
+        "",
+        "Each method minus trajectory GRPO at each budget, validation split: the paired difference in points over "
+        "the same grids of the seeds both have (bootstrap 95% interval, McNemar's exact p; the p-value treats the "
+        "grids of the 3 seeds as independent pairs), then each seed's own difference, whose spread is the "
+        "seed-to-seed variation the pooled interval does not include:",
+        "",
+        *budget_table(rows, list(METHODS)),
         "",
         "![curves](results/grouping_curves.png)",
         "",

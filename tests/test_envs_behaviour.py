@@ -61,20 +61,22 @@ def test_tool_code_runs_in_the_sandbox_and_the_plan_agent_sees_it():
 
 
 @needs_bwrap
-def test_a_tool_program_reads_the_board_on_stdin_and_the_warm_starts_bfs_solves_every_grid():
-    from pettingllms.models.tool_programs import BFS, BUGGY_BFS, as_tool_call
+@pytest.mark.parametrize("env_id", ["plan-path-v0", "sokoban-v0", "sudoku-v0"])
+def test_a_tool_program_reads_the_board_on_stdin_and_the_warm_starts_solver_solves_every_instance(env_id):
+    from pettingllms.models.tool_programs import PROGRAM_ENVS, PROGRAMS, as_tool_call
 
-    env = pettingllms.make("plan-path-v0")
-    solved = dict.fromkeys(["bfs", *BUGGY_BFS], 0)
+    assert env_id in PROGRAM_ENVS
+    programs = PROGRAMS[env_id]
+    env = pettingllms.make(env_id)
+    solved = dict.fromkeys(["correct", *programs.variants], 0)
     for seed in range(12):
-        for name, program in [("bfs", BFS), *BUGGY_BFS.items()]:
+        for name, program in [("correct", programs.correct), *programs.variants.items()]:
             env.reset(seed=seed)
             env.step(as_tool_call(program))
-            info = env.infos["tool"]
-            assert info["code_status"] == "ok"
+            assert env.infos["tool"]["code_status"] == "ok", (name, env.observe("plan"))
             solved[name] += "it would solve the puzzle" in env.observe("plan")
-    assert solved["bfs"] == 12  # the program computed every path from the map it read
-    assert all(solved[name] < 12 for name in BUGGY_BFS)  # each imperfect variant fails some grid
+    assert solved["correct"] == 12  # the program computed every solution from the board it read
+    assert all(solved[name] < 12 for name in programs.variants)  # each imperfect variant fails some instance
 
 
 @needs_bwrap

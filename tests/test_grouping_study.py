@@ -28,8 +28,8 @@ def test_each_budget_is_answered_by_the_first_step_that_reached_it(study, tmp_pa
     assert study._finished(metrics, max_steps=10, budget=1000) and not study._finished(metrics, 10, 2000)
 
 
-def row(method, seed, successes, part="curves"):
-    return {"part": part, "method": method, "seed": seed, "split": "eval", "budget": 4000,
+def row(method, seed, successes, part="curves", split="eval", budget=4000):
+    return {"part": part, "method": method, "seed": seed, "split": split, "budget": budget,
             "success_rate": sum(successes) / len(successes), "episode_success": "".join(map(str, successes))}  # fmt: skip
 
 
@@ -41,4 +41,21 @@ def test_the_final_table_pairs_each_method_with_trajectory_grpo_on_the_same_epis
     lines = study.final_table(rows, ["at-grpo-per-role", "trajectory-grpo"])
     # seeds 0 and 1: 75% and 75% against 25% and 25%; paired over the 8 episodes: +50 points
     assert lines[2].startswith("| at-grpo-per-role | 75.0 ± 0.0 | 2 | +50.0 (")
-    assert lines[3] == "| trajectory-grpo | 25.0 ± 0.0 | 2 | — | — |"
+    assert lines[2].endswith("; seeds +50, +50 |")
+    assert lines[3] == "| trajectory-grpo | 25.0 ± 0.0 | 2 | — |"
+
+
+def test_the_budget_table_pairs_each_method_at_each_budget_and_shows_every_seed(study):
+    rows = [
+        row("trajectory-grpo", 0, [0, 0, 0, 0], split="val", budget=500),
+        row("trajectory-grpo", 1, [1, 0, 0, 0], split="val", budget=500),
+        row("at-grpo-per-role", 0, [1, 1, 0, 0], split="val", budget=500),
+        row("at-grpo-per-role", 1, [1, 1, 1, 1], split="val", budget=500),
+        row("at-grpo-per-role", 0, [1, 1, 1, 1], split="val", budget=1000),  # no trajectory row at 1000
+    ]
+    lines = study.budget_table(rows, ["at-grpo-per-role", "trajectory-grpo"])
+    assert len(lines) == 3  # the header, its rule, and no row for the reference itself
+    cells = lines[2].strip("| ").split(" | ")
+    assert cells[0] == "at-grpo-per-role" and cells[1] == "—" and cells[3:] == ["—", "—", "—"]
+    # 6 of 8 against 1 of 8: +62.5 points; the 5 discordant pairs all favour AT-GRPO: McNemar p = 2 / 2^5
+    assert cells[2].startswith("+62.5 (") and cells[2].endswith("p=0.062; seeds +50, +75")

@@ -123,7 +123,7 @@ def test_demonstrations_stop_at_the_same_count_per_role():
     with pytest.raises(ValueError, match="fewer than per_role"):
         collect_demonstrations("plan-path-v0", range(2), np.random.default_rng(0), per_role=25)
     with pytest.raises(ValueError, match="no tool programs"):
-        collect_demonstrations("sokoban-v0", range(2), np.random.default_rng(0), tool_programs=0.5)
+        collect_demonstrations("math-v0", range(2), np.random.default_rng(0), tool_programs=0.5)
 
 
 def test_the_plan_agent_is_taught_to_keep_a_solving_proposal_and_to_solve_a_wrong_one_itself():
@@ -253,3 +253,18 @@ def test_a_build_that_reports_its_phases_shows_the_fine_tuning_progress_and_a_si
     assert "3/3" in shown and any("supervised fine-tuning, 3 steps" in line for line in lines)
     ensure_tiny_model("plan-path-v0", tag="silent", **options)
     assert "3/3" not in capfd.readouterr().err
+
+
+@needs_bwrap
+@pytest.mark.parametrize("env_id", ["sokoban-v0", "sudoku-v0"])
+def test_each_puzzles_tool_demonstrations_are_its_own_solver_and_its_variants(env_id):
+    from pettingllms.models.tool_programs import PROGRAMS, as_tool_call
+
+    programs = PROGRAMS[env_id]
+    demos = collect_demonstrations(
+        env_id, range(12), np.random.default_rng(0), tool_programs=1.0, program_bugs=0.5
+    )
+    tool = Counter(d.target for d in demos if d.agent == "tool")
+    assert as_tool_call(programs.correct) in tool
+    assert set(tool) <= {as_tool_call(p) for p in (programs.correct, *programs.variants.values())}
+    assert len(set(tool)) >= 3  # the correct solver and at least two of its three variants

@@ -5,8 +5,8 @@ it records `Demo(agent, prompt=str(env.observe(agent)), target)` and then steps 
 answer:
 
 - a `tool` agent's target is, with probability `tool_programs`, a program that computes the answer
-  (`pettingllms.models.tool_programs`: the BFS, or with probability `program_bugs` one of its imperfect
-  variants, uniformly), executed as written; otherwise the oracle's answer for the current state
+  (`pettingllms.models.tool_programs`: the env's solver, or with probability `program_bugs` one of its
+  imperfect variants, uniformly), executed as written; otherwise the oracle's answer for the current state
   (`env.unwrapped.solution()`), executed as is or, with probability `tool_noise`, as a perturbed copy
   (`perturb_answer`: one move dropped, or replaced by a different move);
 - any other agent's target is the tool's proposal of this turn, copied, when that proposal solves the puzzle
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from pettingllms.core.env import agent_role
-from pettingllms.models.tool_programs import BFS, BUGGY_BFS, PROGRAM_ENVS, as_tool_call
+from pettingllms.models.tool_programs import PROGRAM_ENVS, PROGRAMS, as_tool_call
 
 MOVES = ("U", "D", "L", "R")
 ENSEMBLE_DEMO_SIZES = (1, 2, 3, 5, 7)
@@ -195,10 +195,13 @@ def _demonstrate(
     """(target, executed answer) of one step (module docstring)."""
     if agent_role(agent) == "tool":
         if tool_programs > 0 and rng.random() < tool_programs:
+            programs = PROGRAMS[env.metadata["name"]]
             if rng.random() < program_bugs:
-                program = BUGGY_BFS[sorted(BUGGY_BFS)[int(rng.integers(len(BUGGY_BFS)))]]
+                program = programs.variants[
+                    sorted(programs.variants)[int(rng.integers(len(programs.variants)))]
+                ]
             else:
-                program = BFS
+                program = programs.correct
             call = as_tool_call(program)
             return call, call
         target = env.solution()
