@@ -7,11 +7,14 @@
         --runs /tmp/mini --out /tmp/mini/rows.json --results_md /tmp/mini/results.md   # smoke (tests/test_study_smoke.py)
     .venv/bin/python scripts/reproduce_miniature.py --report     # rebuild the tables and plots from the JSON
     .venv/bin/python scripts/reproduce_miniature.py --parts main --methods mas+trajectory-grpo  # rerun some rows
+    .venv/bin/python scripts/reproduce_miniature.py --env sokoban-v0          # another domain (DOMAINS)
+    .venv/bin/python scripts/reproduce_miniature.py --env sudoku-v0 --env_kwargs '{"size": 9}' --parts warmstart
+        # a candidate setting, compared with the domain's own on the validation split
 
 The miniature is built so that the paper's mechanism can exist: the team's tool agent can *compute*. Its warm
-start mixes programs (a compact BFS that reads the map on standard input, `pettingllms.models.tool_programs`,
-and imperfect variants of it) with direct answers, and the team's plan agent learns to keep a proposal that
-solves the grid and to answer from the map otherwise. The single agent cannot run code. Each workflow has its
+start mixes programs (a compact solver that reads the board on standard input, `pettingllms.models.tool_programs`:
+a BFS for plan-path and Sokoban, backtracking for Sudoku, and imperfect variants of each) with direct answers,
+and the team's plan agent learns to keep a proposal that solves the puzzle and to answer from the board otherwise. The single agent cannot run code. Each workflow has its
 own warm start with the same number of demonstrations per role (`TEAM_WARM_START`, `SINGLE_WARM_START`), and the
 same SFT steps per role.
 
@@ -19,10 +22,10 @@ Every run is a `pettingllms-train` run under `runs/miniature/`; every reported n
 (greedy, the same fixed evaluation-split suite for every row). Recipes were chosen, and the learning curves are
 drawn, on the validation split (`--eval_split val`), never on the reported suite. Parts:
 
-1. `warmstart`: before any RL, on `--val_episodes` validation grids: the single agent, the team, the team with an
-   oracle tool (the plan agent's ceiling: it must reach at least 90%), and what the tool agent writes (share of
-   programs, of correct BFS programs; greedy and sampled at the training temperature).
-2. `main` (`plan-path-v0`, 7x7: `ENV_KWARGS`): six rows x `--seeds` - `single` and `mas` (the warm starts, no RL),
+1. `warmstart`: before any RL, on `--val_episodes` validation instances: the single agent, the team, the team
+   with an oracle tool (the plan agent's ceiling: it must reach at least 90%), and what the tool agent writes
+   (share of programs, of the correct program; greedy and sampled at the training temperature).
+2. `main` (the domain's setting, `DOMAINS`: plan-path 7x7 by default): six rows x `--seeds` - `single` and `mas` (the warm starts, no RL),
    `single+grpo` (the plan agent alone, trajectory-grouped GRPO), `mas+trajectory-grpo` (the team,
    trajectory-grouped GRPO, one policy per role), `mas+at-grpo-shared` and `mas+at-grpo-per-role` (AT-GRPO with
    one shared policy or one per role). Every RL run samples `--budget` completions (`max_completions`: a run
@@ -32,17 +35,22 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
 4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`): the commit — greedy (the main
    run), random, random for the tool and greedy for the plan — and outcome-only rewards (`reward="outcome"`).
 
-Rows go to `docs/results/miniature.json` (`{"part", "env", "method", "seed", "success_rate", ...}`) after every
-run, so an interrupted study keeps what it finished; the tables, learning curves
-(`docs/results/miniature_curves.png`) and the commands go to the miniature section of `docs/results.md`.
+Rows go to `docs/results/miniature.json` (`{"part", "env", "env_kwargs", "method", "seed", "success_rate", ...}`)
+after every run, so an interrupted study keeps what it finished; each domain's tables, learning curves
+(`docs/results/miniature[_<env>]_curves.png`) and commands go to its own section of `docs/results.md`
+(`Domain.section`). Runs of plan-path's setting are under `runs/miniature/`, the others under
+`runs/miniature/<env id>[_<setting>]/`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,23 +60,53 @@ from pettingllms.eval.stats import paired_comparison, seed_summary
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "miniature"
 OUT = ROOT / "docs" / "results" / "miniature.json"
-START, END = "<!-- miniature:start -->", "<!-- miniature:end -->"
-ENV_ID = "plan-path-v0"
-ENV_KWARGS = {"size": 7}
-"""7x7 grids (shortest paths of 7 moves or more): on 5x5 the single agent's greedy guesses already solved 56% of
-the validation grids before RL (the paper's single agent: 5%), leaving little to learn but to copy."""
-MAX_COMPLETION_TOKENS = 112  # the BFS tool call is ~90 tokens; answers stop at </answer>
 COMMON = [
     "--scale_rewards", "none", "--learning_rate", "1e-4", "--num_generations", "4", "--temperature", "1.0",
-    "--max_completion_length", str(MAX_COMPLETION_TOKENS), "--per_device_train_batch_size", "32",
-    "--save_steps", "5", "--resume", "true", "--eval_split", "val",
+    "--per_device_train_batch_size", "32", "--save_steps", "5", "--resume", "true", "--eval_split", "val",
 ]  # fmt: skip
 DEMOS_PER_ROLE = 3200
-TEAM_WARM_START = {"env_kwargs": ENV_KWARGS, "workflow": "mas", "tag": "mini7", "demos_per_role": DEMOS_PER_ROLE, "sft_steps": 400,
-                   "tool_programs": 0.4, "program_bugs": 0.4, "eval_episodes": 0}  # fmt: skip
-SINGLE_WARM_START = {"env_kwargs": ENV_KWARGS, "workflow": "single", "tag": "mini7", "demos_per_role": DEMOS_PER_ROLE, "sft_steps": 200,
-                     "eval_episodes": 0}  # fmt: skip
+TEAM_WARM_START = {"workflow": "mas", "demos_per_role": DEMOS_PER_ROLE, "sft_steps": 400, "tool_programs": 0.4,
+                   "program_bugs": 0.4, "eval_episodes": 0}  # fmt: skip
+SINGLE_WARM_START = {
+    "workflow": "single",
+    "demos_per_role": DEMOS_PER_ROLE,
+    "sft_steps": 200,
+    "eval_episodes": 0,
+}
 """Two roles, twice the examples and twice the SFT steps: 4 passes over each role's demonstrations either way."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Domain:
+    """One environment of the miniature: its setting, the length budget of a completion, and the report's words."""
+
+    env_kwargs: Mapping[str, Any]
+    tag: str  # the warm starts' cache tag
+    max_completion_tokens: int  # the solver program's tool call fits, with room; answers stop at </answer>
+    instances: str  # what the report calls the instances ("grids")
+    section: str  # the marker name of its section in docs/results.md
+    paper: Mapping[str, str]  # the paper's figure (Qwen3-1.7B) per main row, where it reports one
+    why: str  # why this setting
+
+
+DOMAINS = {
+    "plan-path-v0": Domain(
+        {"size": 7}, "mini7", 112, "grids", "miniature",
+        {"single": "5", "single+grpo": "11", "mas": "10", "mas+at-grpo-shared": "96", "mas+at-grpo-per-role": "97"},
+        "7x7 grids (shortest paths of 7 moves or more): on 5x5 the single agent's greedy guesses already solved 56% "
+        "of the validation grids before RL (the paper's single agent: 5%), leaving little to learn but to copy.",
+    ),
+    "sokoban-v0": Domain(
+        {}, "minisoko", 320, "levels", "miniature-sokoban", {},
+        "The default levels (7x7, 2 boxes, solutions of 10 moves or more).",
+    ),
+    "sudoku-v0": Domain(
+        {}, "minisudoku", 400, "puzzles", "miniature-sudoku", {},
+        "The default 4x4 puzzles.",
+    ),
+}  # fmt: skip
+"""Env id -> its `Domain`; `--env` picks one and `--env_kwargs` may replace its setting (compared on the validation
+split by the `warmstart` part, whose rows record the setting)."""
 MAIN_ROWS = (
     "single",
     "single+grpo",
@@ -92,6 +130,8 @@ def method_flags(method: str) -> tuple[str, list[str]]:
     }[method]  # fmt: skip
 
 
+WARMSTART_CHECKS = ("single", "mas", "mas, oracle tool")
+"""The `warmstart` part's teams (besides what the tool agent writes)."""
 BASELINES = ("single", "single+grpo", "mas")
 """The paper's baselines (its main table): the best of them is what AT-GRPO is compared against, paired per
 episode. The team trained with trajectory-grouped GRPO (an ablation in the paper) is compared separately: it
@@ -110,6 +150,9 @@ class Study:
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.rows = json.loads(args.out.read_text()) if args.out.is_file() else []
+        self.env_id, self.domain = args.env, DOMAINS[args.env]
+        self.env_kwargs = setting(args)
+        self.runs = runs_folder(args)
 
     # ----------------------------------------------------------------- building blocks
     def warm_start(self, workflow: str) -> Path:
@@ -118,20 +161,23 @@ class Study:
         from pettingllms.models.warmstart import ensure_tiny_model
 
         settings = dict(TEAM_WARM_START if workflow == "mas" else SINGLE_WARM_START)
+        settings.update(env_kwargs=self.env_kwargs, tag=self.domain.tag + setting_suffix(self.args))
         if self.args.demos_per_role != DEMOS_PER_ROLE or self.args.warm_start_steps is not None:
             steps = self.args.warm_start_steps or settings["sft_steps"]
             settings.update(demos_per_role=self.args.demos_per_role, sft_steps=steps)
             settings["tag"] = f"{settings['tag']}_{self.args.demos_per_role}d_{steps}s"
-        return ensure_tiny_model(ENV_ID, **settings)
+        return ensure_tiny_model(self.env_id, **settings)
 
     def train(self, name: str, workflow: str, seed: int, flags: list[str], env_kwargs: dict) -> Path:
         """One training run (resumed if it has a checkpoint, skipped if finished); returns its folder."""
         from pettingllms.trainers.arguments import parse
         from pettingllms.trainers.at_grpo import ATGRPOTrainer
 
-        folder = self.args.runs / name
+        folder = self.runs / name
         argv = [
-            "--output_dir", str(folder), "--env_id", ENV_ID, "--env_kwargs", json.dumps({**ENV_KWARGS, **env_kwargs}),
+            "--output_dir", str(folder), "--env_id", self.env_id,
+            "--env_kwargs", json.dumps({**self.env_kwargs, **env_kwargs}),
+            "--max_completion_length", str(self.domain.max_completion_tokens),
             "--model_name_or_path", str(self.warm_start(workflow)), "--seed", str(seed),
             "--max_steps", str(self.args.max_steps), "--max_completions", str(self.args.budget),
             "--eval_every", str(self.args.curve_every),
@@ -149,23 +195,24 @@ class Study:
         `split`; returns its env result."""
         from pettingllms.eval.cli import main as eval_main
 
-        output = self.args.runs / "eval" / f"{name}.json"
+        output = self.runs / "eval" / f"{name}.json"
         episodes = self.args.eval_episodes if split == "eval" else self.args.val_episodes
         if not output.is_file():
             output.parent.mkdir(parents=True, exist_ok=True)
             argv = [
-                "--env", ENV_ID, "--policy", policy, "--workflow", workflow, "--episodes", str(episodes),
-                "--seed", "0", "--split", split, "--env_kwargs", json.dumps(ENV_KWARGS),
-                "--max_new_tokens", str(MAX_COMPLETION_TOKENS),
+                "--env", self.env_id, "--policy", policy, "--workflow", workflow, "--episodes", str(episodes),
+                "--seed", "0", "--split", split, "--env_kwargs", json.dumps(self.env_kwargs),
+                "--max_new_tokens", str(self.domain.max_completion_tokens),
                 "--output", str(output), "--no_progress",
             ]  # fmt: skip
             if eval_main(argv) != 0:
                 raise RuntimeError(f"pettingllms-eval failed for {name}: {' '.join(argv)}")
-        return json.loads(output.read_text())["results"][ENV_ID]
+        return json.loads(output.read_text())["results"][self.env_id]
 
     def record(self, row: dict) -> None:
-        key = (row["part"], row["env"], row["method"], row["seed"])
-        self.rows = [r for r in self.rows if (r["part"], r["env"], r["method"], r["seed"]) != key] + [row]
+        """Add `row` (this invocation's env and setting), replacing a row of the same part, method and seed."""
+        row = {**row, "env": self.env_id, "env_kwargs": dict(self.env_kwargs)}
+        self.rows = [r for r in self.rows if _key(r) != _key(row)] + [row]
         self.args.out.parent.mkdir(parents=True, exist_ok=True)
         self.args.out.write_text(json.dumps(self.rows, indent=1) + "\n")
 
@@ -181,6 +228,33 @@ class Study:
         result = self.evaluate(str(folder), workflow, name)
         self.record(_row(part, method, seed, result, folder))
 
+    def tool_completion_shares(self, model: Path) -> dict:
+        """What `model` writes as the tool agent on the first turn of `--val_episodes` validation instances: the
+        share of programs and of the exact correct solver program (`pettingllms.models.tool_programs`), greedy
+        and sampled (temperature 1, 4 samples per instance)."""
+        import pettingllms
+        from pettingllms.backends.base import SamplingConfig
+        from pettingllms.backends.hf import HFPolicy
+        from pettingllms.models.tool_programs import PROGRAMS, as_tool_call
+
+        env = pettingllms.make(self.env_id, workflow="mas", **self.env_kwargs)
+        prompts = []
+        for seed in range(self.args.val_episodes):
+            env.reset(seed=seed, options={"split": "val"})
+            prompts.append(str(env.observe("tool")))
+        env.close()
+        policy = HFPolicy.from_pretrained(model, seed=0, max_batch_rows=64)
+        correct = as_tool_call(PROGRAMS[self.env_id].correct).strip()
+        shares = {}
+        for label, temperature, n in (("greedy", 0.0, 1), ("sampled", 1.0, 4)):
+            sampling = SamplingConfig(
+                temperature=temperature, max_new_tokens=self.domain.max_completion_tokens, stop=("</answer>",)
+            )
+            texts = [g.text for group in policy.generate(prompts, n, sampling) for g in group]
+            shares[f"{label}_program_share"] = float(np.mean([t.lstrip().startswith("```") for t in texts]))
+            shares[f"{label}_correct_program_share"] = float(np.mean([t.strip() == correct for t in texts]))
+        return shares
+
     # ----------------------------------------------------------------- parts
     def warm_start_checks(self) -> None:
         """Part `warmstart` (module docstring), on the validation split."""
@@ -194,19 +268,19 @@ class Study:
             name = "val_" + method.replace(", ", "_").replace(" ", "_")
             result = self.evaluate(policy, workflow, name, split="val")
             self.record(_row("warmstart", method, 0, result, None))
-        self.record({"part": "warmstart", "env": ENV_ID, "method": "tool completions", "seed": 0,
-                     **tool_completion_shares(team, self.args.val_episodes)})  # fmt: skip
+        self.record({"part": "warmstart", "method": "tool completions", "seed": 0,
+                     **self.tool_completion_shares(team)})  # fmt: skip
 
     def tool_after_rl(self) -> None:
         """Part `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`)."""
         from pettingllms.runs.layout import RunLayout
 
         for seed in self.args.seeds:
-            folder = self.args.runs / f"main_mas+at-grpo-per-role_s{seed}"
+            folder = self.runs / f"main_mas+at-grpo-per-role_s{seed}"
             checkpoint = RunLayout(folder).latest_intact(log=lambda _: None) if folder.is_dir() else None
             if checkpoint is not None:
-                shares = tool_completion_shares(checkpoint.model("tool"), self.args.val_episodes)
-                self.record({"part": "mechanism", "env": ENV_ID, "method": "tool completions after AT-GRPO (per role)",
+                shares = self.tool_completion_shares(checkpoint.model("tool"))
+                self.record({"part": "mechanism", "method": "tool completions after AT-GRPO (per role)",
                              "seed": seed, **shares})  # fmt: skip
 
     def main_table(self) -> None:
@@ -233,37 +307,9 @@ class Study:
                     self.trained_row("ablations", name, seed, [*base, *flags], "mas", env_kwargs)
 
 
-def tool_completion_shares(model: Path, episodes: int) -> dict:
-    """What the team warm start's tool agent writes on the first turn of `episodes` validation grids: the share
-    of programs and of exact correct BFS programs, greedy and sampled (temperature 1, 4 samples per grid)."""
-    import pettingllms
-    from pettingllms.backends.base import SamplingConfig
-    from pettingllms.backends.hf import HFPolicy
-    from pettingllms.models.tool_programs import BFS, as_tool_call
-
-    env = pettingllms.make(ENV_ID, workflow="mas", **ENV_KWARGS)
-    prompts = []
-    for seed in range(episodes):
-        env.reset(seed=seed, options={"split": "val"})
-        prompts.append(str(env.observe("tool")))
-    env.close()
-    policy = HFPolicy.from_pretrained(model, seed=0, max_batch_rows=64)
-    shares = {}
-    for label, temperature, n in (("greedy", 0.0, 1), ("sampled", 1.0, 4)):
-        sampling = SamplingConfig(
-            temperature=temperature, max_new_tokens=MAX_COMPLETION_TOKENS, stop=("</answer>",)
-        )
-        texts = [g.text for group in policy.generate(prompts, n, sampling) for g in group]
-        shares[f"{label}_program_share"] = float(np.mean([t.lstrip().startswith("```") for t in texts]))
-        shares[f"{label}_correct_bfs_share"] = float(
-            np.mean([t.strip() == as_tool_call(BFS).strip() for t in texts])
-        )
-    return shares
-
-
 def _row(part: str, method: str, seed: int, result: dict, folder: Path | None) -> dict:
     row = {
-        "part": part, "env": ENV_ID, "method": method, "seed": seed, "success_rate": result["success_rate"],
+        "part": part, "method": method, "seed": seed, "success_rate": result["success_rate"],
         "episodes": result["episodes"], "interval_95": result.get("ci95"),
         "parse_error_rate": result.get("parse_error_rate"), "eval_wall_s": result.get("wall_time_s"),
     }  # fmt: skip
@@ -282,6 +328,33 @@ def _row(part: str, method: str, seed: int, result: dict, folder: Path | None) -
         row["train_wall_s"] = float(wall.read_text()) if wall.is_file() else None
         row["run"] = str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else str(folder)
     return row
+
+
+def setting(args: argparse.Namespace) -> dict[str, Any]:
+    """The env kwargs of this invocation: `--env_kwargs` when given, else the domain's."""
+    return dict(DOMAINS[args.env].env_kwargs if args.env_kwargs is None else json.loads(args.env_kwargs))
+
+
+def setting_suffix(args: argparse.Namespace) -> str:
+    """ "" for the domain's own setting, else `_k1-v1_k2-v2` (run folders and warm-start tags of a candidate)."""
+    kwargs = setting(args)
+    if kwargs == dict(DOMAINS[args.env].env_kwargs):
+        return ""
+    return "".join(f"_{key}-{value}" for key, value in sorted(kwargs.items()))
+
+
+def runs_folder(args: argparse.Namespace) -> Path:
+    """Where this invocation's runs go: `--runs` for plan-path's own setting (the study's first domain), else
+    `--runs/<env id><setting suffix>`."""
+    if args.env == "plan-path-v0" and not setting_suffix(args):
+        return args.runs
+    return args.runs / f"{args.env}{setting_suffix(args)}"
+
+
+def _key(row: dict) -> tuple:
+    """Rows are unique per (part, env, setting, method, seed)."""
+    kwargs = json.dumps(row.get("env_kwargs"), sort_keys=True)
+    return row["part"], row["env"], kwargs, row["method"], row["seed"]
 
 
 def _finished(metrics_path: Path, max_steps: int, budget: int) -> bool:
@@ -361,7 +434,7 @@ def steps(rows: list[dict], **match) -> str:
     return f"{np.mean(values):.1f}" if values else "0"
 
 
-def plot_curves(rows: list[dict], path: Path, args: argparse.Namespace) -> None:
+def plot_curves(rows: list[dict], path: Path, args: argparse.Namespace, domain: Domain) -> None:
     """Learning curves (validation success against sampled completions) of the main table's runs."""
     import matplotlib
 
@@ -380,62 +453,91 @@ def plot_curves(rows: list[dict], path: Path, args: argparse.Namespace) -> None:
         axis.plot(done, values.mean(0), marker="o", label=f"{method} (n={len(curves)})")
         axis.fill_between(done, values.min(0), values.max(0), alpha=0.15)
     axis.set_xlabel("sampled completions")
-    axis.set_ylabel(f"greedy success (%), {args.curve_episodes} validation grids")
-    axis.set_title(f"{ENV_ID} {json.dumps(ENV_KWARGS)}, budget {args.budget} (mean, min-max over seeds)")
+    axis.set_ylabel(f"greedy success (%), {args.curve_episodes} validation {domain.instances}")
+    axis.set_title(f"{args.env} {json.dumps(setting(args))}, budget {args.budget} (mean, min-max over seeds)")
     axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
 
 
-def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
-    curves = args.out.with_name("miniature_curves.png")
+def domain_rows(rows: list[dict], args: argparse.Namespace) -> list[dict]:
+    """The rows of `--env` in this invocation's setting (rows written before settings were recorded: the
+    domain's own setting)."""
+    own = dict(DOMAINS[args.env].env_kwargs)
+    return [r for r in rows if r["env"] == args.env and r.get("env_kwargs", own) == setting(args)]
+
+
+def setting_lines(rows: list[dict], args: argparse.Namespace) -> list[str]:
+    """The `warmstart` rows of every setting of `--env` that was tried (the choice on the validation split)."""
+    own = dict(DOMAINS[args.env].env_kwargs)
+    tried = {}
+    for row in rows:
+        if row["env"] == args.env and row["part"] == "warmstart" and "success_rate" in row:
+            tried.setdefault(json.dumps(row.get("env_kwargs", own), sort_keys=True), {})[row["method"]] = row
+    if len(tried) < 2:
+        return []
+    lines = ["", "Settings tried (validation split, greedy success %; the chosen one is the domain's):", "",
+             "| setting | single | mas | mas, oracle tool |", "|---|---|---|---|"]  # fmt: skip
+    for kwargs, found in tried.items():
+        cells = [f"{100 * found[m]['success_rate']:.1f}" if m in found else "—" for m in WARMSTART_CHECKS]
+        lines.append(f"| `{kwargs}` | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
+    domain = DOMAINS[args.env]
+    rows = domain_rows(all_rows, args)
+    suffix = "" if args.env == "plan-path-v0" else f"_{args.env}"
+    curves = args.out.with_name(f"miniature{suffix}{setting_suffix(args)}_curves.png")
     if any("curve" in r for r in rows if r["part"] == "main"):
-        plot_curves(rows, curves, args)
+        plot_curves(rows, curves, args, domain)
     checks = [r for r in rows if r["part"] == "warmstart"]
     main = [r for r in rows if r["part"] == "main"]
     ablations = [r for r in rows if r["part"] == "ablations"]
     runs = {r["run"]: r.get("train_wall_s") or 0.0 for r in rows if "run" in r}  # each run once
+    start, end = f"<!-- {domain.section}:start -->", f"<!-- {domain.section}:end -->"
+    units = domain.instances
     lines = [
-        START,
-        "## Miniature reproduction: MAS + AT-GRPO against single-agent and trajectory-GRPO baselines",
+        start,
+        f"## Miniature reproduction, `{args.env}`: MAS + AT-GRPO against single-agent and trajectory-GRPO baselines",
         "",
-        f"The built-in tiny model on CPU, `{ENV_ID}` with `{json.dumps(ENV_KWARGS)}`. The team's tool agent can run code: its warm start "
-        f"mixes a compact BFS program (reads the map on standard input) with imperfect variants and direct answers "
+        f"The built-in tiny model on CPU, `{args.env}` with `{json.dumps(setting(args))}` . {domain.why} The team's "
+        "tool agent can run code: its warm start mixes a compact solver program (`pettingllms.models.tool_programs`; "
+        "it reads the board on standard input) with imperfect variants and direct answers "
         f"(programs {TEAM_WARM_START['tool_programs']:.0%} of its demonstrations, {TEAM_WARM_START['program_bugs']:.0%} "
         "of them imperfect); the single agent cannot run code. Each workflow has its own warm start, "
         f"{DEMOS_PER_ROLE} demonstrations per role and {SINGLE_WARM_START['sft_steps']} SFT steps per role. Every RL "
         f"run stops at a budget of {args.budget} sampled completions (the step that reaches it completes), K=4, lr "
         "1e-4, `scale_rewards: none`, temperature 1.0. Success rate in % on "
-        f"{args.eval_episodes} evaluation-split grids (greedy, `pettingllms-eval`, the same suite for every row): mean "
+        f"{args.eval_episodes} evaluation-split {units} (greedy, `pettingllms-eval`, the same suite for every row): mean "
         "± sample std (ddof=1) over seeds, the seeds' 95% t-interval, n. Rows without RL are one deterministic model "
         "on one suite, so their seeds agree.",
         "",
-        "Regenerate: `.venv/bin/python scripts/reproduce_miniature.py` (resumable; rows in "
+        f"Regenerate: `.venv/bin/python scripts/reproduce_miniature.py --env {args.env}` (resumable; rows in "
         "`docs/results/miniature.json`, runs in `runs/miniature/`; `--report` rebuilds this section). Learning "
-        f"curves and every choice of recipe use the validation split ({args.curve_episodes} grids per point), never "
-        "the reported suite.",
+        f"curves and every choice of recipe use the validation split ({args.curve_episodes} {units} per point), "
+        "never the reported suite.",
+        *setting_lines(all_rows, args),
     ]
     if checks:
-        lines += ["", f"### Before RL (validation split, {args.val_episodes} grids, greedy)", "",
+        lines += ["", f"### Before RL (validation split, {args.val_episodes} {units}, greedy)", "",
                   "| warm start | success % |", "|---|---|"]  # fmt: skip
-        for method in ("single", "mas", "mas, oracle tool"):
+        for method in WARMSTART_CHECKS:
             lines.append(f"| {method} | {cell(checks, method=method)} |")
         shares = next(iter(matching(checks, method="tool completions")), None)
         if shares:
             lines += ["", "What the team's tool agent writes on the first turn: "
                       f"greedy, {100 * shares['greedy_program_share']:.0f}% programs "
-                      f"({100 * shares['greedy_correct_bfs_share']:.0f}% the correct BFS); sampled at temperature 1, "
-                      f"{100 * shares['sampled_program_share']:.0f}% programs "
-                      f"({100 * shares['sampled_correct_bfs_share']:.0f}% the correct BFS)."]  # fmt: skip
+                      f"({100 * shares['greedy_correct_program_share']:.0f}% the correct program); sampled at "
+                      f"temperature 1, {100 * shares['sampled_program_share']:.0f}% programs "
+                      f"({100 * shares['sampled_correct_program_share']:.0f}% the correct program)."]  # fmt: skip
     lines += ["", "### Main table", "",
               "| method | success % | sampled completions per run | optimizer steps | paper (Qwen3-1.7B) |",
               "|---|---|---|---|---|"]  # fmt: skip
-    paper = {"single": "5", "single+grpo": "11", "mas": "10", "mas+trajectory-grpo": "—",
-             "mas+at-grpo-shared": "96", "mas+at-grpo-per-role": "97"}  # fmt: skip
     for method in MAIN_ROWS:
         lines.append(f"| {method} | {cell(main, method=method)} | {budget(main, method=method)} "
-                     f"| {steps(main, method=method)} | {paper[method]} |")  # fmt: skip
+                     f"| {steps(main, method=method)} | {domain.paper.get(method, '—')} |")  # fmt: skip
     paired = paired_lines(main, ("mas+at-grpo-shared", "mas+at-grpo-per-role"), best_baseline(main))
     paired += paired_lines(main, ("mas+at-grpo-shared", "mas+at-grpo-per-role"), "mas+trajectory-grpo")
     if paired:
@@ -446,13 +548,13 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
                   "|---|---|---|---|---|---|", *paired]  # fmt: skip
     after = [r for r in rows if r["part"] == "mechanism"]
     if after:
-        greedy = span([100 * r["greedy_correct_bfs_share"] for r in after])
-        sampled = span([100 * r["sampled_correct_bfs_share"] for r in after])
-        lines += ["", f"After per-role AT-GRPO ({len(after)} seeds), the tool agent writes the correct BFS on the first "
-                  f"turn of {greedy}% of validation grids greedily and in {sampled}% of samples at temperature 1 "
-                  "(the warm start: see above)."]  # fmt: skip
+        greedy = span([100 * r["greedy_correct_program_share"] for r in after])
+        sampled = span([100 * r["sampled_correct_program_share"] for r in after])
+        lines += ["", f"After per-role AT-GRPO ({len(after)} seeds), the tool agent writes the correct program on the "
+                  f"first turn of {greedy}% of validation {units} greedily and in {sampled}% of samples at "
+                  "temperature 1 (the warm start: see above)."]  # fmt: skip
     if curves.is_file():
-        lines += ["", "![learning curves](results/miniature_curves.png)"]
+        lines += ["", f"![learning curves](results/{curves.name})"]
     if ablations:
         lines += ["", "### Ablations (`mas+at-grpo-per-role`, one knob at a time)", "",
                   "| knob | setting | success % | sampled completions per run |", "|---|---|---|---|"]  # fmt: skip
@@ -468,8 +570,8 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
     if runs:
         lines += ["", f"Wall time on this 2-core CPU: {sum(runs.values()) / 60:.1f} minutes of training over "
                   f"{len(runs)} runs ({np.mean(list(runs.values())):.0f} s per run)."]  # fmt: skip
-    lines += ["", END]
-    replace_section(results_md, START, END, "\n".join(lines))
+    lines += ["", end]
+    replace_section(results_md, start, end, "\n".join(lines))
 
 
 def main() -> int:
@@ -478,6 +580,9 @@ def main() -> int:
     )
     parser.add_argument("--parts", nargs="+", default=["warmstart", "main", "mechanism", "ablations"],
                         choices=["warmstart", "main", "mechanism", "ablations"], help="run in this order")  # fmt: skip
+    parser.add_argument("--env", default="plan-path-v0", choices=list(DOMAINS), help="the domain (DOMAINS)")
+    parser.add_argument("--env_kwargs", default=None,
+                        help="JSON env kwargs replacing the domain's setting (a candidate, compared by `warmstart`)")  # fmt: skip
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=list(MAIN_ROWS), choices=MAIN_ROWS,
                         help="the main table's rows to run (the others keep their recorded rows)")  # fmt: skip
@@ -485,9 +590,9 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=5000, help="sampled completions per training run")
     parser.add_argument("--max_steps", type=int, default=200, help="cap on optimizer steps per run")
     parser.add_argument("--curve_every", type=int, default=10, help="evaluate every N steps for the curves")
-    parser.add_argument("--curve_episodes", type=int, default=50, help="validation grids per curve point")
+    parser.add_argument("--curve_episodes", type=int, default=50, help="validation instances per curve point")
     parser.add_argument(
-        "--val_episodes", type=int, default=200, help="validation grids of the warm-start checks"
+        "--val_episodes", type=int, default=200, help="validation instances of the warm-start checks"
     )
     parser.add_argument("--eval_episodes", type=int, default=300, help="pettingllms-eval suite size")
     parser.add_argument("--out", type=Path, default=OUT)

@@ -84,29 +84,35 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     rows.append({"part": "warmstart", "env": "plan-path-v0", "method": "mas, oracle tool", "seed": 0,
                  "success_rate": 0.93})  # fmt: skip
     rows.append({"part": "warmstart", "env": "plan-path-v0", "method": "tool completions", "seed": 0,
-                 "greedy_program_share": 0.0, "greedy_correct_bfs_share": 0.0, "sampled_program_share": 0.4,
-                 "sampled_correct_bfs_share": 0.25})  # fmt: skip
+                 "greedy_program_share": 0.0, "greedy_correct_program_share": 0.0, "sampled_program_share": 0.4,
+                 "sampled_correct_program_share": 0.25})  # fmt: skip
     for seed, share in ((0, 0.97), (1, 0.99)):
         rows.append({"part": "mechanism", "env": "plan-path-v0", "method": "tool completions after AT-GRPO (per role)",
-                     "seed": seed, "greedy_program_share": 1.0, "greedy_correct_bfs_share": share,
-                     "sampled_program_share": 0.9, "sampled_correct_bfs_share": share - 0.1})  # fmt: skip
+                     "seed": seed, "greedy_program_share": 1.0, "greedy_correct_program_share": share,
+                     "sampled_program_share": 0.9, "sampled_correct_program_share": share - 0.1})  # fmt: skip
     args = argparse.Namespace(
-        budget=1600, eval_episodes=300, curve_episodes=50, val_episodes=200, out=tmp_path / "miniature.json"
+        budget=1600,
+        eval_episodes=300,
+        curve_episodes=50,
+        val_episodes=200,
+        out=tmp_path / "miniature.json",
+        env="plan-path-v0",
+        env_kwargs=None,
     )
     results_md = tmp_path / "results.md"
     results_md.write_text("# Results\n\nkept text\n")
     study.write_report(rows, args, results_md)
     study.write_report(rows, args, results_md)
     text = results_md.read_text()
-    assert text.count(study.START) == 1 and "kept text" in text
+    assert text.count("<!-- miniature:start -->") == 1 and "kept text" in text
     # sample std (ddof=1) 7.1; t-interval 45 ± 12.706 * 7.07 / sqrt(2) = 45 ± 63.5
     assert "| mas+at-grpo-per-role | 45.0 ± 7.1 [-18.5, 108.5] (n=2) | 1600 | 10.0 | 97 |" in text
     assert "| single | 30.0 ± 0.0 [30.0, 30.0] (n=2) | 0 (no RL) | 0 | 5 |" in text
     assert "| commit | random | 25.0 (n=1) | 1650 |" in text
     assert "| mas, oracle tool | 93.0 (n=1) |" in text
-    assert "sampled at temperature 1, 40% programs (25% the correct BFS)" in text
+    assert "sampled at temperature 1, 40% programs (25% the correct program)" in text
     assert (
-        "writes the correct BFS on the first turn of 97-99% of validation grids greedily and in 87-89%"
+        "writes the correct program on the first turn of 97-99% of validation grids greedily and in 87-89%"
         in text
     )
     # per episode (averaged over seeds): the team 1,1,1,1,0.5 against single 1,1,1,0,0: +15 points, two wins
@@ -128,3 +134,34 @@ def test_the_main_table_runs_only_the_rows_asked_for(study):
         ("mas", 1),
         ("mas+trajectory-grpo", 1, "per_role"),
     ]
+
+
+def test_each_domain_and_setting_has_its_own_runs_rows_and_report_section(study, tmp_path):
+    def args(env, env_kwargs=None):
+        return argparse.Namespace(env=env, env_kwargs=env_kwargs, runs=tmp_path / "runs", out=tmp_path / "rows.json",
+                                  budget=1600, eval_episodes=300, curve_episodes=50, val_episodes=200)  # fmt: skip
+
+    assert study.runs_folder(args("plan-path-v0")) == tmp_path / "runs"
+    assert study.runs_folder(args("plan-path-v0", '{"size": 7}')) == tmp_path / "runs"  # the domain's own
+    assert study.runs_folder(args("sudoku-v0", '{"size": 9}')) == tmp_path / "runs" / "sudoku-v0_size-9"
+    assert study.setting_suffix(args("sokoban-v0")) == ""
+    assert set(study.DOMAINS) == {"plan-path-v0", "sokoban-v0", "sudoku-v0"}
+
+    runner = study.Study(args("sudoku-v0"))
+    for kwargs, success in ((None, 0.2), ('{"size": 9}', 0.0)):
+        runner.args, runner.env_kwargs = args("sudoku-v0", kwargs), study.setting(args("sudoku-v0", kwargs))
+        runner.record({"part": "warmstart", "method": "mas", "seed": 0, "success_rate": success})
+    runner.args, runner.env_kwargs = args("sudoku-v0"), study.setting(args("sudoku-v0"))
+    runner.record({"part": "main", "method": "mas", "seed": 0, "success_rate": 0.4, "episodes": 300})
+    assert len(runner.rows) == 3  # one row per setting: the 9x9 candidate did not replace the default's
+    assert json.loads((tmp_path / "rows.json").read_text()) == runner.rows
+
+    results_md = tmp_path / "results.md"
+    results_md.write_text("<!-- miniature:start -->\nplan-path's section\n<!-- miniature:end -->\n")
+    study.write_report(runner.rows, args("sudoku-v0"), results_md)
+    text = results_md.read_text()
+    assert "plan-path's section" in text and text.count("<!-- miniature-sudoku:start -->") == 1
+    section = text.split("<!-- miniature-sudoku:start -->")[1]
+    assert "| `{}` | — | 20.0 | — |" in section and '| `{"size": 9}` | — | 0.0 | — |' in section
+    assert "| mas | 20.0 (n=1) |" in section  # before RL: the default setting's rows only
+    assert "| mas | 40.0 (n=1) |" in section
