@@ -268,3 +268,32 @@ def test_each_puzzles_tool_demonstrations_are_its_own_solver_and_its_variants(en
     assert as_tool_call(programs.correct) in tool
     assert set(tool) <= {as_tool_call(p) for p in (programs.correct, *programs.variants.values())}
     assert len(set(tool)) >= 3  # the correct solver and at least two of its three variants
+
+
+@needs_bwrap
+def test_math_demonstrations_show_the_problems_program_and_the_reasoner_copies_a_right_tool_answer():
+    from pettingllms.models.math_programs import write_program
+    from pettingllms.models.tool_programs import as_tool_call
+
+    demos = collect_demonstrations(
+        "math-v0", range(40), np.random.default_rng(0), tool_programs=0.6, program_bugs=0.3, plan_noise=0.6
+    )
+    programs = copied = 0
+    for demo in demos:
+        problem = demo.prompt.split("## Problem\n")[1].split("\n## ")[0]
+        if demo.agent == "tool" and demo.target.startswith("```python"):
+            programs += demo.target == as_tool_call(write_program(problem))
+        if demo.agent == "reasoner" and "The tool agent's answer" in demo.prompt:
+            shown = demo.prompt.split("## The tool agent's answer\n")[1].split("\n")[0]
+            copied += demo.target == f"\\boxed{{{shown}}}"
+    assert programs >= 5 and copied >= 3  # correct programs, and right tool answers copied on a later turn
+    assert {d.agent for d in demos} == {"reasoner", "tool"}
+
+
+def test_a_perturbed_math_answer_is_another_number():
+    from pettingllms.models.demos import perturb_number
+
+    rng = np.random.default_rng(0)
+    for answer in ("\\boxed{0}", "\\boxed{1}", "\\boxed{-\\frac{25}{4}}", "\\boxed{17303}"):
+        assert all(perturb_number(answer, rng) != answer for _ in range(30))
+    assert perturb_number("\\boxed{x}", rng) == "\\boxed{x}"

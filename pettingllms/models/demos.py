@@ -1,4 +1,4 @@
-"""Solver demonstrations for the supervised warm start of a model on a puzzle environment.
+"""Solver demonstrations for the supervised warm start of a model on a puzzle environment or `math-v0`.
 
 `collect_demonstrations` plays `pettingllms.make(env_id, workflow=...)` on training seeds. At every agent step
 it records `Demo(agent, prompt=str(env.observe(agent)), target)` and then steps the env with an *executed*
@@ -17,6 +17,12 @@ So the plan agent learns to keep a right proposal and to answer from the map whe
 (perturbed direct answers, buggy programs), and never to edit a right one; perturbed plan answers leave the
 puzzle unsolved, so later turns (with their "Last turn" report) appear too.
 
+`math-v0` (`MATH_ENV`) has no board: a `tool` program is written for the problem at hand
+(`pettingllms.models.math_programs.write_program`, or with probability `program_bugs` one of its `VARIANTS`),
+else the gold answer, perturbed with probability `tool_noise` (`perturb_number`); the `reasoner`'s target is the
+tool agent's latest answer when that answer is right, else the gold answer (the generator's exact one),
+perturbed with probability `plan_noise`.
+
 Everything random comes from the `numpy.random.Generator` passed in; the envs are seeded by their seeds.
 Perturbation assumes the answer is a space-separated list inside `<answer>...</answer>`; items outside
 `MOVES` (e.g. Sudoku placements) can only be dropped.
@@ -32,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from pettingllms.core.env import agent_role
+from pettingllms.models import math_programs
 from pettingllms.models.tool_programs import PROGRAM_ENVS, PROGRAMS, as_tool_call
 
 MOVES = ("U", "D", "L", "R")
@@ -40,6 +47,10 @@ ENSEMBLE_DEMO_SIZES = (1, 2, 3, 5, 7)
 TOOL_NOISE = 0.3
 PLAN_NOISE = 0.2
 _ANSWER = re.compile(r"^<answer>(.*)</answer>$", re.DOTALL)
+MATH_ENV = "math-v0"
+"""The env whose tool programs are written per problem (`pettingllms.models.math_programs`)."""
+DEMO_PROGRAM_ENVS = (*PROGRAM_ENVS, MATH_ENV)
+"""The environments whose tool agent can be shown programs (`tool_programs` > 0)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +86,24 @@ def perturb_answer(answer: str, rng: np.random.Generator) -> str:
     else:
         del items[index]
     return f"<answer>{' '.join(items)}</answer>"
+
+
+def perturb_number(answer: str, rng: np.random.Generator) -> str:
+    """A wrong copy of a math answer: its first number moved by 1 to 3 either way (e.g. `\\boxed{7}` to
+    `\\boxed{5}`; for a fraction, its numerator); text without a number is returned unchanged.
+
+    >>> perturb_number("\\boxed{-\\frac{25}{4}}", np.random.default_rng(0)) != "\\boxed{-\\frac{25}{4}}"
+    True
+    """
+    shift = int(rng.choice([-3, -2, -1, 1, 2, 3]))
+
+    def moved(match: re.Match) -> str:
+        number = int(match.group())
+        return str(
+            number + shift if number + shift > 0 else number + abs(shift)
+        )  # never itself, never signed
+
+    return re.sub(r"\d+", moved, answer, count=1)
 
 
 def collect_demonstrations(
@@ -165,8 +194,10 @@ def _check_demo_settings(
     ):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name}={value} must be in [0, 1]")
-    if tool_programs > 0 and env_id not in PROGRAM_ENVS:
-        raise ValueError(f"tool_programs needs one of {list(PROGRAM_ENVS)}; {env_id!r} has no tool programs")
+    if tool_programs > 0 and env_id not in DEMO_PROGRAM_ENVS:
+        raise ValueError(
+            f"tool_programs needs one of {list(DEMO_PROGRAM_ENVS)}; {env_id!r} has no tool programs"
+        )
     if per_role is not None and per_role < 1:
         raise ValueError(f"per_role={per_role} must be >= 1")
 
@@ -193,6 +224,9 @@ def _demonstrate(
     program_bugs: float,
 ) -> tuple[str, str]:
     """(target, executed answer) of one step (module docstring)."""
+    if env.metadata["name"] == MATH_ENV:
+        noise = tool_noise if agent_role(agent) == "tool" else plan_noise
+        return _demonstrate_math(env, agent, rng, noise, (tool_programs, program_bugs))
     if agent_role(agent) == "tool":
         if tool_programs > 0 and rng.random() < tool_programs:
             programs = PROGRAMS[env.metadata["name"]]
@@ -212,3 +246,25 @@ def _demonstrate(
     else:
         target = env.solution()
     return target, perturb_answer(target, rng) if rng.random() < plan_noise else target
+
+
+def _demonstrate_math(
+    env: Any, agent: str, rng: np.random.Generator, noise: float, programs: tuple[float, float]
+) -> tuple[str, str]:
+    """(target, executed answer) of one `math-v0` step (module docstring); `noise` is the agent's perturbation
+    probability, `programs` the (tool_programs, program_bugs) probabilities."""
+    tool_programs, program_bugs = programs
+    if agent_role(agent) == "tool":
+        if tool_programs > 0 and rng.random() < tool_programs:
+            program = math_programs.write_program(env.problem.problem)
+            if rng.random() < program_bugs:
+                variants = sorted(math_programs.VARIANTS)
+                program = math_programs.VARIANTS[variants[int(rng.integers(len(variants)))]](program)
+            call = as_tool_call(program)
+            return call, call
+        target = env.solution()
+        return target, perturb_number(target, rng) if rng.random() < noise else target
+    tool_answer = env.answers.get("tool")
+    right = tool_answer is not None and env.correct.get("tool")
+    target = f"\\boxed{{{tool_answer}}}" if right else env.solution()
+    return target, perturb_number(target, rng) if rng.random() < noise else target
