@@ -14,7 +14,8 @@
 The miniature is built so that the paper's mechanism can exist: the team's tool agent can *compute*. Its warm
 start mixes programs (a compact solver that reads the board on standard input, `pettingllms.models.tool_programs`:
 a BFS for plan-path and Sokoban, backtracking for Sudoku, and imperfect variants of each) with direct answers,
-and the team's plan agent learns to keep a proposal that solves the puzzle and to answer from the board otherwise. The single agent cannot run code. Each workflow has its
+and the team's plan agent learns to keep a proposal that solves the puzzle and to answer from the board
+otherwise. The single agent cannot run code. Each workflow has its
 own warm start with the same number of demonstrations per role (`TEAM_WARM_START`, `SINGLE_WARM_START`), and the
 same SFT steps per role.
 
@@ -25,12 +26,12 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
 1. `warmstart`: before any RL, on `--val_episodes` validation instances: the single agent, the team, the team
    with an oracle tool (the plan agent's ceiling: it must reach at least 90%), and what the tool agent writes
    (share of programs, of the correct program; greedy and sampled at the training temperature).
-2. `main` (the domain's setting, `DOMAINS`: plan-path 7x7 by default): six rows x `--seeds` - `single` and `mas` (the warm starts, no RL),
-   `single+grpo` (the plan agent alone, trajectory-grouped GRPO), `mas+trajectory-grpo` (the team,
-   trajectory-grouped GRPO, one policy per role), `mas+at-grpo-shared` and `mas+at-grpo-per-role` (AT-GRPO with
-   one shared policy or one per role). Every RL run samples `--budget` completions (`max_completions`: a run
-   stops after the step that reaches it), K=4 candidates or episodes per step, 8 instances per step for the team
-   and 16 for the single agent.
+2. `main` (the domain's setting, `DOMAINS`: plan-path 7x7 by default): six rows x `--seeds` - `single` and `mas`
+   (the warm starts, no RL), `single+grpo` (the plan agent alone, trajectory-grouped GRPO),
+   `mas+trajectory-grpo` (the team, trajectory-grouped GRPO, one policy per role), `mas+at-grpo-shared` and
+   `mas+at-grpo-per-role` (AT-GRPO with one shared policy or one per role). Every RL run samples `--budget`
+   completions (`max_completions`: a run stops after the step that reaches it), K=4 candidates or episodes per
+   step, 8 instances per step for the team and 16 for the single agent.
 3. `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`).
 4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`): the commit — greedy (the main
    run), random, random for the tool and greedy for the plan — and outcome-only rewards (`reward="outcome"`).
@@ -98,11 +99,13 @@ DOMAINS = {
     ),
     "sokoban-v0": Domain(
         {}, "minisoko", 320, "levels", "miniature-sokoban", {},
-        "The default levels (7x7, 2 boxes, solutions of 10 moves or more).",
+        "The env's default levels (7x7, 2 boxes, solutions of 10 moves or more); provisional until the "
+        "`warmstart` part has compared settings on the validation split.",
     ),
     "sudoku-v0": Domain(
         {}, "minisudoku", 400, "puzzles", "miniature-sudoku", {},
-        "The default 4x4 puzzles.",
+        "The env's default 4x4 puzzles; provisional until the `warmstart` part has compared settings on the "
+        "validation split.",
     ),
 }  # fmt: skip
 """Env id -> its `Domain`; `--env` picks one and `--env_kwargs` may replace its setting (compared on the validation
@@ -210,7 +213,7 @@ class Study:
         return json.loads(output.read_text())["results"][self.env_id]
 
     def record(self, row: dict) -> None:
-        """Add `row` (this invocation's env and setting), replacing a row of the same part, method and seed."""
+        """Add `row` (this invocation's env and setting), replacing a row of the same part, setting, method and seed."""
         row = {**row, "env": self.env_id, "env_kwargs": dict(self.env_kwargs)}
         self.rows = [r for r in self.rows if _key(r) != _key(row)] + [row]
         self.args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -299,7 +302,7 @@ class Study:
                 if not flags and not env_kwargs:  # the default setting: the main table's per-role run
                     self.trained_row("main", "mas+at-grpo-per-role", seed, base, "mas")
                     reference = next(
-                        r for r in self.rows
+                        r for r in domain_rows(self.rows, self.args)
                         if r["part"] == "main" and r["method"] == "mas+at-grpo-per-role" and r["seed"] == seed
                     )  # fmt: skip
                     self.record({**reference, "part": "ablations", "method": name})

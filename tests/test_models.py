@@ -123,7 +123,7 @@ def test_demonstrations_stop_at_the_same_count_per_role():
     with pytest.raises(ValueError, match="fewer than per_role"):
         collect_demonstrations("plan-path-v0", range(2), np.random.default_rng(0), per_role=25)
     with pytest.raises(ValueError, match="no tool programs"):
-        collect_demonstrations("math-v0", range(2), np.random.default_rng(0), tool_programs=0.5)
+        collect_demonstrations("bargain-v0", range(2), np.random.default_rng(0), tool_programs=0.5)
 
 
 def test_the_plan_agent_is_taught_to_keep_a_solving_proposal_and_to_solve_a_wrong_one_itself():
