@@ -30,8 +30,10 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
    (the warm starts, no RL), `single+grpo` (the plan agent alone, trajectory-grouped GRPO),
    `mas+trajectory-grpo` (the team, trajectory-grouped GRPO, one policy per role), `mas+at-grpo-shared` and
    `mas+at-grpo-per-role` (AT-GRPO with one shared policy or one per role). Every RL run samples `--budget`
-   completions (`max_completions`: a run stops after the step that reaches it), K=4 candidates or episodes per
-   step, 8 instances per step for the team and 16 for the single agent.
+   completions (the domain's `Domain.budget` by default: 5,000 for plan-path, where the team is at 98% by
+   1,000, and 2,500 for the others, to fit the CPU budget; `max_completions`: a run stops after the step that
+   reaches it), K=4 candidates or episodes per step, 8 instances per step for the team and 16 for the single
+   agent.
 3. `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`).
 4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`): the commit — greedy (the main
    run), random, random for the tool and greedy for the plan — and outcome-only rewards (`reward="outcome"`).
@@ -84,6 +86,7 @@ class Domain:
     env_kwargs: Mapping[str, Any]
     tag: str  # the warm starts' cache tag
     max_completion_tokens: int  # the solver program's tool call fits, with room; answers stop at </answer>
+    budget: int  # sampled completions per training run (`--budget` replaces it)
     instances: str  # what the report calls the instances ("grids")
     section: str  # the marker name of its section in docs/results.md
     paper: Mapping[str, str]  # the paper's figure (Qwen3-1.7B) per main row, where it reports one
@@ -92,20 +95,26 @@ class Domain:
 
 DOMAINS = {
     "plan-path-v0": Domain(
-        {"size": 7}, "mini7", 112, "grids", "miniature",
+        {"size": 7}, "mini7", 112, 5000, "grids", "miniature",
         {"single": "5", "single+grpo": "11", "mas": "10", "mas+at-grpo-shared": "96", "mas+at-grpo-per-role": "97"},
         "7x7 grids (shortest paths of 7 moves or more): on 5x5 the single agent's greedy guesses already solved 56% "
         "of the validation grids before RL (the paper's single agent: 5%), leaving little to learn but to copy.",
     ),
     "sokoban-v0": Domain(
-        {}, "minisoko", 320, "levels", "miniature-sokoban", {},
+        {}, "minisoko", 320, 2500, "levels", "miniature-sokoban", {},
         "The env's default levels (7x7, 2 boxes, solutions of 10 moves or more); provisional until the "
         "`warmstart` part has compared settings on the validation split.",
     ),
     "sudoku-v0": Domain(
-        {}, "minisudoku", 400, "puzzles", "miniature-sudoku", {},
+        {}, "minisudoku", 400, 2500, "puzzles", "miniature-sudoku", {},
         "The env's default 4x4 puzzles; provisional until the `warmstart` part has compared settings on the "
         "validation split.",
+    ),
+    "math-v0": Domain(
+        {"difficulty": 2}, "minimath", 96, 2500, "problems", "miniature-math", {},
+        "Generated problems of difficulty 2 (arithmetic, modular powers, counting, divisors, roots): a reasoner "
+        "must compute in its head what the tool agent's few-line program computes exactly; provisional until the "
+        "`warmstart` part has compared settings on the validation split.",
     ),
 }  # fmt: skip
 """Env id -> its `Domain`; `--env` picks one and `--env_kwargs` may replace its setting (compared on the validation
@@ -233,30 +242,59 @@ class Study:
 
     def tool_completion_shares(self, model: Path) -> dict:
         """What `model` writes as the tool agent on the first turn of `--val_episodes` validation instances: the
-        share of programs and of the exact correct solver program (`pettingllms.models.tool_programs`), greedy
-        and sampled (temperature 1, 4 samples per instance)."""
-        import pettingllms
+        share of programs and of the exact correct solver program (`pettingllms.models.demos.correct_program`),
+        greedy and sampled (temperature 1, 4 samples per instance)."""
         from pettingllms.backends.base import SamplingConfig
         from pettingllms.backends.hf import HFPolicy
-        from pettingllms.models.tool_programs import PROGRAMS, as_tool_call
 
-        env = pettingllms.make(self.env_id, workflow="mas", **self.env_kwargs)
-        prompts = []
-        for seed in range(self.args.val_episodes):
-            env.reset(seed=seed, options={"split": "val"})
-            prompts.append(str(env.observe("tool")))
-        env.close()
         policy = HFPolicy.from_pretrained(model, seed=0, max_batch_rows=64)
-        correct = as_tool_call(PROGRAMS[self.env_id].correct).strip()
+        prompts, correct, stop = self.first_tool_prompts(policy)
         shares = {}
         for label, temperature, n in (("greedy", 0.0, 1), ("sampled", 1.0, 4)):
             sampling = SamplingConfig(
-                temperature=temperature, max_new_tokens=self.domain.max_completion_tokens, stop=("</answer>",)
+                temperature=temperature, max_new_tokens=self.domain.max_completion_tokens, stop=stop
             )
-            texts = [g.text for group in policy.generate(prompts, n, sampling) for g in group]
-            shares[f"{label}_program_share"] = float(np.mean([t.lstrip().startswith("```") for t in texts]))
-            shares[f"{label}_correct_program_share"] = float(np.mean([t.strip() == correct for t in texts]))
+            groups = policy.generate(prompts, n, sampling)
+            texts = [(g.text, right) for group, right in zip(groups, correct) for g in group]
+            shares[f"{label}_program_share"] = float(
+                np.mean([t.lstrip().startswith("```") for t, _ in texts])
+            )
+            shares[f"{label}_correct_program_share"] = float(np.mean([t.strip() == r for t, r in texts]))
         return shares
+
+    def first_tool_prompts(self, policy: Any) -> tuple[list[str], list[str], tuple[str, ...]]:
+        """(the tool agent's first prompt, its correct tool call) per validation instance, and the env's stop
+        strings. Agents that act before the tool agent in a turn (`math-v0`'s reasoner) answer greedily with
+        `policy`; instances are replayed from their seeds, so one env serves them all."""
+        import pettingllms
+        from pettingllms.backends.base import SamplingConfig
+        from pettingllms.models.demos import correct_program
+        from pettingllms.models.tool_programs import as_tool_call
+
+        env = pettingllms.make(self.env_id, workflow="mas", **self.env_kwargs)
+        stop = tuple(env.unwrapped.STOP_STRINGS)
+        greedy = SamplingConfig(temperature=0.0, max_new_tokens=self.domain.max_completion_tokens, stop=stop)
+        answers: list[list[str]] = [[] for _ in range(self.args.val_episodes)]
+        for _ in env.possible_agents:  # each pass lets one more agent of the first turn answer
+            prompts, correct, pending = [], [], []
+            for seed, before in enumerate(answers):
+                env.reset(seed=seed, options={"split": "val"})
+                for text in before:
+                    env.step(text)
+                if env.agent_selection == "tool":
+                    prompts.append(str(env.observe("tool")))
+                    correct.append(as_tool_call(correct_program(env.unwrapped)).strip())
+                else:
+                    pending.append((seed, str(env.observe(env.agent_selection))))
+            if not pending:
+                env.close()
+                return prompts, correct, stop
+            groups = policy.generate([prompt for _, prompt in pending], 1, greedy)
+            for (seed, _), [generation] in zip(pending, groups):
+                answers[seed].append(generation.text)
+        raise RuntimeError(
+            f"{self.env_id}: the tool agent does not act in the first turn; no prompts to measure"
+        )
 
     # ----------------------------------------------------------------- parts
     def warm_start_checks(self) -> None:
@@ -577,6 +615,58 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
     replace_section(results_md, start, end, "\n".join(lines))
 
 
+SHARING_SECTION = "miniature-sharing"
+PAPER_SHARING = {"plan-path-v0": "+1 (97 against 96)"}
+"""The paper's per-role minus shared figure (Qwen3-1.7B) per domain, where it reports both."""
+
+
+def sharing_lines(all_rows: list[dict]) -> list[str]:
+    """Markdown rows, one per domain with both AT-GRPO layouts in its main table (the domain's own setting):
+    per-role minus shared, paired per suite episode (each averaged over the seeds both layouts ran), and the
+    per-seed differences."""
+    lines = []
+    for env_id, domain in DOMAINS.items():
+        rows = [r for r in all_rows if r["env"] == env_id and r["part"] == "main"
+                and r.get("env_kwargs", dict(domain.env_kwargs)) == dict(domain.env_kwargs)]  # fmt: skip
+        by_seed = {m: {r["seed"]: r for r in matching(rows, method=m) if "episode_success" in r}
+                   for m in ("mas+at-grpo-per-role", "mas+at-grpo-shared")}  # fmt: skip
+        seeds = sorted(set(by_seed["mas+at-grpo-per-role"]) & set(by_seed["mas+at-grpo-shared"]))
+        if not seeds:
+            continue
+        per_role, shared = (
+            [[int(c) for c in by_seed[m][s]["episode_success"]] for s in seeds] for m in by_seed
+        )
+        result = paired_comparison(np.mean(per_role, axis=0), np.mean(shared, axis=0))
+        low, high = result["ci95"]
+        success = {m: [by_seed[m][s]["success_rate"] for s in seeds] for m in by_seed}
+        differences = ", ".join(
+            f"{100 * (a - b):+.0f}"
+            for a, b in zip(success["mas+at-grpo-per-role"], success["mas+at-grpo-shared"])
+        )
+        lines.append(
+            f"| `{env_id}` | {100 * np.mean(per_role):.1f} | {100 * np.mean(shared):.1f} | "
+            f"{100 * result['difference']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | {result['p_value']:.2g} | "
+            f"{len(seeds)}: {differences} | {PAPER_SHARING.get(env_id, '—')} |"
+        )
+    return lines
+
+
+def write_sharing_report(all_rows: list[dict], results_md: Path) -> None:
+    """The role-sharing table across the domains (its own section of `results_md`)."""
+    start, end = f"<!-- {SHARING_SECTION}:start -->", f"<!-- {SHARING_SECTION}:end -->"
+    lines = [
+        start, "## Role sharing against role specialization, per domain (miniature)", "",
+        "Per-role AT-GRPO minus shared AT-GRPO on each domain's evaluation suite (its main table above): success "
+        "in %, the paired difference in points with its 95% bootstrap interval and McNemar's or the sign-flip "
+        "test's p (each episode averaged over the seeds), and each seed's difference. The paper finds "
+        "specialization helps where the roles differ (coding) and sharing can help where they overlap (math); "
+        "the miniature has no coding domain.", "",
+        "| domain | per-role | shared | per-role minus shared (95% CI) | p | seeds: differences | paper |",
+        "|---|---|---|---|---|---|---|", *sharing_lines(all_rows), "", end,
+    ]  # fmt: skip
+    replace_section(results_md, start, end, "\n".join(lines))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -590,7 +680,8 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", default=list(MAIN_ROWS), choices=MAIN_ROWS,
                         help="the main table's rows to run (the others keep their recorded rows)")  # fmt: skip
     parser.add_argument("--ablation_seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--budget", type=int, default=5000, help="sampled completions per training run")
+    parser.add_argument("--budget", type=int, default=None,
+                        help="sampled completions per training run (default: the domain's, DOMAINS)")  # fmt: skip
     parser.add_argument("--max_steps", type=int, default=200, help="cap on optimizer steps per run")
     parser.add_argument("--curve_every", type=int, default=10, help="evaluate every N steps for the curves")
     parser.add_argument("--curve_episodes", type=int, default=50, help="validation instances per curve point")
@@ -612,6 +703,7 @@ def main() -> int:
         help="SFT steps of both warm starts (default: the study's)",
     )
     args = parser.parse_args()
+    args.budget = DOMAINS[args.env].budget if args.budget is None else args.budget
     study = Study(args)
     if not args.report:
         started = time.perf_counter()
@@ -626,6 +718,7 @@ def main() -> int:
             write_report(study.rows, args, args.results_md)
         print(f"study finished in {(time.perf_counter() - started) / 60:.1f} minutes")
     write_report(study.rows, args, args.results_md)
+    write_sharing_report(study.rows, args.results_md)
     print(f"wrote {args.out} and the miniature section of {args.results_md}")
     return 0
 

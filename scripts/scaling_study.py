@@ -1,22 +1,28 @@
 """The paper's scaling study in miniature: team size and reward shaping, tiny model, CPU, 3 seeds.
 
     .venv/bin/python scripts/scaling_study.py                 # everything (resumes finished and killed runs)
-    .venv/bin/python scripts/scaling_study.py --sizes 1 2 --seeds 0 --steps 4 --eval_episodes 20   # a short run
-    .venv/bin/python scripts/scaling_study.py --sizes 1 --seeds 0 --steps 1 --budget 2 --eval_episodes 2 \
+    .venv/bin/python scripts/scaling_study.py --sizes 1 2 --seeds 0 --budget 600 --eval_episodes 20  # a short run
+    .venv/bin/python scripts/scaling_study.py --sizes 1 --seeds 0 --budget 2 --eval_episodes 2 \
         --model_name_or_path MODEL --runs /tmp/scaling --out /tmp/scaling/rows.json --results_md /tmp/results.md  # smoke
 
-Two parts, on `plan-path-v0`:
+On the miniature's task (`plan-path-v0`, 7x7 grids: `SETTING`), where the two-agent team is known to learn (from
+14% to 98% of the validation grids within ~1,000 sampled completions, `docs/results.md`, "Miniature
+reproduction"), two parts:
 
 1. Team size: `workflow="ensemble"` with N = 1, 2, 3, 5, 7 agents (N - 1 tool proposers sharing one policy, and the
-   aggregator with its own), the same warm-started tiny model for every N (its demonstrations cover every size),
-   evaluated before AT-GRPO (the untrained team) and after `--steps` steps at an equal budget of sampled
-   completions: `instances_per_step = round(budget / N)`, so instances x agents per step stays ~`budget`.
-2. Reward: the two-agent team (`workflow="mas"`: tool + plan, per-role policies) with shaped rewards against
-   `reward="outcome"` (local rewards zeroed, only the team's success reward).
+   aggregator with its own), all starting from one warm start whose demonstrations cover every size and mix
+   solver programs into the tool agents' answers as the miniature's do (`WARM_START`), evaluated before AT-GRPO
+   (the untrained team) and after an equal budget of `--budget` sampled completions (`max_completions`; the step
+   that reaches it completes), with ~`--agent_instances` instance-agents per step (`instances_per_step =
+   round(agent_instances / N)`).
+2. Reward: the two-agent team (N = 2) with `reward="outcome"` (local rewards zeroed, only the team's success
+   reward) beside its shaped row of part 1.
 
-Every run is a `pettingllms-train` run under `runs/scaling/` (checkpoints every 5 steps, resumed if killed); rows go
-to `docs/results/scaling.json` as `{"env", "num_agents", "method", "reward", "seed", "success_rate", ...}`, the plot
-to `docs/results/scaling.png`, and the tables to the scaling section of `docs/results.md`.
+Every run is a `pettingllms-train` run under `runs/scaling/` (checkpoints every 5 steps, resumed if killed); its
+evaluations are the trainer's own on the evaluation split (the same suite as `pettingllms-eval`). Rows go to
+`docs/results/scaling.json` as `{"env", "env_kwargs", "num_agents", "method", "reward", "seed", "success_rate",
+...}` after every run (rows of other settings, from before the rerun, are dropped), the plot to
+`docs/results/scaling.png`, and the tables to the scaling section of `docs/results.md`.
 """
 
 from __future__ import annotations
@@ -32,24 +38,23 @@ from pettingllms.eval.stats import seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "plan-path-v0"
+SETTING = {"size": 7}
 START, END = "<!-- scaling:start -->", "<!-- scaling:end -->"
-EVAL_BUDGET = 128
-"""Completion tokens of an evaluation step: the budget the committed rows were measured at (the evaluation budget of
-the puzzles before evaluations followed the training budget)."""
+WARM_START = {"workflow": "ensemble", "demos_per_role": 3200, "sft_steps": 400, "tool_programs": 0.4,
+              "program_bugs": 0.4, "eval_episodes": 0, "tag": "scale7"}  # fmt: skip
+"""The team warm start of the miniature (`scripts/reproduce_miniature.py`, `TEAM_WARM_START`), for ensembles."""
+MAX_COMPLETION_TOKENS = 112
+"""The miniature's plan-path budget: the solver program's tool call fits, with room."""
 
 
-def run_args(
-    name: str,
-    seed: int,
-    steps: int,
-    eval_episodes: int,
-    extra: list[str],
-    runs: Path = ROOT / "runs" / "scaling",
-) -> list[str]:
+def run_args(name: str, seed: int, args: argparse.Namespace, extra: list[str]) -> list[str]:
     return [
-        "--output_dir", str(runs / name), "--env_id", ENV_ID, "--seed", str(seed),
-        "--max_steps", str(steps), "--eval_episodes", str(eval_episodes), "--save_steps", "5", "--resume", "true",
-        "--eval_max_completion_length", str(EVAL_BUDGET), *extra,
+        "--output_dir", str(args.runs / name), "--env_id", ENV_ID, "--seed", str(seed),
+        "--max_steps", str(args.max_steps), "--max_completions", str(args.budget),
+        "--eval_episodes", str(args.eval_episodes), "--save_steps", "5", "--resume", "true",
+        "--max_completion_length", str(MAX_COMPLETION_TOKENS), "--scale_rewards", "none",
+        "--learning_rate", "1e-4", "--temperature", "1.0", "--per_device_train_batch_size", "32",
+        "--eval_every", "0", *extra,
     ]  # fmt: skip
 
 
@@ -60,15 +65,12 @@ def train(argv: list[str]) -> dict:
 
     args = parse(argv)
     metrics_path = Path(args.output_dir) / "metrics.jsonl"
-    if not _finished(metrics_path, args.max_steps):
+    if not _finished(metrics_path):
         ATGRPOTrainer(args, log=print).train()
     rows = [json.loads(line) for line in metrics_path.read_text().splitlines()]
-    before = next(r["eval/success_rate"] for r in rows if r["step"] == 0)
-    after = next(
-        r["eval/success_rate"] for r in rows if r["step"] == args.max_steps and "eval/success_rate" in r
-    )
-    completions = sum(r.get("train/groups", 0) for r in rows) * args.num_generations
-    return {"before": before, "after": after, "sampled_completions": completions, "steps": args.max_steps,
+    evaluations = [r for r in rows if "eval/success_rate" in r]
+    return {"before": evaluations[0]["eval/success_rate"], "after": evaluations[-1]["eval/success_rate"],
+            "sampled_completions": rows[-1].get("train/completions_total", 0), "steps": rows[-1]["step"],
             "instances_per_step": args.instances_per_step, "run": _shown_path(Path(args.output_dir))}  # fmt: skip
 
 
@@ -78,11 +80,31 @@ def _shown_path(folder: Path) -> str:
     return str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else str(folder)
 
 
-def _finished(metrics_path: Path, max_steps: int) -> bool:
+def _finished(metrics_path: Path) -> bool:
+    """Whether the run's log ends with its final evaluation (the trainer evaluates once more when it stops)."""
     if not metrics_path.is_file():
         return False
     rows = [json.loads(line) for line in metrics_path.read_text().splitlines()]
-    return any(r["step"] == max_steps and "eval/success_rate" in r for r in rows)
+    return bool(rows) and rows[-1].get("step", 0) > 0 and "eval/success_rate" in rows[-1]
+
+
+def load_rows(path: Path) -> list[dict]:
+    """The recorded rows of this study's setting (rows of the study before its rerun are dropped)."""
+    rows = json.loads(path.read_text()) if path.is_file() else []
+    return [r for r in rows if r.get("env_kwargs") == SETTING]
+
+
+def record(rows: list[dict], new: list[dict], path: Path) -> list[dict]:
+    """`rows` with `new` in place of rows of the same team size, reward, seed and method; written to `path`."""
+
+    def key(row: dict) -> tuple:
+        return row["num_agents"], row["reward"], row["seed"], row["method"]
+
+    keys = {key(row) for row in new}
+    rows = [row for row in rows if key(row) not in keys] + new
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
 
 
 def main() -> int:
@@ -91,46 +113,51 @@ def main() -> int:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 3, 5, 7])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--budget", type=int, default=16, help="instances x agents per step")
-    parser.add_argument("--eval_episodes", type=int, default=100)
+    parser.add_argument("--budget", type=int, default=2500, help="sampled completions per run")
+    parser.add_argument("--max_steps", type=int, default=200, help="cap on optimizer steps per run")
+    parser.add_argument("--agent_instances", type=int, default=16, help="instances x agents per step")
+    parser.add_argument("--eval_episodes", type=int, default=300)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "scaling.json")
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "scaling", help="folder of the runs")
     parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
-    parser.add_argument("--model_name_or_path", default="tiny", help="the model every run starts from")
+    parser.add_argument("--model_name_or_path", default=None,
+                        help="the model every run starts from (default: the study's warm start, WARM_START)")  # fmt: skip
+    parser.add_argument("--report", action="store_true", help="only rebuild the report from --out")
     args = parser.parse_args()
-    common = ["--scale_rewards", "none", "--learning_rate", "1e-4", "--eval_every", "0"]
-    common += ["--model_name_or_path", args.model_name_or_path]
-    rows = []
-    for (
-        seed
-    ) in args.seeds:  # seed by seed, so that an interrupted study has every team size for its first seeds
-        for size in args.sizes:
-            instances = max(1, round(args.budget / size))
-            extra = [*common, "--workflow", "ensemble", "--env_kwargs", json.dumps({"num_agents": size})]
-            extra += ["--agent_policies", json.dumps({"tool_*": "proposer", "aggregator_0": "aggregator"})]
-            extra += ["--instances_per_step", str(instances)]
-            result = train(
-                run_args(f"ensemble_n{size}_s{seed}", seed, args.steps, args.eval_episodes, extra, args.runs)
-            )
-            rows += _rows(size, "shaped", seed, result)
-        for reward in ("shaped", "outcome"):
-            extra = [*common, "--workflow", "mas", "--env_kwargs", json.dumps({"reward": reward})]
-            extra += ["--instances_per_step", str(max(1, round(args.budget / 2)))]
-            result = train(
-                run_args(f"mas_{reward}_s{seed}", seed, args.steps, args.eval_episodes, extra, args.runs)
-            )
-            rows += [dict(row, workflow="mas") for row in _rows(2, reward, seed, result)]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(rows, indent=1) + "\n")
-    plot(rows, args.out.with_suffix(".png"))
-    write_section(rows, args, args.results_md)
+    rows = load_rows(args.out)
+    if not args.report:
+        model = args.model_name_or_path or str(_warm_start())
+        for seed in args.seeds:  # seed by seed: an interrupted study has every team size for its first seeds
+            for size, reward in [*((n, "shaped") for n in args.sizes), (2, "outcome")]:
+                kwargs = {**SETTING, "num_agents": size, **({"reward": reward} if reward != "shaped" else {})}
+                extra = ["--model_name_or_path", model, "--workflow", "ensemble", "--env_kwargs", json.dumps(kwargs),
+                         "--agent_policies", json.dumps({"tool_*": "proposer", "aggregator_0": "aggregator"}),
+                         "--instances_per_step", str(max(1, round(args.agent_instances / size)))]  # fmt: skip
+                name = f"ensemble_n{size}_{reward}_s{seed}"
+                rows = record(
+                    rows, _rows(size, reward, seed, train(run_args(name, seed, args, extra))), args.out
+                )
+                write_report(rows, args)
+    write_report(rows, args)
     print(f"wrote {args.out}, {args.out.with_suffix('.png')} and the scaling section of {args.results_md}")
     return 0
 
 
+def _warm_start() -> Path:
+    from pettingllms.models.warmstart import ensure_tiny_model
+
+    return ensure_tiny_model(ENV_ID, env_kwargs=SETTING, log=print, **WARM_START)
+
+
+def write_report(rows: list[dict], args: argparse.Namespace) -> None:
+    if rows:
+        plot(rows, args.out.with_suffix(".png"))
+        write_section(rows, args, args.results_md)
+
+
 def _rows(size: int, reward: str, seed: int, result: dict) -> list[dict]:
-    base = {"env": ENV_ID, "num_agents": size, "reward": reward, "seed": seed, "workflow": "ensemble"}
+    base = {"env": ENV_ID, "env_kwargs": SETTING, "num_agents": size, "reward": reward, "seed": seed,
+            "workflow": "ensemble"}  # fmt: skip
     budget = {k: result[k] for k in ("sampled_completions", "steps", "instances_per_step", "run")}
     return [
         {**base, "method": "untrained", "success_rate": result["before"]},
@@ -151,7 +178,7 @@ def plot(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ensemble = [r for r in rows if r["workflow"] == "ensemble"]
+    ensemble = [r for r in rows if r["reward"] == "shaped"]
     sizes = sorted({r["num_agents"] for r in ensemble})
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for method, marker in (("untrained", "o"), ("at-grpo", "s")):
@@ -163,7 +190,7 @@ def plot(rows: list[dict], path: Path) -> None:
     left.set_title(f"{ENV_ID}: team size")
     left.set_xticks(sizes)
     left.legend()
-    mas = [r for r in rows if r["workflow"] == "mas"]
+    mas = [r for r in rows if r["num_agents"] == 2]
     labels, means, stds = [], [], []
     for reward in ("shaped", "outcome"):
         for method in ("untrained", "at-grpo"):
@@ -186,46 +213,65 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(figure)
 
 
+def _cell(rows: list[dict], **match) -> str:
+    """Mean success ± sample std over seeds, with the seeds' 95% t-interval where there are two or more."""
+    summary = seed_summary([r["success_rate"] for r in rows if all(r.get(k) == v for k, v in match.items())])
+    if summary["n"] == 0:
+        return "—"
+    if summary["std"] is None:
+        return f"{100 * summary['mean']:.1f} (n=1)"
+    low, high = summary["ci95"]
+    return f"{100 * summary['mean']:.1f} ± {100 * summary['std']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def _gain(rows: list[dict], **match) -> str:
+    """AT-GRPO minus the warm start, mean over the seeds that have both."""
+    found = {
+        (r["seed"], r["method"]): r["success_rate"]
+        for r in rows
+        if all(r.get(k) == v for k, v in match.items())
+    }
+    gains = [
+        found[(s, "at-grpo")] - found[(s, "untrained")]
+        for s, m in found
+        if m == "at-grpo" and (s, "untrained") in found
+    ]
+    return f"{100 * np.mean(gains):+.1f}" if gains else "—"
+
+
 def write_section(rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
-    ensemble = [r for r in rows if r["workflow"] == "ensemble"]
-    mas = [r for r in rows if r["workflow"] == "mas"]
+    shaped = [r for r in rows if r["reward"] == "shaped"]
+    seeds = sorted({r["seed"] for r in rows})
     lines = [
         START,
-        "## Scaling study: team size and outcome-only rewards (issue: larger teams and sparse rewards)",
+        "## Scaling study: team size and outcome-only rewards",
         "",
-        f"`{ENV_ID}` (5x5), the built-in tiny model, CPU; {len(args.seeds)} seeds ({', '.join(map(str, args.seeds))}); "
-        f"{args.steps} AT-GRPO steps, K=4, lr 1e-4, `scale_rewards: none`; an equal budget of ~{args.budget} "
-        f"instance-agents per step (instances per step = round({args.budget} / N)); greedy evaluation on "
-        f"{args.eval_episodes} evaluation-split grids. Success rate in %, mean ± sample std (ddof=1) over seeds.",
+        f"`{ENV_ID}` with `{json.dumps(SETTING)}` (the miniature's task), the built-in tiny model warm-started with "
+        "solver programs in the tool agents' demonstrations, CPU; seeds "
+        f"{', '.join(map(str, seeds))}; AT-GRPO until {args.budget} sampled completions, K=4, lr 1e-4, "
+        f"`scale_rewards: none`; ~{args.agent_instances} instance-agents per step (instances per step = "
+        f"round({args.agent_instances} / N)); greedy evaluation on {args.eval_episodes} evaluation-split grids. "
+        "Success rate in %, mean ± sample std (ddof=1) over seeds [the seeds' 95% t-interval].",
         "",
-        "Regenerate: `.venv/bin/python scripts/scaling_study.py` (resumes; rows in `docs/results/scaling.json`).",
+        "Regenerate: `.venv/bin/python scripts/scaling_study.py` (resumes; rows in `docs/results/scaling.json`; "
+        "`--report` rebuilds this section).",
         "",
-        "| agents N | warm start (no RL) | AT-GRPO | gain | sampled completions per run |",
-        "|---|---|---|---|---|",
+        "| agents N | warm start (no RL) | AT-GRPO | gain | sampled completions per run | seeds |",
+        "|---|---|---|---|---|---|",
     ]
-    for size in sorted({r["num_agents"] for r in ensemble}):
-        before = _stats(ensemble, num_agents=size, method="untrained")
-        after = _stats(ensemble, num_agents=size, method="at-grpo")
-        budget = np.mean(
-            [
-                r["sampled_completions"]
-                for r in ensemble
-                if r["num_agents"] == size and r["method"] == "at-grpo"
-            ]
-        )
+    for size in sorted({r["num_agents"] for r in shaped}):
+        trained = [r for r in shaped if r["num_agents"] == size and r["method"] == "at-grpo"]
         lines.append(
-            f"| {size} | {100 * before[0]:.1f} ± {100 * before[1]:.1f} | {100 * after[0]:.1f} ± {100 * after[1]:.1f} "
-            f"| {100 * (after[0] - before[0]):+.1f} | {budget:.0f} |"
+            f"| {size} | {_cell(shaped, num_agents=size, method='untrained')} | "
+            f"{_cell(shaped, num_agents=size, method='at-grpo')} | {_gain(shaped, num_agents=size)} | "
+            f"{np.mean([r['sampled_completions'] for r in trained]):.0f} | {len(trained)} |"
         )
-    lines += ["", "Two-agent team (`workflow: mas`, tool + plan, per-role policies):", "",
-              "| reward | warm start (no RL) | AT-GRPO | gain |", "|---|---|---|---|"]  # fmt: skip
+    lines += ["", "The two-agent team (N = 2: one tool agent and the aggregator), shaped against outcome-only "
+              "rewards:", "", "| reward | warm start (no RL) | AT-GRPO | gain |", "|---|---|---|---|"]  # fmt: skip
     for reward in ("shaped", "outcome"):
-        before = _stats(mas, reward=reward, method="untrained")
-        after = _stats(mas, reward=reward, method="at-grpo")
-        lines.append(
-            f"| {reward} | {100 * before[0]:.1f} ± {100 * before[1]:.1f} | {100 * after[0]:.1f} ± {100 * after[1]:.1f} "
-            f"| {100 * (after[0] - before[0]):+.1f} |"
-        )
+        match = {"num_agents": 2, "reward": reward}
+        lines.append(f"| {reward} | {_cell(rows, **match, method='untrained')} | "
+                     f"{_cell(rows, **match, method='at-grpo')} | {_gain(rows, **match)} |")  # fmt: skip
     lines += ["", "![scaling study](results/scaling.png)", "", END]
     replace_section(results_md, START, END, "\n".join(lines))
 

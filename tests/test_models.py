@@ -18,7 +18,7 @@ import pettingllms  # noqa: E402
 from pettingllms.backends.base import SamplingConfig  # noqa: E402
 from pettingllms.backends.hf import HFPolicy  # noqa: E402
 from pettingllms.models import home  # noqa: E402
-from pettingllms.models.demos import collect_demonstrations, perturb_answer  # noqa: E402
+from pettingllms.models.demos import collect_demonstrations, correct_program, perturb_answer  # noqa: E402
 from pettingllms.models.tiny import build_model, count_parameters, tiny_config  # noqa: E402
 from pettingllms.models.tokenizer import IM_END, IM_START, PAD_TOKEN, train_tokenizer  # noqa: E402
 from pettingllms.models.warmstart import ensure_tiny_model, read_manifest, tiny_model_dir  # noqa: E402
@@ -124,6 +124,26 @@ def test_demonstrations_stop_at_the_same_count_per_role():
         collect_demonstrations("plan-path-v0", range(2), np.random.default_rng(0), per_role=25)
     with pytest.raises(ValueError, match="no tool programs"):
         collect_demonstrations("bargain-v0", range(2), np.random.default_rng(0), tool_programs=0.5)
+
+
+def test_the_correct_program_is_the_envs_solver_or_the_program_of_the_problem_at_hand():
+    from pettingllms.models.math_programs import write_program
+    from pettingllms.models.tool_programs import PROGRAMS
+
+    sudoku = pettingllms.make("sudoku-v0", workflow="mas")
+    sudoku.reset(seed=0)
+    assert correct_program(sudoku.unwrapped) == PROGRAMS["sudoku-v0"].correct
+    math = pettingllms.make("math-v0", workflow="mas")
+    programs = set()
+    for seed in range(3):
+        math.reset(seed=seed)
+        programs.add(correct_program(math.unwrapped))
+        assert correct_program(math.unwrapped) == write_program(math.unwrapped.problem.problem)
+    assert len(programs) == 3
+    bargain = pettingllms.make("bargain-v0")
+    bargain.reset(seed=0)
+    with pytest.raises(ValueError, match="bargain-v0.*has no tool programs"):
+        correct_program(bargain.unwrapped)
 
 
 def test_the_plan_agent_is_taught_to_keep_a_solving_proposal_and_to_solve_a_wrong_one_itself():

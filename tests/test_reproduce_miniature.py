@@ -145,7 +145,7 @@ def test_each_domain_and_setting_has_its_own_runs_rows_and_report_section(study,
     assert study.runs_folder(args("plan-path-v0", '{"size": 7}')) == tmp_path / "runs"  # the domain's own
     assert study.runs_folder(args("sudoku-v0", '{"size": 9}')) == tmp_path / "runs" / "sudoku-v0_size-9"
     assert study.setting_suffix(args("sokoban-v0")) == ""
-    assert set(study.DOMAINS) == {"plan-path-v0", "sokoban-v0", "sudoku-v0"}
+    assert set(study.DOMAINS) == {"plan-path-v0", "sokoban-v0", "sudoku-v0", "math-v0"}
 
     runner = study.Study(args("sudoku-v0"))
     for kwargs, success in ((None, 0.2), ('{"size": 9}', 0.0)):
@@ -165,3 +165,68 @@ def test_each_domain_and_setting_has_its_own_runs_rows_and_report_section(study,
     assert "| `{}` | — | 20.0 | — |" in section and '| `{"size": 9}` | — | 0.0 | — |' in section
     assert "| mas | 20.0 (n=1) |" in section  # before RL: the default setting's rows only
     assert "| mas | 40.0 (n=1) |" in section
+
+
+class _ScriptedPolicy:
+    """Answers every prompt with `text` and records what it was asked."""
+
+    def __init__(self, text):
+        self.text, self.asked = text, []
+
+    def generate(self, prompts, n, sampling):
+        from pettingllms.backends.base import Generation
+
+        self.asked.append(list(prompts))
+        return [[Generation(text=self.text)] * n for _ in prompts]
+
+
+@pytest.mark.parametrize("env_id", ["math-v0", "sokoban-v0"])
+def test_the_tool_agents_first_prompts_follow_the_agents_before_it_and_pair_with_that_instances_program(
+    study, tmp_path, env_id
+):
+    import pettingllms
+    from pettingllms.models.math_programs import write_program
+    from pettingllms.models.tool_programs import PROGRAMS, as_tool_call
+
+    args = argparse.Namespace(env=env_id, env_kwargs=None, runs=tmp_path / "runs", out=tmp_path / "rows.json",
+                              val_episodes=3)  # fmt: skip
+    policy = _ScriptedPolicy("I think it is \\boxed{12345}")
+    prompts, correct, _ = study.Study(args).first_tool_prompts(policy)
+    assert len(prompts) == len(correct) == 3
+    env = pettingllms.make(env_id, workflow="mas", **study.DOMAINS[env_id].env_kwargs)
+    for seed, (prompt, call) in enumerate(zip(prompts, correct)):
+        env.reset(seed=seed, options={"split": "val"})
+        if env_id == "math-v0":  # the reasoner answered first; its answer is in the tool agent's prompt
+            problem = env.unwrapped.problem.problem
+            assert problem in prompt and "12345" in prompt
+            assert call == as_tool_call(write_program(problem)).strip()
+        else:  # the tool agent acts first: nobody else was asked
+            assert (
+                prompt == str(env.observe("tool")) and call == as_tool_call(PROGRAMS[env_id].correct).strip()
+            )
+    if env_id == "math-v0":
+        assert len(policy.asked) == 1 and len(set(correct)) == 3  # one reasoner batch; a program per problem
+    else:
+        assert policy.asked == []
+
+
+def test_the_sharing_table_pairs_per_role_with_shared_per_episode_and_per_seed(study, tmp_path):
+    def row(method, seed, episodes, env="sokoban-v0", env_kwargs=None):
+        return {"part": "main", "env": env, "env_kwargs": env_kwargs or {}, "method": method, "seed": seed,
+                "episode_success": episodes, "success_rate": episodes.count("1") / len(episodes)}  # fmt: skip
+
+    rows = [row("mas+at-grpo-per-role", 0, "1100"), row("mas+at-grpo-per-role", 1, "1110"),
+            row("mas+at-grpo-shared", 0, "1000"), row("mas+at-grpo-shared", 1, "1010"),
+            row("mas+at-grpo-shared", 2, "0000"),  # no per-role partner: left out
+            row("mas+at-grpo-per-role", 0, "1111", env_kwargs={"size": 9})]  # another setting: left out  # fmt: skip
+    [line] = study.sharing_lines(rows)
+    # per episode over seeds 0 and 1: per-role (1, 1, 0.5, 0), shared (1, 0, 0.5, 0): +25 points
+    assert line.startswith("| `sokoban-v0` | 62.5 | 37.5 | +25.0 [")
+    assert "| 2: +25, +25 | — |" in line
+    results_md = tmp_path / "results.md"
+    study.write_sharing_report(rows, results_md)
+    study.write_sharing_report(rows, results_md)
+    assert (
+        results_md.read_text().count("<!-- miniature-sharing:start -->") == 1
+        and line in results_md.read_text()
+    )

@@ -1,4 +1,5 @@
-"""The scaling-study script's bookkeeping: rows in the documented schema, the plot, and the results section."""
+"""The scaling-study script's bookkeeping: rows in the documented schema, resumable recording, the plot, and the
+results section."""
 
 import argparse
 import json
@@ -14,28 +15,47 @@ def study():
     return load_script("scaling_study")
 
 
+def _result(before, after, instances, run):
+    return {"before": before, "after": after, "sampled_completions": 100, "steps": 4,
+            "instances_per_step": instances, "run": run}  # fmt: skip
+
+
 def test_rows_plot_and_section(study, tmp_path):
     rows = []
     for size, before, after in ((1, 0.2, 0.3), (3, 0.25, 0.45)):
         for seed in (0, 1):
-            result = {"before": before, "after": after + 0.02 * seed, "sampled_completions": 100, "steps": 4,
-                      "instances_per_step": 32 // size, "run": f"runs/x{size}{seed}"}  # fmt: skip
-            rows += study._rows(size, "shaped", seed, result)
+            rows += study._rows(
+                size, "shaped", seed, _result(before, after + 0.02 * seed, 16 // size, "runs/x")
+            )
     for reward, after in (("shaped", 0.5), ("outcome", 0.4)):
-        result = {"before": 0.38, "after": after, "sampled_completions": 90, "steps": 4, "instances_per_step": 16,
-                  "run": "runs/m"}  # fmt: skip
-        rows += [dict(row, workflow="mas") for row in study._rows(2, reward, 0, result)]
-    assert {"env", "num_agents", "method", "reward", "seed", "success_rate"} <= set(rows[0])
+        rows += study._rows(2, reward, 0, _result(0.38, after, 8, "runs/m"))
+    assert {"env", "env_kwargs", "num_agents", "method", "reward", "seed", "success_rate"} <= set(rows[0])
     assert {row["method"] for row in rows} == {"untrained", "at-grpo"}
     study.plot(rows, tmp_path / "scaling.png")
     assert (tmp_path / "scaling.png").stat().st_size > 5_000
     results_md = tmp_path / "results.md"
     results_md.write_text("# Results\n\nkept text\n")
-    args = argparse.Namespace(seeds=[0, 1], steps=4, budget=32, eval_episodes=10)
+    args = argparse.Namespace(budget=100, agent_instances=16, eval_episodes=10, results_md=results_md)
     study.write_section(rows, args, results_md)
     study.write_section(rows, args, results_md)  # idempotent: the section is replaced, not appended
     text = results_md.read_text()
     assert text.count(study.START) == 1 and "kept text" in text
-    assert "| 3 | 25.0 ± 0.0 | 46.0 ± 1.4 | +21.0 | 100 |" in text  # 45 and 47: sample std (ddof=1) 1.4
-    assert "| outcome | 38.0 ± 0.0 | 40.0 ± 0.0 | +2.0 |" in text
+    # 45 and 47: sample std (ddof=1) 1.4; t(0.975, 1 df) = 12.706 -> half-width 12.7 points
+    assert "| 3 | 25.0 ± 0.0 [25.0, 25.0] | 46.0 ± 1.4 [33.3, 58.7] | +21.0 | 100 | 2 |" in text
+    assert "| outcome | 38.0 (n=1) | 40.0 (n=1) | +2.0 |" in text
     json.dumps(rows)  # JSON-ready
+
+
+def test_rows_are_recorded_after_every_run_and_rows_of_the_old_setting_are_dropped(study, tmp_path):
+    out = tmp_path / "scaling.json"
+    old = {"env": "plan-path-v0", "num_agents": 1, "reward": "shaped", "seed": 0, "method": "at-grpo",
+           "success_rate": 0.5}  # fmt: skip  # before the rerun: no env_kwargs
+    out.write_text(json.dumps([old]))
+    assert study.load_rows(out) == []
+    rows = study.record([], study._rows(1, "shaped", 0, _result(0.1, 0.2, 16, "runs/a")), out)
+    rows = study.record(rows, study._rows(2, "outcome", 0, _result(0.1, 0.3, 8, "runs/b")), out)
+    rows = study.record(
+        rows, study._rows(1, "shaped", 0, _result(0.1, 0.9, 16, "runs/c")), out
+    )  # a rerun replaces
+    assert study.load_rows(out) == rows and len(rows) == 4
+    assert [r["success_rate"] for r in rows if r["num_agents"] == 1 and r["method"] == "at-grpo"] == [0.9]

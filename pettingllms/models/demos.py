@@ -214,6 +214,18 @@ def _first_per_role(demos: list[Demo], per_role: int) -> list[Demo]:
     return trimmed
 
 
+def correct_program(env: Any) -> str:
+    """The exact solver program of the unwrapped `env`'s current instance: its env's `PROGRAMS` entry (one
+    program reads any board on standard input), or for `math-v0` the program written for the problem at hand
+    (`math_programs.write_program`, which raises `UnknownProblem` for a problem it cannot read)."""
+    name = env.metadata["name"]
+    if name == MATH_ENV:
+        return math_programs.write_program(env.problem.problem)
+    if name not in PROGRAMS:
+        raise ValueError(f"{name!r} has no tool programs; these do: {list(DEMO_PROGRAM_ENVS)}")
+    return PROGRAMS[name].correct
+
+
 def _demonstrate(
     env: Any,
     agent: str,
@@ -235,7 +247,7 @@ def _demonstrate(
                     sorted(programs.variants)[int(rng.integers(len(programs.variants)))]
                 ]
             else:
-                program = programs.correct
+                program = correct_program(env)
             call = as_tool_call(program)
             return call, call
         target = env.solution()
@@ -256,7 +268,7 @@ def _demonstrate_math(
     tool_programs, program_bugs = programs
     if agent_role(agent) == "tool":
         if tool_programs > 0 and rng.random() < tool_programs:
-            program = math_programs.write_program(env.problem.problem)
+            program = correct_program(env)
             if rng.random() < program_bugs:
                 variants = sorted(math_programs.VARIANTS)
                 program = math_programs.VARIANTS[variants[int(rng.integers(len(variants)))]](program)
