@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -377,11 +378,14 @@ def setting(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def setting_suffix(args: argparse.Namespace) -> str:
-    """ "" for the domain's own setting, else `_k1-v1_k2-v2` (run folders and warm-start tags of a candidate)."""
+    """ "" for the domain's own setting, else `_k1v1_k2v2` (run folders and warm-start tags of a candidate:
+    letters, digits and underscores, as tags must be; values keep their letters and digits only)."""
     kwargs = setting(args)
     if kwargs == dict(DOMAINS[args.env].env_kwargs):
         return ""
-    return "".join(f"_{key}-{value}" for key, value in sorted(kwargs.items()))
+    return "".join(
+        f"_{key}{re.sub(r'[^A-Za-z0-9]', '', str(value))}" for key, value in sorted(kwargs.items())
+    )
 
 
 def runs_folder(args: argparse.Namespace) -> Path:

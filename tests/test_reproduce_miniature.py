@@ -143,7 +143,11 @@ def test_each_domain_and_setting_has_its_own_runs_rows_and_report_section(study,
 
     assert study.runs_folder(args("plan-path-v0")) == tmp_path / "runs"
     assert study.runs_folder(args("plan-path-v0", '{"size": 7}')) == tmp_path / "runs"  # the domain's own
-    assert study.runs_folder(args("sudoku-v0", '{"size": 9}')) == tmp_path / "runs" / "sudoku-v0_size-9"
+    assert study.runs_folder(args("sudoku-v0", '{"size": 9}')) == tmp_path / "runs" / "sudoku-v0_size9"
+    suffix = study.setting_suffix(
+        args("sokoban-v0", '{"width": 6, "min_solution_length": 6, "note": "a-b.c"}')
+    )
+    assert suffix == "_min_solution_length6_noteabc_width6"  # a warm-start tag: letters, digits, underscores
     assert study.setting_suffix(args("sokoban-v0")) == ""
     assert set(study.DOMAINS) == {"plan-path-v0", "sokoban-v0", "sudoku-v0", "math-v0"}
 
