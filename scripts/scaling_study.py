@@ -166,8 +166,10 @@ def _rows(size: int, reward: str, seed: int, result: dict) -> list[dict]:
 
 
 def _stats(rows: list[dict], **match) -> tuple[float, float, int]:
-    """Mean, sample std (ddof=1; 0 for one seed) and count of the matching rows' success rates."""
+    """Mean, sample std (ddof=1; 0 for one seed) and count of the matching rows' success rates (0s for none)."""
     values = [r["success_rate"] for r in rows if all(r.get(k) == v for k, v in match.items())]
+    if not values:
+        return 0.0, 0.0, 0
     summary = seed_summary(values)
     return summary["mean"], summary["std"] or 0.0, summary["n"]
 
@@ -215,9 +217,10 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def _cell(rows: list[dict], **match) -> str:
     """Mean success ± sample std over seeds, with the seeds' 95% t-interval where there are two or more."""
-    summary = seed_summary([r["success_rate"] for r in rows if all(r.get(k) == v for k, v in match.items())])
-    if summary["n"] == 0:
+    values = [r["success_rate"] for r in rows if all(r.get(k) == v for k, v in match.items())]
+    if not values:
         return "—"
+    summary = seed_summary(values)
     if summary["std"] is None:
         return f"{100 * summary['mean']:.1f} (n=1)"
     low, high = summary["ci95"]

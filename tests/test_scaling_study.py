@@ -43,6 +43,10 @@ def test_rows_plot_and_section(study, tmp_path):
     # 45 and 47: sample std (ddof=1) 1.4; t(0.975, 1 df) = 12.706 -> half-width 12.7 points
     assert "| 3 | 25.0 ± 0.0 [25.0, 25.0] | 46.0 ± 1.4 [33.3, 58.7] | +21.0 | 100 | 2 |" in text
     assert "| outcome | 38.0 (n=1) | 40.0 (n=1) | +2.0 |" in text
+    study.write_section(
+        [r for r in rows if r["reward"] == "shaped" and r["num_agents"] != 2], args, results_md
+    )
+    assert "| shaped | — | — | — |" in results_md.read_text()  # a part not run yet
     json.dumps(rows)  # JSON-ready
 
 
