@@ -162,7 +162,7 @@ def test_each_domain_and_setting_has_its_own_runs_rows_and_report_section(study,
 
     results_md = tmp_path / "results.md"
     results_md.write_text("<!-- miniature:start -->\nplan-path's section\n<!-- miniature:end -->\n")
-    study.write_report(runner.rows, args("sudoku-v0"), results_md)
+    study.write_report(runner.rows, args("sudoku-v0", '{"size": 9}'), results_md)  # a candidate's invocation
     text = results_md.read_text()
     assert "plan-path's section" in text and text.count("<!-- miniature-sudoku:start -->") == 1
     section = text.split("<!-- miniature-sudoku:start -->")[1]
