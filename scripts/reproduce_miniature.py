@@ -111,8 +111,10 @@ DOMAINS = {
     ),
     "sudoku-v0": Domain(
         {}, "minisudoku", 400, 2500, "puzzles", "miniature-sudoku", {},
-        "The env's default 4x4 puzzles; provisional until the `warmstart` part has compared settings on the "
-        "validation split.",
+        "The env's default 4x4 puzzles (6 empty cells): on the validation split before RL the single agent solves "
+        "1% of them and the team none, while the team's plan agent carries out an oracle tool's answer in all of "
+        "them; the tool agent writes the correct backtracking program in 16% of its samples at temperature 1 "
+        "(never greedily), so the team can learn only by finding the program.",
     ),
     "math-v0": Domain(
         {"difficulty": 2}, "minimath", 96, 2500, "problems", "miniature-math", {},
