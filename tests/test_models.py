@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 from pathlib import Path
@@ -317,3 +318,21 @@ def test_a_perturbed_math_answer_is_another_number():
     for answer in ("\\boxed{0}", "\\boxed{1}", "\\boxed{-\\frac{25}{4}}", "\\boxed{17303}"):
         assert all(perturb_number(answer, rng) != answer for _ in range(30))
     assert perturb_number("\\boxed{x}", rng) == "\\boxed{x}"
+
+
+def test_a_cached_build_is_questioned_only_for_settings_that_change_its_weights(tmp_path):
+    import json
+    import warnings
+
+    from pettingllms.models import warmstart
+
+    built = warmstart.WarmStartSettings(env_id="plan-path-v0", eval_episodes=0)
+    (tmp_path / warmstart.MANIFEST).write_text(json.dumps({"settings": built.to_json()}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # another evaluation size is not another model: no warning
+        warmstart._warn_if_different(tmp_path, dataclasses.replace(built, eval_episodes=200))
+    with pytest.warns(
+        UserWarning, match=r"built with other settings: sft_steps=7 \(cached: \d+\); pass"
+    ) as caught:
+        warmstart._warn_if_different(tmp_path, dataclasses.replace(built, sft_steps=7, eval_episodes=200))
+    assert "eval_episodes" not in str(caught[0].message)

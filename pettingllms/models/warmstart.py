@@ -299,10 +299,15 @@ def _manifest(s: WarmStartSettings, demos, tokenizer, model, sft, evaluation, ti
     }
 
 
+REPORT_ONLY_SETTINGS = ("eval_episodes",)
+"""Settings that change what a build reports (its before/after evaluation), not its weights."""
+
+
 def _warn_if_different(folder: Path, settings: WarmStartSettings) -> None:
-    """Warn when the cached build's settings differ from the requested ones (the cache is used anyway)."""
+    """Warn when the cached build's weights were built with other settings than the requested ones (the cache is
+    used anyway); `REPORT_ONLY_SETTINGS` do not change the weights and are not compared."""
     built = read_manifest(folder).get("settings", {})
-    wanted = settings.to_json()
+    wanted = {key: value for key, value in settings.to_json().items() if key not in REPORT_ONLY_SETTINGS}
     differences = {key: (built.get(key), value) for key, value in wanted.items() if built.get(key) != value}
     if differences:
         shown = ", ".join(f"{key}={new!r} (cached: {old!r})" for key, (old, new) in differences.items())
