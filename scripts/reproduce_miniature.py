@@ -652,7 +652,7 @@ def sharing_lines(all_rows: list[dict]) -> list[str]:
         low, high = result["ci95"]
         success = {m: [by_seed[m][s]["success_rate"] for s in seeds] for m in by_seed}
         differences = ", ".join(
-            f"{100 * (a - b):+.0f}"
+            f"{100 * (a - b):+.1f}"
             for a, b in zip(success["mas+at-grpo-per-role"], success["mas+at-grpo-shared"])
         )
         lines.append(

@@ -226,7 +226,7 @@ def test_the_sharing_table_pairs_per_role_with_shared_per_episode_and_per_seed(s
     [line] = study.sharing_lines(rows)
     # per episode over seeds 0 and 1: per-role (1, 1, 0.5, 0), shared (1, 0, 0.5, 0): +25 points
     assert line.startswith("| `sokoban-v0` | 62.5 | 37.5 | +25.0 [")
-    assert "| 2: +25, +25 | — |" in line
+    assert "| 2: +25.0, +25.0 | — |" in line
     results_md = tmp_path / "results.md"
     study.write_sharing_report(rows, results_md)
     study.write_sharing_report(rows, results_md)
