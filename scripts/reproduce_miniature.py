@@ -58,8 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from pettingllms.eval.markdown import replace_section
-from pettingllms.eval.stats import paired_comparison, seed_summary
+from pettingllms.eval.markdown import replace_section, seed_cell
+from pettingllms.eval.stats import paired_comparison
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "miniature"
@@ -424,15 +424,7 @@ def matching(rows: list[dict], **match) -> list[dict]:
 
 def cell(rows: list[dict], **match) -> str:
     """Mean success over seeds ± the sample standard deviation (ddof=1), the seeds' 95% t-interval, and n."""
-    values = [r["success_rate"] for r in matching(rows, **match)]
-    if not values:
-        return "—"
-    summary = seed_summary(values)
-    if summary["std"] is None:
-        return f"{100 * summary['mean']:.1f} (n=1)"
-    low, high = summary["ci95"]
-    return (f"{100 * summary['mean']:.1f} ± {100 * summary['std']:.1f} [{100 * low:.1f}, {100 * high:.1f}] "
-            f"(n={summary['n']})")  # fmt: skip
+    return seed_cell([r["success_rate"] for r in matching(rows, **match)])
 
 
 def per_episode(rows: list[dict], **match) -> np.ndarray | None:
@@ -555,7 +547,7 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
         start,
         f"## Miniature reproduction, `{args.env}`: MAS + AT-GRPO against single-agent and trajectory-GRPO baselines",
         "",
-        f"The built-in tiny model on CPU, `{args.env}` with `{json.dumps(setting(args))}` . {domain.why} The team's "
+        f"The built-in tiny model on CPU, `{args.env}` with `{json.dumps(setting(args))}`. {domain.why} The team's "
         "tool agent can run code: its warm start mixes a compact solver program (`pettingllms.models.tool_programs`; "
         "it reads the board on standard input) with imperfect variants and direct answers "
         f"(programs {TEAM_WARM_START['tool_programs']:.0%} of its demonstrations, {TEAM_WARM_START['program_bugs']:.0%} "

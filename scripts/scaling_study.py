@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pettingllms.eval.markdown import replace_section
+from pettingllms.eval.markdown import replace_section, seed_cell
 from pettingllms.eval.stats import seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -217,14 +217,9 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def _cell(rows: list[dict], **match) -> str:
     """Mean success ± sample std over seeds, with the seeds' 95% t-interval where there are two or more."""
-    values = [r["success_rate"] for r in rows if all(r.get(k) == v for k, v in match.items())]
-    if not values:
-        return "—"
-    summary = seed_summary(values)
-    if summary["std"] is None:
-        return f"{100 * summary['mean']:.1f} (n=1)"
-    low, high = summary["ci95"]
-    return f"{100 * summary['mean']:.1f} ± {100 * summary['std']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+    return seed_cell(
+        [r["success_rate"] for r in rows if all(r.get(k) == v for k, v in match.items())], show_n=False
+    )
 
 
 def _gain(rows: list[dict], **match) -> str:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+
+from pettingllms.eval.stats import seed_summary
 
 
 def replace_section(path: Path, start: str, end: str, section: str) -> None:
@@ -16,3 +19,22 @@ def replace_section(path: Path, start: str, end: str, section: str) -> None:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def seed_cell(values: Sequence[float], *, show_n: bool = True) -> str:
+    """A table cell of success rates over seeds, in %: "mean ± sample std (ddof=1) [the seeds' 95% t-interval]"
+    and " (n=k)" when `show_n`; "mean (n=1)" for one seed; "—" for none.
+
+    >>> seed_cell([0.45, 0.47], show_n=False)
+    '46.0 ± 1.4 [33.3, 58.7]'
+    >>> seed_cell([0.5]), seed_cell([])
+    ('50.0 (n=1)', '—')
+    """
+    if not values:
+        return "—"
+    summary = seed_summary(values)
+    if summary["std"] is None:
+        return f"{100 * summary['mean']:.1f} (n=1)"
+    low, high = summary["ci95"]
+    cell = f"{100 * summary['mean']:.1f} ± {100 * summary['std']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+    return f"{cell} (n={summary['n']})" if show_n else cell
