@@ -60,6 +60,7 @@ import numpy as np
 
 from pettingllms.eval.markdown import replace_section, seed_cell
 from pettingllms.eval.stats import paired_comparison
+from pettingllms.models.demos import PLAN_NOISE
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "miniature"
@@ -69,15 +70,11 @@ COMMON = [
     "--per_device_train_batch_size", "32", "--save_steps", "5", "--resume", "true", "--eval_split", "val",
 ]  # fmt: skip
 DEMOS_PER_ROLE = 3200
-TEAM_WARM_START = {"workflow": "mas", "demos_per_role": DEMOS_PER_ROLE, "sft_steps": 400, "tool_programs": 0.4,
-                   "program_bugs": 0.4, "eval_episodes": 0}  # fmt: skip
-SINGLE_WARM_START = {
-    "workflow": "single",
-    "demos_per_role": DEMOS_PER_ROLE,
-    "sft_steps": 200,
-    "eval_episodes": 0,
-}
-"""Two roles, twice the examples and twice the SFT steps: 4 passes over each role's demonstrations either way."""
+TEAM_WARM_START = {"workflow": "mas", "demos_per_role": DEMOS_PER_ROLE, "tool_programs": 0.4, "program_bugs": 0.4,
+                   "eval_episodes": 0}  # fmt: skip
+SINGLE_WARM_START = {"workflow": "single", "demos_per_role": DEMOS_PER_ROLE, "eval_episodes": 0}
+"""The two warm starts' settings; `warm_start_settings` adds a domain's SFT steps (per role: twice the steps for
+two roles, so as many passes over each role's demonstrations either way) and its `plan_noise`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +89,8 @@ class Domain:
     section: str  # the marker name of its section in docs/results.md
     paper: Mapping[str, str]  # the paper's figure (Qwen3-1.7B) per main row, where it reports one
     why: str  # why this setting
+    sft_steps_per_role: int = 200  # each warm start's SFT steps per role (the team's: twice as many)
+    plan_noise: float = PLAN_NOISE  # the demonstrations' share of perturbed non-tool answers (models.demos)
 
 
 DOMAINS = {
@@ -121,6 +120,7 @@ DOMAINS = {
         "Generated problems of difficulty 2 (arithmetic, modular powers, counting, divisors, roots): a reasoner "
         "must compute in its head what the tool agent's few-line program computes exactly; provisional until the "
         "`warmstart` part has compared settings on the validation split.",
+        sft_steps_per_role=1200, plan_noise=0.9,
     ),
 }  # fmt: skip
 """Env id -> its `Domain`; `--env` picks one and `--env_kwargs` may replace its setting (compared on the validation
@@ -134,6 +134,13 @@ MAIN_ROWS = (
     "mas+at-grpo-per-role",
 )
 TEAM_INSTANCES = 8  # instances per step for the two-agent team; the single agent gets twice as many
+
+
+def warm_start_settings(domain: Domain, workflow: str) -> dict[str, Any]:
+    """`ensure_tiny_model` settings of `domain`'s warm start for `workflow` ("mas" or "single"): the same
+    demonstrations and SFT steps per role (the team has two roles), and the domain's `plan_noise`."""
+    base, roles = (TEAM_WARM_START, 2) if workflow == "mas" else (SINGLE_WARM_START, 1)
+    return {**base, "sft_steps": roles * domain.sft_steps_per_role, "plan_noise": domain.plan_noise}
 
 
 def method_flags(method: str) -> tuple[str, list[str]]:
@@ -178,7 +185,7 @@ class Study:
         `--warm_start_steps` (smoke runs) build a variant under its own tag, beside the study's."""
         from pettingllms.models.warmstart import ensure_tiny_model
 
-        settings = dict(TEAM_WARM_START if workflow == "mas" else SINGLE_WARM_START)
+        settings = warm_start_settings(self.domain, workflow)
         settings.update(env_kwargs=self.env_kwargs, tag=self.domain.tag + setting_suffix(self.args))
         if self.args.demos_per_role != DEMOS_PER_ROLE or self.args.warm_start_steps is not None:
             steps = self.args.warm_start_steps or settings["sft_steps"]
@@ -208,12 +215,14 @@ class Study:
             (folder / "wall_time_s.txt").write_text(f"{time.perf_counter() - started:.1f}\n")
         return folder
 
-    def evaluate(self, policy: str, workflow: str, name: str, *, split: str = "eval") -> dict:
+    def evaluate(
+        self, policy: str, workflow: str, name: str, *, split: str = "eval", label: str | None = None
+    ) -> dict:
         """`pettingllms-eval` of `policy` (a spec: run or model folder, or agent=spec pairs) on the fixed suite of
-        `split`; returns its env result."""
+        `split`, under `label` (the leaderboard's row name) when given; returns its env result."""
         from pettingllms.eval.cli import main as eval_main
 
-        output = self.runs / "eval" / f"{name}.json"
+        output = self.eval_output(name)
         episodes = self.args.eval_episodes if split == "eval" else self.args.val_episodes
         if not output.is_file():
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -221,11 +230,22 @@ class Study:
                 "--env", self.env_id, "--policy", policy, "--workflow", workflow, "--episodes", str(episodes),
                 "--seed", "0", "--split", split, "--env_kwargs", json.dumps(self.env_kwargs),
                 "--max_new_tokens", str(self.domain.max_completion_tokens),
-                "--output", str(output), "--no_progress",
+                "--output", str(output), "--no_progress", *(["--label", label] if label else []),
             ]  # fmt: skip
             if eval_main(argv) != 0:
                 raise RuntimeError(f"pettingllms-eval failed for {name}: {' '.join(argv)}")
         return json.loads(output.read_text())["results"][self.env_id]
+
+    def eval_output(self, name: str) -> Path:
+        return self.runs / "eval" / f"{name}.json"
+
+    def publish(self, name: str, method: str) -> None:
+        """Copy evaluation `name` (a main row's, seed 0) to the leaderboard's results, one file per domain,
+        setting and method; `main` rebuilds the board from them."""
+        folder = self.args.leaderboard / "results"
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"miniature_{self.env_id}{setting_suffix(self.args)}_{method}.json"
+        target.write_text(self.eval_output(name).read_text())
 
     def record(self, row: dict) -> None:
         """Add `row` (this invocation's env and setting), replacing a row of the same part, setting, method and seed."""
@@ -236,15 +256,21 @@ class Study:
 
     def untrained_row(self, method: str, seed: int) -> None:
         workflow = method  # "single" or "mas": the warm start played by that team
-        result = self.evaluate(str(self.warm_start(workflow)), workflow, f"{method}_warmstart")
+        name, label = f"{method}_warmstart", f"tiny miniature: {method} (warm start, no RL)"
+        result = self.evaluate(str(self.warm_start(workflow)), workflow, name, label=label)
         self.record(_row("main", method, seed, result, None))
+        if seed == 0:
+            self.publish(name, method)
 
     def trained_row(self, part: str, method: str, seed: int, flags: list[str], workflow: str,
                     env_kwargs: dict | None = None) -> None:  # fmt: skip
         name = f"{part}_{method}_s{seed}".replace("=", "-").replace(",", "_")
         folder = self.train(name, workflow, seed, flags, env_kwargs or {})
-        result = self.evaluate(str(folder), workflow, name)
+        label = f"tiny miniature: {method} (seed {seed})" if part == "main" else None
+        result = self.evaluate(str(folder), workflow, name, label=label)
         self.record(_row(part, method, seed, result, folder))
+        if part == "main" and seed == 0:
+            self.publish(name, method)
 
     def tool_completion_shares(self, model: Path) -> dict:
         """What `model` writes as the tool agent on the first turn of `--val_episodes` validation instances: the
@@ -305,11 +331,16 @@ class Study:
     # ----------------------------------------------------------------- parts
     def warm_start_checks(self) -> None:
         """Part `warmstart` (module docstring), on the validation split."""
+        import pettingllms
+
         team, single = self.warm_start("mas"), self.warm_start("single")
+        env = pettingllms.make(self.env_id, workflow="mas", **self.env_kwargs)
+        others = ",".join(f"{agent}={team}" for agent in env.possible_agents if agent != "tool")
+        env.close()
         checks = {
             "single": (str(single), "single"),
             "mas": (str(team), "mas"),
-            "mas, oracle tool": (f"tool=oracle,plan={team}", "mas"),
+            "mas, oracle tool": (f"tool=oracle,{others}", "mas"),
         }
         for method, (policy, workflow) in checks.items():
             name = "val_" + method.replace(", ", "_").replace(" ", "_")
@@ -543,6 +574,12 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
     runs = {r["run"]: r.get("train_wall_s") or 0.0 for r in rows if "run" in r}  # each run once
     start, end = f"<!-- {domain.section}:start -->", f"<!-- {domain.section}:end -->"
     units = domain.instances
+    noise = (
+        ""
+        if domain.plan_noise == PLAN_NOISE
+        else f" (the demonstrations' non-tool answers perturbed in {domain.plan_noise:.0%} of steps, not "
+        f"{PLAN_NOISE:.0%}, so that more episodes show a later turn)"
+    )
     lines = [
         start,
         f"## Miniature reproduction, `{args.env}`: MAS + AT-GRPO against single-agent and trajectory-GRPO baselines",
@@ -552,7 +589,7 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
         "it reads the board on standard input) with imperfect variants and direct answers "
         f"(programs {TEAM_WARM_START['tool_programs']:.0%} of its demonstrations, {TEAM_WARM_START['program_bugs']:.0%} "
         "of them imperfect); the single agent cannot run code. Each workflow has its own warm start, "
-        f"{DEMOS_PER_ROLE} demonstrations per role and {SINGLE_WARM_START['sft_steps']} SFT steps per role. Every RL "
+        f"{DEMOS_PER_ROLE} demonstrations per role and {domain.sft_steps_per_role} SFT steps per role{noise}. Every RL "
         f"run stops at a budget of {args.budget} sampled completions (the step that reaches it completes), K=4, lr "
         "1e-4, `scale_rewards: none`, temperature 1.0. Success rate in % on "
         f"{args.eval_episodes} evaluation-split {units} (greedy, `pettingllms-eval`, the same suite for every row): mean "
@@ -696,6 +733,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--runs", type=Path, default=RUNS, help="folder of the runs and evaluations")
     parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
+    parser.add_argument("--leaderboard", type=Path, default=ROOT / "leaderboard",
+                        help="seed 0's evaluation of each main row goes to its results/, and the board is rebuilt")  # fmt: skip
     parser.add_argument("--report", action="store_true", help="only rebuild the report from --out")
     parser.add_argument(
         "--demos_per_role", type=int, default=DEMOS_PER_ROLE, help="warm-start demonstrations per role"
@@ -723,7 +762,11 @@ def main() -> int:
         print(f"study finished in {(time.perf_counter() - started) / 60:.1f} minutes")
     write_report(study.rows, args, args.results_md)
     write_sharing_report(study.rows, args.results_md)
-    print(f"wrote {args.out} and the miniature section of {args.results_md}")
+    if (args.leaderboard / "results").is_dir():
+        from pettingllms.eval.leaderboard import build_leaderboard
+
+        build_leaderboard(args.leaderboard / "results", args.leaderboard)
+    print(f"wrote {args.out}, the miniature section of {args.results_md} and {args.leaderboard}")
     return 0
 
 

@@ -1,6 +1,7 @@
 """Behaviour of the puzzle environments beyond conformance: the tool agent's code, loading instances, fuzzing."""
 
 import functools
+import re
 import textwrap
 import warnings
 
@@ -200,6 +201,33 @@ def test_arbitrary_strings_never_raise(env_id, text):
         env.step(text)
         assert {"reward_team", "reward_local", "turn", "success"} <= set(env.infos[agent])
         assert env.observation_space(env.agent_selection).contains(env.observe(env.agent_selection))
+
+
+@pytest.mark.parametrize("env_id", sorted(pettingllms.registry))
+def test_info_turn_is_the_turn_the_observations_show(env_id):
+    """`infos[a]["turn"]` is the 1-based turn the next observation reads ("turn 2 of 4"), `step_turn` the 0-based
+    turn of the step that was just played."""
+    env = pettingllms.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env.reset(seed=0)
+    assert (env.infos[env.agent_selection]["turn"], env.infos[env.agent_selection]["step_turn"]) == (1, 0)
+    steps, shown = 0, 0
+    while env.agents and steps < 12:
+        acting_turn, agent = env.unwrapped.turn, env.agent_selection
+        if env.terminations[agent] or env.truncations[agent]:
+            env.step(None)  # the episode is over: PettingZoo removes the agent, no info changes
+            continue
+        env.step("no answer")
+        steps += 1
+        for agent in env.agents:
+            info = env.infos[agent]
+            assert info["turn"] == env.unwrapped.display_turn and info["step_turn"] == acting_turn
+            match = re.search(r"\b[Tt]urn (\d+) of \d+", env.observe(agent))
+            if match:
+                shown += 1
+                assert int(match.group(1)) == info["turn"], (agent, env.observe(agent))
+    assert shown or env_id in ("bargain-v0",), "no observation states its turn"
 
 
 def test_parse_errors_are_told_apart_from_partly_usable_answers():

@@ -372,3 +372,22 @@ def test_new_weights_at_the_same_path_play_the_episodes_again(tiny_model, tmp_pa
     assert eval_main(argv) == 0 and len(_rows(cache)) == 4  # played again
     second = json.loads(output.read_text())["results"][LETTERS_ENV]["weights_sha256"]
     assert first.keys() == second.keys() == {"tool", "plan"} and all(first[a] != second[a] for a in first)
+
+
+def test_the_default_episodes_are_a_named_runs_own_evaluation_size(tmp_path):
+    from pettingllms.eval.policy_specs import run_eval_episodes
+
+    def run(name, episodes):
+        folder = tmp_path / name
+        (folder / "checkpoints" / "step_3").mkdir(parents=True)
+        (folder / "checkpoints" / "step_3" / "state.json").write_text("{}")
+        (folder / "config.json").write_text(json.dumps({"eval_episodes": episodes}))
+        return folder
+
+    small, large = run("small", 40), run("large", 300)
+    assert run_eval_episodes("oracle") is None and run_eval_episodes("tool=random,plan=oracle") is None
+    assert run_eval_episodes(str(small)) == 40
+    assert run_eval_episodes(str(small / "checkpoints" / "step_3")) == 40  # a checkpoint of the run
+    assert run_eval_episodes(f"tool={small},plan={large}") == 300  # several runs: the largest
+    (tmp_path / "config.json").write_text(json.dumps({"eval_episodes": 7}))  # not a run: no checkpoints/
+    assert run_eval_episodes(str(tmp_path)) is None

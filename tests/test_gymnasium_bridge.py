@@ -28,7 +28,7 @@ def test_gymnasiums_checker_passes(gym_id):
 def test_the_solver_solves_through_gymnasium_and_the_statistics_wrapper_counts_it(gym_id):
     env = RecordEpisodeStatistics(gymnasium.make(gym_id))
     observation, info = env.reset(seed=3)
-    assert env.observation_space.contains(observation) and info["turn"] == 0
+    assert env.observation_space.contains(observation) and (info["turn"], info["step_turn"]) == (1, 0)
     terminated = truncated = False
     while not (terminated or truncated):
         answer = env.unwrapped.aec.unwrapped.solution("plan")

@@ -12,7 +12,7 @@ from pettingllms.cli import main as cli_main
 from pettingllms.eval.leaderboard import build_leaderboard, read_results
 
 
-def _result(label, rates, episodes=100):
+def _result(label, rates, episodes=100, suite_kwargs=None):
     return {
         "format": "pettingllms-eval/1",
         "label": label,
@@ -21,6 +21,7 @@ def _result(label, rates, episodes=100):
                 "success_rate": rate,
                 "ci95": [max(0.0, rate - 0.1), min(1.0, rate + 0.1)],
                 "episodes": episodes,
+                "suite": {"env_id": env, "env_kwargs": suite_kwargs or {}},
             }
             for env, rate in rates.items()
         },
@@ -36,6 +37,9 @@ def results_dir(tmp_path):
         "random.json": _result("random", {"plan-path-v0": 0.05, "sokoban-v0": 0.0}),
         "tiny.json": _result("tiny <b>", {"plan-path-v0": 0.41}),
         "tiny_small.json": _result("tiny <b>", {"plan-path-v0": 0.9}, episodes=10),  # fewer episodes: loses
+        "tiny_7x7.json": _result(
+            "tiny <b>", {"plan-path-v0": 0.8}, suite_kwargs={"size": 7}
+        ),  # another suite
         "notes.json": {"something": "else"},
     }
     for name, content in fixtures.items():
@@ -46,16 +50,18 @@ def results_dir(tmp_path):
 def test_table_rows_columns_and_markdown(results_dir, tmp_path):
     table = build_leaderboard(results_dir, tmp_path / "board")
     assert table.labels == ["oracle", "tiny <b>", "random"]  # by mean success
-    assert table.envs == ["plan-path-v0", "sokoban-v0"]
+    assert table.envs == ["plan-path-v0", 'plan-path-v0 {"size": 7}', "sokoban-v0"]  # a setting is a suite
     assert table.cells[("tiny <b>", "plan-path-v0")].episodes == 100
+    assert table.cells[("tiny <b>", 'plan-path-v0 {"size": 7}')].success_rate == 0.8
     assert table.skipped == ["notes.json: not a pettingllms-eval/1 result"]
     text = (tmp_path / "board" / "leaderboard.md").read_text()
-    assert "| policy | plan-path-v0 | sokoban-v0 | mean |" in text
-    assert "| random | 5.0 [0.0, 15.0] (n=100) | 0.0 [0.0, 10.0] (n=100) | 2.5 |" in text
-    assert "| tiny <b> | 41.0 [31.0, 51.0] (n=100) | — | 41.0 |" in text
+    assert '| policy | plan-path-v0 | plan-path-v0 {"size": 7} | sokoban-v0 | mean |' in text
+    assert "| random | 5.0 [0.0, 15.0] (n=100) | — | 0.0 [0.0, 10.0] (n=100) | 2.5 |" in text
+    assert "| tiny <b> | 41.0 [31.0, 51.0] (n=100) | 80.0 [70.0, 90.0] (n=100) | — | 60.5 |" in text
     assert sorted(p.name for p in (tmp_path / "board" / "plots").iterdir()) == [
         "overview.png",
         "plan-path-v0.png",
+        "plan-path-v0_size_7.png",
         "sokoban-v0.png",
     ]
     page = (tmp_path / "board" / "index.html").read_text()
@@ -64,7 +70,7 @@ def test_table_rows_columns_and_markdown(results_dir, tmp_path):
 
 def test_cli_command_and_empty_folder(results_dir, tmp_path, capsys):
     assert cli_main(["leaderboard", str(results_dir), "--out", str(tmp_path / "out")]) == 0
-    assert "3 policies x 2 envs" in capsys.readouterr().out
+    assert "3 policies x 3 envs" in capsys.readouterr().out
     (tmp_path / "empty").mkdir()
     assert cli_main(["leaderboard", str(tmp_path / "empty"), "--out", str(tmp_path / "x")]) == 2
     assert read_results(tmp_path / "empty").cells == {}

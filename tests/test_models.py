@@ -234,11 +234,14 @@ def test_a_tagged_warm_start_with_programs_lives_beside_the_default_and_counts_i
 ):
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
     options = {"demos_per_role": 12, "eval_episodes": 0, "batch_size": 8, "sft_steps": 1}
-    folder = ensure_tiny_model("plan-path-v0", tag="mini", tool_programs=0.5, program_bugs=0.5, **options)
+    folder = ensure_tiny_model(
+        "plan-path-v0", tag="mini", tool_programs=0.5, program_bugs=0.5, plan_noise=0.6, **options
+    )
     assert folder.name == "tiny-plan-path-v0-mas-mini-v2" and folder != tiny_model_dir("plan-path-v0", "mas")
     manifest = read_manifest(folder)
     assert manifest["demonstrations"]["examples_per_agent"] == {"tool": 12, "plan": 12}
     assert manifest["settings"]["tool_programs"] == 0.5 and manifest["settings"]["demos_per_role"] == 12
+    assert manifest["settings"]["plan_noise"] == manifest["demonstrations"]["plan_noise"] == 0.6
     with pytest.raises(ValueError, match="tag="):
         ensure_tiny_model("plan-path-v0", tag="../elsewhere", **options)
 
@@ -336,3 +339,10 @@ def test_a_cached_build_is_questioned_only_for_settings_that_change_its_weights(
     ) as caught:
         warmstart._warn_if_different(tmp_path, dataclasses.replace(built, sft_steps=7, eval_episodes=200))
     assert "eval_episodes" not in str(caught[0].message)
+    older = {key: value for key, value in built.to_json().items() if key != "plan_noise"}  # before the field
+    (tmp_path / warmstart.MANIFEST).write_text(json.dumps({"settings": older}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a field the build predates counts as its default
+        warmstart._warn_if_different(tmp_path, built)
+    with pytest.warns(UserWarning, match=r"plan_noise=0.6 \(cached: 0.2\)"):
+        warmstart._warn_if_different(tmp_path, dataclasses.replace(built, plan_noise=0.6))

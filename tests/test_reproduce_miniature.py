@@ -39,14 +39,23 @@ def test_trained_rows_are_the_papers_methods(study):
     )  # curves on the validation split, never the reported one
 
 
-def test_the_two_warm_starts_see_as_many_demonstrations_and_sft_steps_per_role(study):
-    team, single = study.TEAM_WARM_START, study.SINGLE_WARM_START
+@pytest.mark.parametrize("env_id", ["plan-path-v0", "sokoban-v0", "sudoku-v0", "math-v0"])
+def test_the_two_warm_starts_see_as_many_demonstrations_and_sft_steps_per_role(study, env_id):
+    domain = study.DOMAINS[env_id]
+    team, single = (study.warm_start_settings(domain, workflow) for workflow in ("mas", "single"))
     assert (team["workflow"], single["workflow"]) == ("mas", "single")
     assert team["demos_per_role"] == single["demos_per_role"]
-    assert team["sft_steps"] == 2 * single["sft_steps"]  # two roles, twice the examples
+    assert team["sft_steps"] == 2 * single["sft_steps"] == 2 * domain.sft_steps_per_role  # two roles
+    assert team["plan_noise"] == single["plan_noise"] == domain.plan_noise
     assert (
         0 < team["tool_programs"] < 0.5 and 0 < team["program_bugs"] < 1
     )  # direct answers stay the majority
+
+
+def test_the_puzzle_domains_keep_the_warm_start_their_tables_were_run_with(study):
+    for env_id in ("plan-path-v0", "sudoku-v0"):
+        settings = study.warm_start_settings(study.DOMAINS[env_id], "mas")
+        assert (settings["sft_steps"], settings["plan_noise"]) == (400, 0.2)
 
 
 def test_a_run_counts_as_finished_only_after_its_final_evaluation(study, tmp_path):

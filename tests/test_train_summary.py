@@ -32,3 +32,22 @@ def test_a_model_folder_that_does_not_exist_is_one_line_before_anything_is_built
         "pettingllms-train: error: model_name_or_path='./no-such-model' is neither an existing"
     )
     assert "\n" not in err and not (tmp_path / "run").exists()
+
+
+def test_a_hub_id_that_cannot_be_fetched_is_one_line_before_the_run_folder_exists(
+    tmp_path, capsys, monkeypatch
+):
+    pytest.importorskip("trl")
+    from huggingface_hub import constants
+
+    from pettingllms.trainers.cli import main
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as on a machine without the hub
+    assert main(["--model_name_or_path", "Qwen/Qwen3-1.7B", "--output_dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(
+        "pettingllms-train: error: model 'Qwen/Qwen3-1.7B' is not in the local Hugging Face"
+    )
+    assert "'tiny' and 'qwen3-test' need no download" in err  # what to use instead
+    assert "\n" not in err and not (tmp_path / "run").exists()

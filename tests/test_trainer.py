@@ -394,12 +394,10 @@ def test_the_trainers_evaluation_is_what_pettingllms_eval_reports_for_the_same_w
         LETTERS_ENV,
         "--policy",
         str(run),
-        "--episodes",
-        "5",
         "--output",
         str(output),
         "--no_progress",
-    ]
+    ]  # no --episodes: the run's own eval_episodes (5)
     assert eval_main(argv) == 0
     rows = [json.loads(line) for line in (tmp_path / "eval.json.episodes.jsonl").read_text().splitlines()]
     assert [row["key"] for row in rows] == [

@@ -14,8 +14,9 @@ Contract shared by all environments (subclasses implement the task; this class i
   the team and the local reward is `a`'s own: the change of `a`'s potential at this step (below), plus the
   step's direct reward to `a` (`StepOutcome.reward_local`: by default the acting agent's, the penalties of
   unusable answers; a mapping pays any agents, as a general-sum game needs, below).
-  `infos[a]` always holds `reward_team`, `reward_local`, `turn` (the turn in which the step happened),
-  `success` (whether the task is solved so far); the acting agent's also holds `parse_error` (nothing in the
+  `infos[a]` always holds `reward_team`, `reward_local`, `turn` (the turn number the observations now show,
+  1-based as in their "turn 2 of 4": `display_turn`), `step_turn` (the 0-based index of the turn in which the
+  step happened; 0 after `reset`), `success` (whether the task is solved so far); the acting agent's also holds `parse_error` (nothing in the
   action was usable) and, when its action could not be used fully or partly, `error` saying why; an agent that
   another agent's step paid directly also holds `reward_paid`, that payment (already inside its `reward_local`).
 - General-sum games: PettingZoo lets any agent be rewarded at any step, and so does `StepOutcome`: with
@@ -309,7 +310,7 @@ class TextAECEnv(AECEnv):
         for a in self.agents:
             local = changes.get(a, 0.0) if shaped else 0.0
             self.rewards[a] = self.alpha * float(outcome.reward_team) + local
-            self.infos[a] = self._info(float(outcome.reward_team), local, turn=acting_turn)
+            self.infos[a] = self._info(float(outcome.reward_team), local, step_turn=acting_turn)
             if a != agent and a in direct and shaped:
                 self.infos[a]["reward_paid"] = direct[a]
         self.infos[agent].update(outcome.info)
@@ -323,6 +324,8 @@ class TextAECEnv(AECEnv):
             self.turn += 1
             if self.turn >= self.max_turns:
                 self.truncations = {a: True for a in self.agents}
+        for a in self.agents:  # the turn the observations now show, advanced or not
+            self.infos[a]["turn"] = self.display_turn
         self.agent_selection = self.agents[(index + 1) % len(self.agents)]
         self._accumulate_rewards()
         if self.render_mode == "human":
@@ -375,11 +378,12 @@ class TextAECEnv(AECEnv):
             )
         return {a: float(amount) for a, amount in reward_local.items()}
 
-    def _info(self, reward_team: float, reward_local: float, *, turn: int | None = None) -> dict[str, Any]:
+    def _info(self, reward_team: float, reward_local: float, *, step_turn: int = 0) -> dict[str, Any]:
         return {
             "reward_team": reward_team,
             "reward_local": reward_local,
-            "turn": self.turn if turn is None else turn,
+            "turn": self.display_turn,
+            "step_turn": step_turn,
             "success": self.success,
         }
 

@@ -29,6 +29,8 @@ from pettingllms.core.errors import PettingLLMsError
 from pettingllms.core.extras import require_extra
 
 FORMAT = "pettingllms-eval/1"
+DEFAULT_EPISODES = 100
+"""Episodes per env when `--episodes` is not given and `--policy` names no training run."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--policy", required=True, help="a spec for every agent, or agent=spec,agent=spec")
     parser.add_argument("--output", required=True, type=Path, help="results file (JSON)")
     parser.add_argument(
-        "--episodes", type=int, default=100, help="episodes per env (dataset suites: at most all)"
+        "--episodes",
+        type=int,
+        default=None,
+        help=f"episodes per env (dataset suites: at most all); default: a training run's own eval_episodes "
+        f"when --policy names one (so a run's final figure is reproduced), else {DEFAULT_EPISODES}",
     )
     parser.add_argument("--seed", type=int, default=0, help="first seed of generated suites; sampling seed")
     parser.add_argument(
@@ -103,6 +109,10 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
         raise ValueError(
             f"--env {args.env!r}: unknown ids {unknown}; available: {sorted(pettingllms.registry)}"
         )
+    if args.episodes is None:
+        from pettingllms.eval.policy_specs import run_eval_episodes
+
+        args.episodes = run_eval_episodes(args.policy) or DEFAULT_EPISODES
     if args.samples < 1 or args.episodes < 1:
         raise ValueError(f"--samples={args.samples} and --episodes={args.episodes} must be >= 1")
     env_kwargs = json.loads(args.env_kwargs)

@@ -3,11 +3,14 @@
 `build_leaderboard(results_dir, out_dir)` reads `results_dir/*.json` (files in the `pettingllms-eval/1` format;
 other JSON files are skipped with a note), and writes to `out_dir`:
 
-- `leaderboard.md`: rows are policies (their `label`), columns are environments, cells the success rate in
-  percent with its 95% interval and the number of episodes; rows sorted by mean success over the columns;
+- `leaderboard.md`: rows are policies (their `label`), columns are suites (`suite_column`: the env id, with the
+  suite's env arguments when it has any, e.g. `plan-path-v0 {"size": 7}`, since another setting is another
+  suite), cells the success rate in percent with its 95% interval and the number of episodes; rows sorted by
+  mean success over the columns;
 - `index.html`: the same table and the plots, self-contained apart from the PNGs beside it;
-- `plots/overview.png` (grouped bars, one group per env) and `plots/<env>.png` (one bar per policy, with the
-  95% interval as an error bar).
+- `plots/overview.png` (grouped bars, one group per column) and `plots/<column>.png` (one bar per policy, with the
+  95% interval as an error bar; the column's name with every run of other characters than letters, digits, `.`,
+  `_` and `-` replaced by `_`).
 
 When several files give the same label and env, the one with more episodes wins (then the later file name).
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,6 +54,27 @@ class Table:
         return sum(values) / len(values) if values else 0.0
 
 
+def suite_column(env_id: str, result: dict) -> str:
+    """The column of an env's result: its env id, followed by the suite's env arguments when it has any.
+
+    >>> suite_column("plan-path-v0", {"suite": {"env_kwargs": {"size": 7}}})
+    'plan-path-v0 {"size": 7}'
+    >>> suite_column("plan-path-v0", {"suite": {"env_kwargs": {}}}), suite_column("math-v0", {})
+    ('plan-path-v0', 'math-v0')
+    """
+    kwargs = (result.get("suite") or {}).get("env_kwargs") or {}
+    return f"{env_id} {json.dumps(kwargs, sort_keys=True)}" if kwargs else env_id
+
+
+def plot_name(column: str) -> str:
+    """The file stem of a column's plot.
+
+    >>> plot_name('plan-path-v0 {"size": 7}')
+    'plan-path-v0_size_7'
+    """
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", column).strip("_")
+
+
 def read_results(results_dir: Path) -> Table:
     """Collect the cells of every result file in `results_dir` (module docstring)."""
     cells: dict[tuple[str, str], Cell] = {}
@@ -65,7 +90,7 @@ def read_results(results_dir: Path) -> Table:
             continue
         for env_id, result in report["results"].items():
             cell = Cell(float(result["success_rate"]), tuple(result["ci95"]), int(result["episodes"]))
-            key = (str(report["label"]), env_id)
+            key = (str(report["label"]), suite_column(env_id, result))
             if key not in cells or cell.episodes >= cells[key].episodes:
                 cells[key] = cell
     envs = sorted({env for _, env in cells})
@@ -129,7 +154,7 @@ def plot(table: Table, out_dir: Path) -> list[Path]:
         axis.set_xlabel("success rate (%), 95% interval")
         axis.set_title(env)
         figure.tight_layout()
-        written.append(_save(figure, folder / f"{env}.png"))
+        written.append(_save(figure, folder / f"{plot_name(env)}.png"))
     return written
 
 

@@ -57,6 +57,24 @@ def parse_policy_arg(text: str, agents: Sequence[str]) -> dict[str, str]:
     return pairs
 
 
+def run_eval_episodes(text: str) -> int | None:
+    """The `eval_episodes` of the training runs that `--policy` `text` names (run or checkpoint folders; the
+    largest when several differ), None when it names none."""
+    found = []
+    for part in text.split(","):
+        path = Path(part.partition("=")[2] if "=" in part else part.strip()).expanduser()
+        if (path / "checkpoints").is_dir():
+            run = RunLayout(path)
+        elif CheckpointLayout(path).state.is_file():
+            run = CheckpointLayout(path).run
+        else:
+            continue
+        if run.config.is_file():
+            episodes = run.read_config().get("eval_episodes")
+            found += [int(episodes)] if episodes else []
+    return max(found, default=None)
+
+
 @dataclasses.dataclass
 class LoadedPolicies:
     """The backends serving an evaluation: name -> backend, agent -> name, and what each name resolved to."""

@@ -55,5 +55,5 @@ def resolve_model(name: str | Path) -> Path:
         raise ConfigError(
             f"model {str(name)!r} is not in the local Hugging Face cache ({HF_HUB_CACHE}) and could not be "
             f"downloaded ({reason}); download it where the hub is reachable (huggingface-cli download {name}) "
-            "or pass a local folder"
+            "or pass a local folder; the built-in 'tiny' and 'qwen3-test' need no download"
         ) from error

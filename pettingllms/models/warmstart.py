@@ -65,6 +65,9 @@ class WarmStartSettings:
     demos_per_role: int | None = None  # instead of demo_episodes: play until each role has this many
     tool_programs: float = 0.0  # share of the tool agent's demonstrations that are programs (demos module)
     program_bugs: float = 0.0  # share of those programs that are imperfect variants
+    plan_noise: float = (
+        PLAN_NOISE  # share of the other agents' executed answers that are perturbed (demos module)
+    )
     eval_episodes: int = 200  # evaluation-split episodes for the before/after success (0: skip)
     batch_size: int = 32
     learning_rate: float = 1e-3
@@ -118,7 +121,7 @@ def ensure_tiny_model(
     """Return the cached tiny model folder for `env_id`/`workflow`, building it first if needed (module docs).
 
     `options` are the other `WarmStartSettings` fields: `demo_episodes`, `demos_per_role`, `tool_programs`,
-    `program_bugs`, `eval_episodes`, `batch_size`, `learning_rate`; `tag` names a variant's folder
+    `program_bugs`, `plan_noise`, `eval_episodes`, `batch_size`, `learning_rate`; `tag` names a variant's folder
     (`tiny_model_dir`), so that a build with other settings does not replace the default one. `workflow` may
     join several workflows with "+" (e.g. "mas+single"): one model whose
     demonstrations alternate between them (episode i plays workflow i mod n), evaluated on the first; the
@@ -269,6 +272,7 @@ def _demonstrations(s: WarmStartSettings, workflows: list[str]) -> list:
             env_kwargs=s.env_kwargs,
             tool_programs=s.tool_programs,
             program_bugs=s.program_bugs,
+            plan_noise=s.plan_noise,
             per_role=s.demos_per_role,
         )
     return demos
@@ -288,7 +292,7 @@ def _manifest(s: WarmStartSettings, demos, tokenizer, model, sft, evaluation, ti
             "tool_programs": s.tool_programs,
             "program_bugs": s.program_bugs,
             "tool_noise": TOOL_NOISE,
-            "plan_noise": PLAN_NOISE,
+            "plan_noise": s.plan_noise,
             "prompt_tokens": training.prompt_token_stats(tokenizer, demos),
         },
         "model": {"parameters": count_parameters(model), "vocab_size": len(tokenizer)},
@@ -303,10 +307,14 @@ REPORT_ONLY_SETTINGS = ("eval_episodes",)
 """Settings that change what a build reports (its before/after evaluation), not its weights."""
 
 
+_DEFAULT_SETTINGS = WarmStartSettings().to_json()
+"""What a manifest written before a settings field existed was built with, for that field (its default)."""
+
+
 def _warn_if_different(folder: Path, settings: WarmStartSettings) -> None:
     """Warn when the cached build's weights were built with other settings than the requested ones (the cache is
     used anyway); `REPORT_ONLY_SETTINGS` do not change the weights and are not compared."""
-    built = read_manifest(folder).get("settings", {})
+    built = {**_DEFAULT_SETTINGS, **read_manifest(folder).get("settings", {})}  # a newer field: its default
     wanted = {key: value for key, value in settings.to_json().items() if key not in REPORT_ONLY_SETTINGS}
     differences = {key: (built.get(key), value) for key, value in wanted.items() if built.get(key) != value}
     if differences:

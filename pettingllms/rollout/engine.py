@@ -375,7 +375,7 @@ class RolloutEngine:
             [_TurnCredit(float(copy.infos[agent]["reward_team"])) for copy in copies] for copies in stepped
         ]
         probes = [
-            (row, column, copy.clone(), copy.infos[agent]["turn"])
+            (row, column, copy.clone(), copy.infos[agent]["step_turn"])
             for row, copies in enumerate(stepped)
             for column, copy in enumerate(copies)
         ]
