@@ -5,6 +5,9 @@
     pettingllms play plan-path-v0 --others oracle   # the tool agent proposes the solver's answer
     pettingllms play code-v0 --as tester --others oracle   # you write the tests; the solver codes
     pettingllms play sudoku-v0 --demo               # every agent scripted by the solver (non-interactive)
+    pettingllms play plan-path-v0 --policy runs/tiny/plan_path_per_role   # you are the plan agent, beside
+                                                    # the trained tool agent
+    pettingllms play plan-path-v0 --watch --policy runs/tiny/plan_path_per_role --pause   # the trained team alone
     pettingllms leaderboard leaderboard/results --out leaderboard   # tables and plots of pettingllms-eval results
 
 In `play`, you see your agent's observation (its whole prompt) and type an answer (`<answer>U R</answer>`, or
@@ -50,28 +53,22 @@ def _ask(prompt: str) -> str | None:
 
 
 def _play(args: argparse.Namespace) -> int:
-    from pettingllms.core.env import TextAECEnv
-
-    playable = sorted(
-        env_id
-        for env_id, env_spec in pettingllms.registry.items()
-        if isinstance(factory := env_spec.load(), type) and issubclass(factory, TextAECEnv)
-    )
-    if args.env in pettingllms.registry and args.env not in playable:
-        print(
-            f"{args.env} cannot be played in the terminal: `play` plays this package's text environments "
-            f"(TextAECEnv); playable: {', '.join(playable)}",
-            file=sys.stderr,
-        )
+    refused = _unplayable(args.env)
+    if refused:
+        print(refused, file=sys.stderr)
         return 2
-    workflow = "mas" if args.demo or args.others == "oracle" else "single"
+    workflow = args.workflow or (
+        "mas" if args.demo or args.watch or args.others == "oracle" or args.policy else "single"
+    )
     env = pettingllms.make(args.env, workflow=workflow, render_mode="ansi", max_turns=args.max_turns)
     env.reset(seed=args.seed)
     raw = env.unwrapped
-    player = _player(args, raw, workflow)
-    human = (lambda agent: raw.solution(agent)) if args.demo else _human_turn(raw)
+    player = None if args.watch or args.demo else _player(args, raw, workflow)
+    others, name = _others(args, raw, workflow, [agent for agent in raw.possible_agents if agent != player])
+    human = _human_turn(raw)
+    watching = "nobody: the team plays" if player is None else repr(player)
     print(
-        f"{args.env}, seed {args.seed}, workflow {workflow!r}: you play {player!r}" + (" (demo)" * args.demo)
+        f"{args.env}, seed {args.seed}, workflow {workflow!r}: you play {watching}" + (" (demo)" * args.demo)
     )
     for agent in env.agent_iter():
         _, _, termination, truncation, _ = env.last()
@@ -79,8 +76,10 @@ def _play(args: argparse.Namespace) -> int:
             env.step(None)
             continue
         if agent != player:
-            action = raw.solution(agent)
-            print(f"{agent} (solver): {_shown(action)}")
+            if args.watch:
+                print(env.observe(agent))
+            action = others(env, agent)
+            print(f"{agent} ({name}): {_shown(action)}")
         else:
             print(env.observe(agent))
             action = human(agent)
@@ -89,14 +88,51 @@ def _play(args: argparse.Namespace) -> int:
                 return 0
             print(f"{agent}: {_shown(action)}")
         env.step(action)
-        if "error" in env.infos.get(agent, {}) and agent == player:
+        if "error" in env.infos.get(agent, {}) and (agent == player or args.watch):
             print("! " + env.infos[agent]["error"])
+        if args.pause and _ask("(Enter: next step, q: quit) ") in (None, "q"):
+            print("bye")
+            return 0
     print(env.render())
     if raw.success:
         print(f"Solved in {raw.turn + 1} turn(s)!")
         return 0
     print("Episode over: not solved.")
     return 1
+
+
+def _unplayable(env_id: str) -> str | None:
+    """Why `env_id` cannot be played here, or None (unknown ids fail later, in `make`, with suggestions)."""
+    from pettingllms.core.env import TextAECEnv
+
+    playable = sorted(
+        env_id
+        for env_id, env_spec in pettingllms.registry.items()
+        if isinstance(factory := env_spec.load(), type) and issubclass(factory, TextAECEnv)
+    )
+    if env_id in pettingllms.registry and env_id not in playable:
+        return (
+            f"{env_id} cannot be played in the terminal: `play` plays this package's text environments "
+            f"(TextAECEnv); playable: {', '.join(playable)}"
+        )
+    return None
+
+
+def _others(
+    args: argparse.Namespace, raw, workflow: str, agents: Sequence[str]
+) -> tuple[Callable[[object, str], str], str]:
+    """Who answers for `agents` (those the person does not play), and the name printed beside their answers: the
+    `--policy` spec (loaded as `pettingllms-eval --policy` loads it; agent=spec pairs name exactly `agents`),
+    else the env's solver."""
+    if not args.policy:
+        return (lambda env, agent: raw.solution(agent)), "solver"
+    from pettingllms.core.extras import require_extra
+
+    require_extra("eval", "pettingllms play --policy")
+    from pettingllms.eval.play_policy import policy_answerer
+
+    answer = policy_answerer(args.policy, args.env, agents, workflow=workflow, seed=args.seed)
+    return answer, args.policy
 
 
 def _player(args: argparse.Namespace, raw, workflow: str) -> str:
@@ -149,6 +185,23 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["skip", "oracle"],
         default="skip",
         help="skip the other agents (play the 'single' workflow), or let the solver answer for them (the team)",
+    )
+    play.add_argument(
+        "--policy",
+        default=None,
+        help="who answers for the other agents instead of the solver: a pettingllms-eval policy spec (a run "
+        "folder, a checkpoint, a model folder, tiny, random, oracle, or agent=spec pairs), greedy",
+    )
+    play.add_argument(
+        "--watch",
+        action="store_true",
+        help="nobody types: every agent is answered by --policy (default: the solver), each prompt shown",
+    )
+    play.add_argument("--pause", action="store_true", help="wait for Enter after every step")
+    play.add_argument(
+        "--workflow",
+        default=None,
+        help="the env's workflow (default: 'single' when you play alone, else 'mas'), e.g. for a single-agent run",
     )
     play.add_argument(
         "--demo", action="store_true", help="script every agent with the solver (no input needed)"

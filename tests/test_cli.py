@@ -95,3 +95,33 @@ def test_unknown_env_is_a_clear_error():
     assert done.stderr.startswith(
         "pettingllms: error: no environment named 'sokobn-v0'. Did you mean 'sokoban-v0'"
     )
+
+
+def test_a_trained_team_is_watched_step_by_step_with_every_prompt():
+    done = run_cli("play", "plan-path-v0", "--watch", "--policy", "oracle", "--seed", "4")
+    assert done.returncode == 0, done.stderr
+    assert "you play nobody: the team plays" in done.stdout
+    assert "tool (oracle): " in done.stdout and "plan (oracle): " in done.stdout
+    assert "# plan-path-v0" in done.stdout  # the prompts are shown
+    assert "Solved in 1 turn(s)!" in done.stdout
+    paused = run_cli("play", "plan-path-v0", "--watch", "--pause", "--seed", "4", stdin="\nq\n")
+    assert paused.stdout.count("(Enter: next step, q: quit)") == 2 and paused.stdout.rstrip().endswith("bye")
+
+
+@pytest.mark.usefixtures("letters_env")
+def test_a_person_plays_beside_a_model_the_policy_spec_names(tiny_model, capsys, monkeypatch):
+    from letters import LETTERS_ENV
+
+    monkeypatch.setattr("builtins.input", lambda prompt: "eee")
+    assert (
+        main(["play", LETTERS_ENV, "--policy", tiny_model, "--max-turns", "1"]) == 1
+    )  # letters never succeeds
+    out = capsys.readouterr().out
+    assert f"tool ({tiny_model}): " in out  # the model answered for the tool agent
+    assert "plan: <answer>eee</answer>" in out  # the person played the plan agent
+    beside = main(
+        ["play", "plan-path-v0", "--policy", "tool=oracle", "--seed", "2"]
+    )  # pairs: the others only
+    assert beside == 1 and "tool (tool=oracle): " in capsys.readouterr().out  # "eee" is no path
+    refused = main(["play", "plan-path-v0", "--policy", "plan=oracle"])  # the person plays plan
+    assert refused == 2 and "--policy names agent 'plan'; the agents are ['tool']" in capsys.readouterr().err

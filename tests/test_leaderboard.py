@@ -12,7 +12,7 @@ from pettingllms.cli import main as cli_main
 from pettingllms.eval.leaderboard import build_leaderboard, read_results
 
 
-def _result(label, rates, episodes=100, suite_kwargs=None):
+def _result(label, rates, episodes=100, suite_kwargs=None, policy=None):
     return {
         "format": "pettingllms-eval/1",
         "label": label,
@@ -21,7 +21,11 @@ def _result(label, rates, episodes=100, suite_kwargs=None):
                 "success_rate": rate,
                 "ci95": [max(0.0, rate - 0.1), min(1.0, rate + 0.1)],
                 "episodes": episodes,
-                "suite": {"env_id": env, "env_kwargs": suite_kwargs or {}},
+                "suite": {"env_id": env, "env_kwargs": suite_kwargs or {}, "episodes": episodes},
+                "policies": {"plan": policy or label},
+                "weights_sha256": {"plan": None},
+                "sampling": {"temperature": 0.0},
+                "seed": 0,
             }
             for env, rate in rates.items()
         },
@@ -41,6 +45,10 @@ def results_dir(tmp_path):
             "tiny <b>", {"plan-path-v0": 0.8}, suite_kwargs={"size": 7}
         ),  # another suite
         "notes.json": {"something": "else"},
+        "tiny_relabelled.json": _result(
+            "tiny, again", {"plan-path-v0": 0.41}, policy="tiny <b>"
+        ),  # tiny.json
+        "warm.json": _result("warm start", {"plan-path-v0": 0.04}),  # one suite, below random's there
     }
     for name, content in fixtures.items():
         (folder / name).write_text(json.dumps(content))
@@ -48,12 +56,19 @@ def results_dir(tmp_path):
 
 
 def test_table_rows_columns_and_markdown(results_dir, tmp_path):
+    (tmp_path / "board" / "plots").mkdir(parents=True)
+    (tmp_path / "board" / "plots" / "gone-v0.png").write_bytes(b"")  # a column no longer on the board
     table = build_leaderboard(results_dir, tmp_path / "board")
-    assert table.labels == ["oracle", "tiny <b>", "random"]  # by mean success
+    # pairwise on shared suites: random (mean 2.5 over two suites) beats "warm start" (4.0, one suite) on the
+    # suite both cover (5.0 against 4.0), so a mean over other suites does not rank them
+    assert table.labels == ["oracle", "tiny <b>", "random", "warm start"]
     assert table.envs == ["plan-path-v0", 'plan-path-v0 {"size": 7}', "sokoban-v0"]  # a setting is a suite
     assert table.cells[("tiny <b>", "plan-path-v0")].episodes == 100
     assert table.cells[("tiny <b>", 'plan-path-v0 {"size": 7}')].success_rate == 0.8
-    assert table.skipped == ["notes.json: not a pettingllms-eval/1 result"]
+    assert table.skipped == [
+        "notes.json: not a pettingllms-eval/1 result",
+        "tiny_relabelled.json: the same evaluation as tiny.json, under another label",
+    ]
     text = (tmp_path / "board" / "leaderboard.md").read_text()
     assert '| policy | plan-path-v0 | plan-path-v0 {"size": 7} | sokoban-v0 | mean |' in text
     assert "| random | 5.0 [0.0, 15.0] (n=100) | — | 0.0 [0.0, 10.0] (n=100) | 2.5 |" in text
@@ -70,7 +85,7 @@ def test_table_rows_columns_and_markdown(results_dir, tmp_path):
 
 def test_cli_command_and_empty_folder(results_dir, tmp_path, capsys):
     assert cli_main(["leaderboard", str(results_dir), "--out", str(tmp_path / "out")]) == 0
-    assert "3 policies x 3 envs" in capsys.readouterr().out
+    assert "4 policies x 3 envs" in capsys.readouterr().out
     (tmp_path / "empty").mkdir()
     assert cli_main(["leaderboard", str(tmp_path / "empty"), "--out", str(tmp_path / "x")]) == 2
     assert read_results(tmp_path / "empty").cells == {}
@@ -99,8 +114,8 @@ def test_page_renders_table_and_plots_in_a_headless_browser(results_dir, tmp_pat
         check=True,
     ).stdout
     assert re.search(r'<table id="leaderboard">', dom)
-    assert dom.count("<tr>") == 4  # header + three policies
-    assert re.search(r'data-plots-rendered="3"', dom), "the page's three plots did not all load"
+    assert dom.count("<tr>") == 5  # header + four policies
+    assert re.search(r'data-plots-rendered="4"', dom), "the page's four plots did not all load"
     shot = tmp_path / "leaderboard_screenshot.png"  # under the test's tmp dir: the checkout stays clean
     subprocess.run(
         [*flags, "--window-size=1200,1200", f"--screenshot={shot}", url],

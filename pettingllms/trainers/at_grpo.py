@@ -58,7 +58,7 @@ from pettingllms.trainers import checkpoint, metrics_log
 from pettingllms.trainers.advantages import compute_advantages, samples_with_signal, summed_turn_advantages
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.devices import visible_gpus
-from pettingllms.trainers.learning_curve import save_learning_curve
+from pettingllms.trainers.learning_curve import CurveLabels, save_learning_curve
 from pettingllms.trainers.memory_plan import Hardware, apply_plan, plan_run
 from pettingllms.trainers.policy_set import PolicySet, build_policies
 from pettingllms.trainers.trackers import Trackers
@@ -265,8 +265,8 @@ class ATGRPOTrainer:
             if self.finished or (args.save_strategy == "steps" and self.step % args.save_steps == 0):
                 checkpoint.save(self.run, self.policies.handles, self._loop_state(), self.world)
             progress.update(1)
-            progress.set_postfix(
-                success=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
+            progress.set_postfix(  # committed: best-of-K training episodes; eval: greedy (learning_curve)
+                committed=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
             )
         progress.close()
         self.trackers.end()
@@ -454,7 +454,10 @@ class ATGRPOTrainer:
     def _plot(self) -> None:
         rows = metrics_log.read(self.run.metrics, self.log)
         title = f"{self.args.env_id} ({self.args.policy_layout}, {self.args.grouping})"
-        save_learning_curve(rows, title, self.run.learning_curve)
+        labels = CurveLabels.for_run(
+            self.args.num_generations, self.args.temperature, self.args.eval_episodes, self.args.eval_split
+        )
+        save_learning_curve(rows, title, self.run.learning_curve, labels)
 
 
 @dataclasses.dataclass
