@@ -1,4 +1,4 @@
-"""The `pettingllms` command: `list` the environments, `play` one in the terminal.
+"""The `pettingllms` command: `list` the environments, `play` one in the terminal, `view` a run or an evaluation.
 
     pettingllms list
     pettingllms play sokoban-v0 --seed 3            # you are the plan agent; the tool agent is skipped
@@ -8,6 +8,8 @@
     pettingllms play plan-path-v0 --policy runs/tiny/plan_path_per_role   # you are the plan agent, beside
                                                     # the trained tool agent
     pettingllms play plan-path-v0 --watch --policy runs/tiny/plan_path_per_role --pause   # the trained team alone
+    pettingllms view runs/tiny/plan_path_per_role   # an HTML page of the run's sampled trees and curves
+    pettingllms view results/at.json --out view/    # an evaluation's episodes as conversations
     pettingllms leaderboard leaderboard/results --out leaderboard   # tables and plots of pettingllms-eval results
 
 In `play`, you see your agent's observation (its whole prompt) and type an answer (`<answer>U R</answer>`, or
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pettingllms
 from pettingllms.core.parsing import extract_answer
@@ -206,6 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--demo", action="store_true", help="script every agent with the solver (no input needed)"
     )
+    view = commands.add_parser(
+        "view",
+        help="a static HTML page of a training run (its sampled trees) or of a pettingllms-eval result",
+    )
+    view.add_argument("path", help="a run folder, or a pettingllms-eval result file (.json)")
+    view.add_argument("--out", default=None, help="output folder (default: RUN/view, or RESULT.json.view)")
     board = commands.add_parser(
         "leaderboard", help="a Markdown table and an HTML page of pettingllms-eval results"
     )
@@ -232,10 +241,19 @@ def _leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def _view(args: argparse.Namespace) -> int:
+    from pettingllms.eval.viewer import build_view
+
+    page = build_view(Path(args.path), None if args.out is None else Path(args.out))
+    print(f"wrote {page} (open {page.resolve().as_uri()})")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"list": _list, "play": _play, "leaderboard": _leaderboard}[args.command](args)
+        commands = {"list": _list, "play": _play, "view": _view, "leaderboard": _leaderboard}
+        return commands[args.command](args)
     except pettingllms.PettingLLMsError as error:
         print(f"pettingllms: error: {error}", file=sys.stderr)
         return 2

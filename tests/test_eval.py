@@ -391,3 +391,24 @@ def test_the_default_episodes_are_a_named_runs_own_evaluation_size(tmp_path):
     assert run_eval_episodes(f"tool={small},plan={large}") == 300  # several runs: the largest
     (tmp_path / "config.json").write_text(json.dumps({"eval_episodes": 7}))  # not a run: no checkpoints/
     assert run_eval_episodes(str(tmp_path)) is None
+
+
+def test_the_episodes_conversations_are_kept_once_per_episode_for_the_viewer(tmp_path):
+    output = tmp_path / "oracle.json"
+    argv = ["--env", "plan-path-v0", "--policy", "oracle", "--episodes", "3", "--chunk_size", "2"]
+    argv += ["--output", str(output), "--no_progress"]
+    assert eval_main(argv) == 0
+    result = json.loads(output.read_text())["results"]["plan-path-v0"]
+    path = tmp_path / result["transcripts"]["file"]
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [row["key"] for row in rows] == result["per_episode"]["keys"]  # one per episode, in suite order
+    assert {row["run"] for row in rows} == {result["transcripts"]["run"]} and all(
+        row["success"] for row in rows
+    )
+    first = rows[0]["steps"]
+    assert [step["agent"] for step in first] == ["tool", "plan"] and first[0]["turn"] == 0
+    assert first[0]["prompt"].startswith("# plan-path-v0") and first[1]["completion"].startswith("<answer>")
+    assert first[1]["reward_team"] == 1.0 and first[1]["error"] is None
+    assert eval_main(argv) == 0 and len(path.read_text().splitlines()) == 3  # cached episodes: no new rows
+    assert eval_main([*argv, "--no_transcripts", "--seed", "1"]) == 0
+    assert "transcripts" not in json.loads(output.read_text())["results"]["plan-path-v0"]

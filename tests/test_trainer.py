@@ -194,6 +194,8 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
         "advantage",
         "error",  # why the completion could not be used (fully or partly), else null
         "parse_error",  # nothing in it was usable
+        "committed",  # the candidate the episode went on with
+        "episode_success",  # whether that episode solved its instance
     }
 
 

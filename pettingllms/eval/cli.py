@@ -10,6 +10,9 @@ and thinking setting (what its own evaluations used), other models at the suite'
 and library versions are written with the results. Finished episodes are cached in `OUTPUT.episodes.jsonl`, keyed by the policies' weights and
 every setting that shapes an episode (`pettingllms.eval.cache_key`): rerunning the same command resumes, while new
 weights at the same path or other settings play the episodes again. A damaged cache is named (file and line).
+The conversations of the episodes played (every step's prompt, completion, rewards and error) go to
+`OUTPUT.transcripts.jsonl`, one row per episode tagged with the run key the result names under "transcripts"
+(`pettingllms view OUTPUT` shows them; `--no_transcripts` keeps none).
 """
 
 from __future__ import annotations
@@ -79,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--env_workers", type=int, default=0, help="processes that step the envs (0: in-process)"
     )
     parser.add_argument("--no_progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--no_transcripts",
+        action="store_true",
+        help="do not keep the episodes' conversations (OUTPUT.transcripts.jsonl, read by `pettingllms view`)",
+    )
     return parser
 
 
@@ -145,13 +153,12 @@ def _evaluate_env(
     """One env's result: its suite played (cached episodes reused), summarized, with per-episode successes."""
     from tqdm.auto import tqdm
 
-    from pettingllms.backends.base import SamplingConfig
     from pettingllms.eval import metrics
     from pettingllms.eval.cache_key import run_key
     from pettingllms.eval.episode_cache import EpisodeCache
     from pettingllms.eval.policy_specs import load_policies, parse_policy_arg
     from pettingllms.eval.runner import run_suite
-    from pettingllms.eval.suites import build_suite, eval_max_new_tokens
+    from pettingllms.eval.suites import build_suite
 
     started = time.perf_counter()
     suite = build_suite(
@@ -161,18 +168,10 @@ def _evaluate_env(
     agents = pettingllms.make(env_id, workflow=args.workflow, **dict(suite.env_kwargs)).possible_agents
     specs = parse_policy_arg(args.policy, agents)
     loaded = load_policies(specs, env_id, workflow=args.workflow, env_kwargs=suite.env_kwargs, seed=args.seed)
-    sampling = SamplingConfig(
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_new_tokens=args.max_new_tokens or eval_max_new_tokens(env_id),
-        stop=pettingllms.make(env_id).unwrapped.STOP_STRINGS,
-        enable_thinking=_thinking(args.enable_thinking),
-    )
-    samplings = {
-        name: _run_sampling(sampling, loaded.run_settings.get(name), args) for name in loaded.backends
-    }
+    sampling, samplings = _samplings(env_id, loaded, args)
     settings = _settings(suite, loaded, sampling, samplings, args)
     cache = EpisodeCache(cache_path, run_key(settings, suite, settings["weights_sha256"]), log=_note)
+    transcripts = args.output.with_name(args.output.name + ".transcripts.jsonl")
     with tqdm(
         total=len(suite.episodes), desc=f"eval {env_id}", disable=args.no_progress, dynamic_ncols=True
     ) as bar:
@@ -187,9 +186,12 @@ def _evaluate_env(
             chunk_size=args.chunk_size,
             on_progress=bar.update,
             pool=pool,
+            on_chunk=None if args.no_transcripts else _transcript_writer(transcripts, cache.run_key, env_id),
         )
     result = metrics.summarize(env_id, records, samples_per_problem=args.samples)
     result.update(settings, wall_time_s=round(time.perf_counter() - started, 2))
+    if not args.no_transcripts:  # the conversations of the episodes played by this run key (pettingllms view)
+        result["transcripts"] = {"file": transcripts.name, "run": cache.run_key}
     # per episode, in suite order, for paired comparisons between policies (pettingllms.eval.stats)
     result["per_episode"] = {
         "keys": [r.key for r in records],
@@ -197,6 +199,35 @@ def _evaluate_env(
         "parse_errors": [sum(r.errors.values()) for r in records],
     }
     return result
+
+
+def _samplings(env_id: str, loaded, args: argparse.Namespace):
+    """The flags' sampling, and each backend's: a training run's models take the run's budget and thinking."""
+    from pettingllms.backends.base import SamplingConfig
+    from pettingllms.eval.suites import eval_max_new_tokens
+
+    sampling = SamplingConfig(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens or eval_max_new_tokens(env_id),
+        stop=pettingllms.make(env_id).unwrapped.STOP_STRINGS,
+        enable_thinking=_thinking(args.enable_thinking),
+    )
+    return sampling, {
+        name: _run_sampling(sampling, loaded.run_settings.get(name), args) for name in loaded.backends
+    }
+
+
+def _transcript_writer(path: Path, run: str, env_id: str):
+    """`on_chunk` for `run_suite`: append each played chunk's episodes as transcript rows of `run` to `path`."""
+    from pettingllms.core import jsonl
+    from pettingllms.eval.runner import transcript_rows
+
+    def write(chunk, rollout) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        jsonl.append(path, [{"run": run, "env": env_id, **row} for row in transcript_rows(chunk, rollout)])
+
+    return write
 
 
 def _settings(suite, loaded, sampling, samplings, args: argparse.Namespace) -> dict[str, Any]:

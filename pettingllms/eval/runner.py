@@ -37,13 +37,15 @@ def run_suite(
     on_progress: Callable[[int], None] | None = None,
     pool: StepPool | None = None,
     world: World = SINGLE_PROCESS,
+    on_chunk: Callable[[tuple[Episode, ...], Rollout], None] | None = None,
 ) -> list[EpisodeRecord]:
     """Play every episode of `suite` not yet in `cache` (None: no cache, play all); return the records of all of
     them, in suite order.
 
     With a `pool`, env steps run in its worker processes (the same results as in-process). Under a launcher
     (`world`: the trainer's ranks, no cache) each rank plays every `world.size`-th chunk, reseeded as one process
-    would, and every rank returns all the records."""
+    would, and every rank returns all the records. `on_chunk(chunk, rollout)` is called after each chunk played
+    (not for cached ones), e.g. to keep its transcripts (`transcript_rows`)."""
     if cache is not None and world.size > 1:
         raise ValueError(
             "run_suite: an episode cache is one process's; play a cached suite without a launcher"
@@ -62,6 +64,8 @@ def run_suite(
                 backend.reseed(derive_seed(seed, "eval", index, name))
         rollout = engine.evaluate([e.seed for e in chunk], [dict(e.options) for e in chunk])
         records = [r for r in episode_records(chunk, rollout) if r.key not in played]
+        if on_chunk is not None:
+            on_chunk(chunk, rollout)
         if cache is not None:
             cache.add(records)
         played.update((record.key, record) for record in records)
@@ -110,3 +114,26 @@ def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[Episod
             )
         )
     return records
+
+
+def transcript_rows(chunk: tuple[Episode, ...], rollout: Rollout) -> list[dict[str, Any]]:
+    """One row per episode of `chunk`: its key, success and every step in play order (turn, agent, the prompt
+    it saw, its completion, its rewards and error): the conversation `pettingllms view` shows."""
+    steps: list[list[dict[str, Any]]] = [[] for _ in chunk]
+    for sample in rollout.samples:
+        steps[sample.instance].append(
+            {
+                "turn": sample.turn,
+                "agent": sample.agent,
+                "prompt": sample.prompt,
+                "completion": sample.completion,
+                "reward": sample.reward,
+                "reward_team": sample.reward_team,
+                "reward_local": sample.reward_local,
+                "error": sample.error,
+            }
+        )
+    return [
+        {"key": chunk[result.instance].key, "success": result.success, "steps": steps[result.instance]}
+        for result in rollout.episodes
+    ]

@@ -26,8 +26,10 @@ ROW_FIELDS = (
     "advantage",
     "error",
     "parse_error",
+    "committed",
 )
-"""The fields of a sample's rollout-dump row (`Sample.to_row`), after the row's `step`."""
+"""The fields of a sample's rollout-dump row (`Sample.to_row`), after the row's `step` (the dump adds
+`episode_success`: whether the committed episode the sample belongs to solved its instance)."""
 
 
 @dataclasses.dataclass
@@ -90,3 +92,18 @@ class Rollout:
     @property
     def success_rate(self) -> float:
         return float(np.mean([e.success for e in self.episodes])) if self.episodes else 0.0
+
+
+def dump_rows(rollout: Rollout, step: int) -> list[dict[str, Any]]:
+    """Every sample's `to_row`, with `episode_success`: the success of its episode (`Sample.episode`, the
+    trajectory baseline's) or, for a tree group's candidates, of its instance's committed episode."""
+    by_instance = {result.instance: result.success for result in rollout.episodes}
+    rows = []
+    for sample in rollout.samples:
+        success = (
+            rollout.episodes[sample.episode].success
+            if sample.episode is not None
+            else by_instance.get(sample.instance)
+        )
+        rows.append({**sample.to_row(step), "episode_success": success})
+    return rows

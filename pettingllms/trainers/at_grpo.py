@@ -51,7 +51,7 @@ from pettingllms.eval.suites import build_suite
 from pettingllms.parallel.world import current_world
 from pettingllms.pools.env_pool import EnvPool
 from pettingllms.rollout.engine import RolloutEngine
-from pettingllms.rollout.samples import Rollout, Sample
+from pettingllms.rollout.samples import Rollout, Sample, dump_rows
 from pettingllms.runs import folder as run_folder
 from pettingllms.runs.layout import CheckpointLayout, RunLayout, evaluation_settings
 from pettingllms.trainers import checkpoint, metrics_log
@@ -441,7 +441,7 @@ class ATGRPOTrainer:
 
     def _dump(self, rollout: Rollout) -> None:
         """Write every rank's samples of this step (rank 0 writes, in rank order)."""
-        parts = self.world.gather([sample.to_row(self.step) for sample in rollout.samples])
+        parts = self.world.gather(dump_rows(rollout, self.step))
         if not self.world.is_main:
             return
         path = self.run.rollout_dump(self.step)

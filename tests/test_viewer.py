@@ -1,0 +1,136 @@
+"""`pettingllms view`: the page's data from a known rollout dump and an evaluation, and the page itself as a real
+headless Chromium draws it (the candidates, the committed marks, the group statistics, the filters)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from pettingllms.backends.base import Generation
+from pettingllms.cli import main as cli_main
+from pettingllms.core.errors import ConfigError
+from pettingllms.eval.cli import main as eval_main
+from pettingllms.eval.viewer import build_view, run_data
+from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample, dump_rows
+
+
+def _sample(instance, agent, reward, committed, completion):
+    return Sample(
+        group_id=f"{instance}/0/{agent}", instance=instance, turn=0, agent=agent, policy=agent,
+        prompt=f"# prompt of {agent} on instance {instance}", completion=completion, reward=reward,
+        reward_team=reward / 2, reward_local=reward / 2, generation=Generation(completion),
+        committed=committed, advantage=reward - 0.5,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def run_folder(tmp_path):
+    """A run with a known dump: step 1, two instances (0 solved, 1 not), K=2 candidates per agent."""
+    folder = tmp_path / "run"
+    (folder / "rollouts").mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"env_id": "plan-path-v0", "grouping": "agent_turn"}))
+    metrics = [{"step": 0, "eval/success_rate": 0.1}, {"step": 1, "train/success_rate": 0.5,
+               "train/reward/tool": 0.4, "train/reward/plan": 0.6, "eval/success_rate": 0.3}]  # fmt: skip
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in metrics))
+    samples = []
+    for instance in (0, 1):
+        for agent in ("tool", "plan"):
+            samples += [
+                _sample(instance, agent, 0.0, False, "<answer>U</answer> <b>not markup</b>"),
+                _sample(instance, agent, 1.0, True, "<answer>R R</answer>"),
+            ]
+    episodes = [EpisodeResult(0, True, 1, {}), EpisodeResult(1, False, 4, {})]
+    rows = dump_rows(Rollout(samples, episodes), step=1)
+    (folder / "rollouts" / "step_1.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return folder
+
+
+def test_a_runs_data_holds_each_group_with_its_statistics_and_each_prompt_once(run_folder):
+    data = run_data(run_folder)
+    [step] = data["steps"]
+    assert step["step"] == 1 and len(step["samples"]) == 8
+    first = step["samples"][0]
+    assert first["group_stats"] == {"n": 2, "mean": 0.5, "std": 0.5}
+    assert (first["committed"], first["success"], first["advantage"]) == (False, True, -0.5)
+    assert len(data["prompts"]) == 4  # a group's candidates share their prompt
+    assert data["metrics"][1] == {"step": 1, "train/success_rate": 0.5, "train/reward/tool": 0.4,
+                                  "train/reward/plan": 0.6, "eval/success_rate": 0.3}  # fmt: skip
+
+
+def test_the_command_writes_one_self_contained_page(run_folder, tmp_path, capsys):
+    assert cli_main(["view", str(run_folder)]) == 0
+    page = run_folder / "view" / "index.html"
+    assert f"wrote {page}" in capsys.readouterr().out
+    text = page.read_text()
+    assert "<script src" not in text and "http" not in text.replace("http://www.w3.org/2000/svg", "")
+    assert "<b>not markup</b>" not in text  # the data cannot close its script block or inject markup
+    with pytest.raises(ConfigError, match="neither a run folder nor a pettingllms-eval result"):
+        build_view(tmp_path / "missing")
+    assert cli_main(["view", str(tmp_path)]) == 2  # a folder without config.json: one line, exit 2
+    assert "not a run folder" in capsys.readouterr().err
+
+
+def _browser() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _dom(browser, tmp_path, url):
+    flags = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    return subprocess.run(
+        [*flags, "--virtual-time-budget=10000", "--dump-dom", url],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+
+
+@pytest.fixture
+def browser():
+    found = _browser()
+    if found is None:
+        if os.environ.get("PETTINGLLMS_REQUIRE_BROWSER"):
+            pytest.fail("no chromium on PATH, and PETTINGLLMS_REQUIRE_BROWSER is set (CI installs it)")
+        pytest.skip("no chromium on PATH (scripts/setup.sh --with-browser installs Debian's chromium)")
+    return found
+
+
+def test_the_page_draws_the_tree_and_filters_it_in_a_headless_browser(run_folder, tmp_path, browser):
+    url = build_view(run_folder).as_uri()
+    dom = _dom(browser, tmp_path, url)
+    assert 'data-ready="1"' in dom and 'data-shown="8"' in dom  # every candidate of the last step
+    assert dom.count('class="committed candidate"') == 4  # one committed per (instance, turn, agent)
+    assert "group 0/0/tool: n=2, mean reward 0.500, std 0.500" in dom
+    assert "instance 0 (solved)" in dom and "instance 1 (not solved)" in dom
+    assert "&lt;b&gt;not markup&lt;/b&gt;" in dom  # shown as text
+    assert re.search(r'data-render-ms="\d+"', dom) and dom.count("<svg") == 2  # success and reward curves
+    filtered = _dom(browser, tmp_path, url + "#step=1&agent=plan&success=solved")
+    assert 'data-shown="2"' in filtered and 'data-instance="1"' not in filtered
+    shot = tmp_path / "view.png"
+    flags = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    subprocess.run([*flags, "--window-size=1200,1400", f"--screenshot={shot}", url], capture_output=True,
+                   timeout=120, check=True)  # fmt: skip
+    assert shot.stat().st_size > 10_000
+
+
+def test_an_evaluations_episodes_are_conversations_in_a_headless_browser(tmp_path, browser):
+    output = tmp_path / "oracle.json"
+    argv = ["--env", "plan-path-v0", "--policy", "oracle", "--episodes", "3", "--output", str(output)]
+    assert eval_main([*argv, "--no_progress"]) == 0
+    url = build_view(output).as_uri()
+    dom = _dom(browser, tmp_path, url)
+    assert 'data-shown="3"' in dom and "plan-path-v0: success 1.000" in dom
+    assert dom.count('class="episode"') == 3 and "turn 1 · plan · reward" in dom
+    assert 'data-shown="0"' in _dom(browser, tmp_path, url + "#success=unsolved")
