@@ -77,16 +77,13 @@ def _browser() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+def _flags(browser, tmp_path):
+    return [browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"]
+
+
 def _dom(browser, tmp_path, url):
-    flags = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
     return subprocess.run(
-        [*flags, "--virtual-time-budget=10000", "--dump-dom", url],
+        [*_flags(browser, tmp_path), "--virtual-time-budget=10000", "--dump-dom", url],
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout  # fmt: skip
 
@@ -113,13 +110,7 @@ def test_the_page_draws_the_tree_and_filters_it_in_a_headless_browser(run_folder
     filtered = _dom(browser, tmp_path, url + "#step=1&agent=plan&success=solved")
     assert 'data-shown="2"' in filtered and 'data-instance="1"' not in filtered
     shot = tmp_path / "view.png"
-    flags = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
+    flags = _flags(browser, tmp_path)
     subprocess.run([*flags, "--window-size=1200,1400", f"--screenshot={shot}", url], capture_output=True,
                    timeout=120, check=True)  # fmt: skip
     assert shot.stat().st_size > 10_000
