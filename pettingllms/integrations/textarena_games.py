@@ -233,7 +233,16 @@ class TextArenaEnv(AECEnv):
         self._texts[self.agent_selection] = str(text)
 
     def _info(self, reward: float) -> dict[str, Any]:
-        return {"reward_team": 0.0, "reward_local": reward, "turn": self.turn, "success": self.success}
+        """`turn`: the round now (every player moved once per round); `step_turn`: the round of the latest move
+        (0 before any), as `pettingllms.core.env` defines both."""
+        step_turn = max(self._moves - 1, 0) // self.num_players
+        return {
+            "reward_team": 0.0,
+            "reward_local": reward,
+            "turn": self.turn,
+            "step_turn": step_turn,
+            "success": self.success,
+        }
 
     def clone(self) -> TextArenaEnv:
         """An independent deep copy (the TextArena game included)."""

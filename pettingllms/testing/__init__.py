@@ -26,7 +26,7 @@ from gymnasium.utils.env_checker import data_equivalence
 from pettingzoo import AECEnv
 from pettingzoo.test import api_test, seed_test
 
-REQUIRED_INFO_KEYS = ("reward_team", "reward_local", "turn", "success")
+REQUIRED_INFO_KEYS = ("reward_team", "reward_local", "turn", "step_turn", "success")
 
 HOSTILE_ACTIONS: tuple[str, ...] = (
     "",
@@ -110,6 +110,7 @@ def check_info_contract(env: AECEnv, *, seed: int = 0, num_cycles: int = 20) -> 
             assert not missing, f"infos[{agent!r}] lacks {missing} after {acted!r} stepped: {info}"
             assert isinstance(info["success"], bool), f"infos[{agent!r}]['success'] must be a bool"
             assert isinstance(info["turn"], int), f"infos[{agent!r}]['turn'] must be an int"
+            assert isinstance(info["step_turn"], int), f"infos[{agent!r}]['step_turn'] must be an int"
             if "error" in info:
                 assert isinstance(info["error"], str) and info["error"], (
                     f"infos[{agent!r}]['error'] must be text"
