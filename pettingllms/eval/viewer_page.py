@@ -2,8 +2,8 @@
 draws everything in the browser with a small inline script (no library, no network).
 
 The script only ever writes data through `textContent` (never as HTML), so a completion that holds markup shows as
-text. It reads its filters from the address (`#step=3&agent=plan&instance=2&success=solved`, or `env` and
-`success` for an evaluation) and writes them back on every change, so a view can be linked. When it has drawn,
+text. It reads its filters from the address (`#step=3&agent=plan&instance=2&success=solved`, or `env`,
+`success` and `open`, an episode key to show unfolded, for an evaluation) and writes them back on every change, so a view can be linked. When it has drawn,
 `document.body.dataset` holds `ready` ("1"), `renderMs` (milliseconds from the script's start to the end of the
 first drawing) and `shown` (candidates or episodes on screen): what the browser test and the benchmark read.
 """
@@ -184,7 +184,8 @@ function runView() {
 }
 function evalView() {
   const root = document.getElementById("view");
-  const state = Object.assign({env: DATA.envs.length ? DATA.envs[0].env : "", success: "all"}, readHash());
+  const state = Object.assign({env: DATA.envs.length ? DATA.envs[0].env : "", success: "all", open: ""},
+                              readHash());
   const body = $("div", {id: "episodes"});
   function draw() {
     writeHash(state);
@@ -202,6 +203,7 @@ function evalView() {
         shown += 1;
         const box = $("details", {class: "episode", "data-key": episode.key},
           $("summary", {text: episode.key + (episode.success ? " (solved)" : " (not solved)")}));
+        if (state.open === episode.key) box.open = true;
         for (const step of episode.steps) {
           box.appendChild($("div", {class: "group"},
             $("div", {text: "turn " + (step.turn + 1) + " · " + step.agent + " · reward " + fmt(step.reward) +
