@@ -18,7 +18,6 @@ The conversations of the episodes played (every step's prompt, completion, rewar
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import platform
 import sys
@@ -259,13 +258,7 @@ def _run_sampling(sampling, source, args: argparse.Namespace):
     setting unless `--max_new_tokens` / `--enable_thinking` are given."""
     if source is None:
         return sampling
-    return dataclasses.replace(
-        sampling,
-        max_new_tokens=args.max_new_tokens or source.budget,
-        enable_thinking=sampling.enable_thinking
-        if args.enable_thinking is not None
-        else source.enable_thinking,
-    )
+    return source.sampling(sampling, args.max_new_tokens, _thinking(args.enable_thinking))
 
 
 def _replicated(suite, samples: int):

@@ -9,7 +9,6 @@ answer from the env's state. One answer per call: the caller shows it, steps the
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,18 +37,10 @@ def policy_answerer(
         max_new_tokens=eval_max_new_tokens(env_id),
         stop=pettingllms.make(env_id).unwrapped.STOP_STRINGS,
     )
-    samplings = {}
-    for name in loaded.backends:
-        source = loaded.run_settings.get(name)
-        samplings[name] = (
-            greedy
-            if source is None
-            else dataclasses.replace(
-                greedy,
-                max_new_tokens=source.budget or greedy.max_new_tokens,
-                enable_thinking=source.enable_thinking,
-            )
-        )
+    samplings = {
+        name: greedy if name not in loaded.run_settings else loaded.run_settings[name].sampling(greedy)
+        for name in loaded.backends
+    }
 
     def answer(env: Any, agent: str) -> str:
         name = loaded.agent_policy[agent]

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pettingllms.backends.base import PolicyBackend, StatePolicy
+from pettingllms.backends.base import PolicyBackend, SamplingConfig, StatePolicy
 from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.cache_key import weights_digest
@@ -161,6 +161,17 @@ class ModelSource:
 
     def describe(self) -> str:
         return self.path if self.adapter is None else f"{self.path} + adapter {self.adapter}"
+
+    def sampling(
+        self, base: SamplingConfig, max_new_tokens: int | None = None, enable_thinking: bool | None = None
+    ) -> SamplingConfig:
+        """`base` at this model's run settings (its budget and thinking), unless `max_new_tokens` /
+        `enable_thinking` are given."""
+        return dataclasses.replace(
+            base,
+            max_new_tokens=max_new_tokens or self.budget or base.max_new_tokens,
+            enable_thinking=self.enable_thinking if enable_thinking is None else enable_thinking,
+        )
 
 
 def _hf_policy(source: ModelSource, seed: int):
