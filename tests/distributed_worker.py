@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from letters import args_for, register_letters, unequal_samples  # noqa: E402
 
 from pettingllms.backends.hf import load_pretrained  # noqa: E402
-from pettingllms.parallel.world import current_world  # noqa: E402
+from pettingllms.parallel.world import current_world, leave_process_group  # noqa: E402
 
 
 def update(model_path: str, out: str, loss_type: str, *flags: str) -> None:
@@ -87,3 +87,4 @@ if __name__ == "__main__":
     torch.manual_seed(0)
     mode, *rest = sys.argv[1:]
     {"update": update, "train": train, "vllm": vllm}[mode](*rest)
+    leave_process_group()

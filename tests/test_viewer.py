@@ -125,6 +125,6 @@ def test_an_evaluations_episodes_are_conversations_in_a_headless_browser(tmp_pat
     assert 'data-shown="3"' in dom and "plan-path-v0: success 1.000" in dom
     assert dom.count('class="episode"') == 3 and "turn 1 · plan · reward" in dom
     assert 'data-shown="0"' in _dom(browser, tmp_path, url + "#success=unsolved")
-    assert dom.count("<details class") == 3 and "<details class=\"episode\" data-key=\"seed/1\" open" not in dom
+    assert dom.count("<details class") == 3 and '<details class="episode" data-key="seed/1" open' not in dom
     unfolded = _dom(browser, tmp_path, url + "#open=seed/1")
     assert re.search(r'<details class="episode" data-key="seed/1" open(="")?>', unfolded)

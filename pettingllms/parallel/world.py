@@ -83,3 +83,15 @@ def current_world() -> World:
     if dist.is_available() and dist.is_initialized():
         return World(dist.get_rank(), dist.get_world_size())
     return SINGLE_PROCESS
+
+
+def leave_process_group() -> None:
+    """End this rank's part in the launcher's process group, if one is running: wait for every rank, then
+    destroy the group. A rank that exits with the group alive tears down connections another rank is still
+    using (gloo aborts that rank with "terminate called without an active exception"); call this once, after
+    the last collective, on every rank."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()

@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from transformers.utils import logging as transformers_logging
 
     from pettingllms.core.errors import PettingLLMsError
-    from pettingllms.parallel.world import current_world
+    from pettingllms.parallel.world import current_world, leave_process_group
     from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
     from pettingllms.trainers.model_source import prepare_starting_models
@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             prepare_starting_models(args)
         world.barrier()
         summary = ATGRPOTrainer(args).train()
+        leave_process_group()
     except PettingLLMsError as error:
         print(f"pettingllms-train: error: {error}", file=sys.stderr)
         return 2
