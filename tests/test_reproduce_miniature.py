@@ -224,14 +224,17 @@ def test_the_tool_agents_first_prompts_follow_the_agents_before_it_and_pair_with
 
 
 def test_the_sharing_table_pairs_per_role_with_shared_per_episode_and_per_seed(study, tmp_path):
+    own = dict(study.DOMAINS["sokoban-v0"].env_kwargs)
+
     def row(method, seed, episodes, env="sokoban-v0", env_kwargs=None):
-        return {"part": "main", "env": env, "env_kwargs": env_kwargs or {}, "method": method, "seed": seed,
+        return {"part": "main", "env": env, "env_kwargs": own if env_kwargs is None else env_kwargs,
+                "method": method, "seed": seed,
                 "episode_success": episodes, "success_rate": episodes.count("1") / len(episodes)}  # fmt: skip
 
     rows = [row("mas+at-grpo-per-role", 0, "1100"), row("mas+at-grpo-per-role", 1, "1110"),
             row("mas+at-grpo-shared", 0, "1000"), row("mas+at-grpo-shared", 1, "1010"),
             row("mas+at-grpo-shared", 2, "0000"),  # no per-role partner: left out
-            row("mas+at-grpo-per-role", 0, "1111", env_kwargs={"size": 9})]  # another setting: left out  # fmt: skip
+            row("mas+at-grpo-per-role", 0, "1111", env_kwargs={})]  # another setting: left out  # fmt: skip
     [line] = study.sharing_lines(rows)
     # per episode over seeds 0 and 1: per-role (1, 1, 0.5, 0), shared (1, 0, 0.5, 0): +25 points
     assert line.startswith("| `sokoban-v0` | 62.5 | 37.5 | +25.0 [")
