@@ -53,7 +53,11 @@ def default_trainer(folder: Path):
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
     from pettingllms.trainers.model_source import prepare_starting_models
 
-    args = parse(["--output_dir", str(folder), "--eval_episodes", "100"])
+    # the shapes measured in benchmarks/README.md: the default run of 2026-12-01 (5x5 grids, the default warm
+    # start, 16 instances, 24-token completions), pinned here since the default config moved to the miniature's
+    pinned = ["--env_kwargs", "{}", "--tiny_warm_start", "{}", "--instances_per_step", "16",
+              "--max_completion_length", "24"]  # fmt: skip
+    args = parse(["--output_dir", str(folder), "--eval_episodes", "100", *pinned])
     prepare_starting_models(args)
     return ATGRPOTrainer(args, log=lambda message: None)
 

@@ -20,6 +20,7 @@ this package (a `TextAECEnv` with `solution()` and `_render_text`) can be played
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,15 +64,21 @@ def _play(args: argparse.Namespace) -> int:
     workflow = args.workflow or (
         "mas" if args.demo or args.watch or args.others == "oracle" or args.policy else "single"
     )
-    env = pettingllms.make(args.env, workflow=workflow, render_mode="ansi", max_turns=args.max_turns)
+    setting = _policy_setting(args)
+    env = pettingllms.make(
+        args.env, workflow=workflow, render_mode="ansi", max_turns=args.max_turns, **setting
+    )
     env.reset(seed=args.seed)
     raw = env.unwrapped
     player = None if args.watch or args.demo else _player(args, raw, workflow)
-    others, name = _others(args, raw, workflow, [agent for agent in raw.possible_agents if agent != player])
+    agents = [agent for agent in raw.possible_agents if agent != player]
+    others, name = _others(args, raw, workflow, agents, setting)
     human = _human_turn(raw)
     watching = "nobody: the team plays" if player is None else repr(player)
+    shown_setting = f" {json.dumps(setting)}" if setting else ""
     print(
-        f"{args.env}, seed {args.seed}, workflow {workflow!r}: you play {watching}" + (" (demo)" * args.demo)
+        f"{args.env}{shown_setting}, seed {args.seed}, workflow {workflow!r}: you play {watching}"
+        + (" (demo)" * args.demo)
     )
     for agent in env.agent_iter():
         _, _, termination, truncation, _ = env.last()
@@ -121,8 +128,21 @@ def _unplayable(env_id: str) -> str | None:
     return None
 
 
+def _policy_setting(args: argparse.Namespace) -> dict:
+    """The env setting of the training run that `--policy` names (e.g. the default run's 7x7 grids), so that a
+    trained team plays where it was trained; {} for other policies."""
+    if not args.policy:
+        return {}
+    from pettingllms.core.extras import require_extra
+
+    require_extra("eval", "pettingllms play --policy")
+    from pettingllms.eval.policy_specs import run_env_kwargs
+
+    return run_env_kwargs(args.policy, args.env) or {}
+
+
 def _others(
-    args: argparse.Namespace, raw, workflow: str, agents: Sequence[str]
+    args: argparse.Namespace, raw, workflow: str, agents: Sequence[str], setting: dict
 ) -> tuple[Callable[[object, str], str], str]:
     """Who answers for `agents` (those the person does not play), and the name printed beside their answers: the
     `--policy` spec (loaded as `pettingllms-eval --policy` loads it; agent=spec pairs name exactly `agents`),
@@ -134,7 +154,9 @@ def _others(
     require_extra("eval", "pettingllms play --policy")
     from pettingllms.eval.play_policy import policy_answerer
 
-    answer = policy_answerer(args.policy, args.env, agents, workflow=workflow, seed=args.seed)
+    answer = policy_answerer(
+        args.policy, args.env, agents, workflow=workflow, env_kwargs=setting, seed=args.seed
+    )
     return answer, args.policy
 
 

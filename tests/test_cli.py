@@ -125,3 +125,19 @@ def test_a_person_plays_beside_a_model_the_policy_spec_names(tiny_model, capsys,
     assert beside == 1 and "tool (tool=oracle): " in capsys.readouterr().out  # "eee" is no path
     refused = main(["play", "plan-path-v0", "--policy", "plan=oracle"])  # the person plays plan
     assert refused == 2 and "--policy names agent 'plan'; the agents are ['tool']" in capsys.readouterr().err
+
+
+def test_a_trained_team_plays_on_the_setting_its_run_trained_on(tmp_path):
+    """`play --policy RUN` makes the env with the run's env_kwargs (the default run's 7x7 grids), not the env's."""
+    import argparse
+    import json
+
+    from pettingllms.cli import _policy_setting
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"env_id": "plan-path-v0", "env_kwargs": {"size": 7}}))
+    assert _policy_setting(argparse.Namespace(policy=str(run), env="plan-path-v0")) == {"size": 7}
+    assert _policy_setting(argparse.Namespace(policy=f"tool={run}", env="plan-path-v0")) == {"size": 7}
+    assert _policy_setting(argparse.Namespace(policy="oracle", env="plan-path-v0")) == {}
+    assert _policy_setting(argparse.Namespace(policy=None, env="plan-path-v0")) == {}

@@ -107,6 +107,21 @@ def test_the_embedded_default_is_the_tiny_plan_path_yaml():
     assert default.output_dir == "runs/tiny/plan_path_per_role"
 
 
+def test_the_default_configs_env_settings_stay_with_its_env():
+    """The default config trains 7x7 grids with a warm-start recipe; `--env_id` elsewhere starts from the field
+    defaults of both unless they are given too, and its own env keeps them."""
+    default = parse([])
+    assert default.env_kwargs == {"size": 7} and default.tiny_warm_start["tool_programs"] == 0.4
+    elsewhere = parse(["--env_id", "sokoban-v0"])
+    assert elsewhere.env_kwargs == {} and elsewhere.tiny_warm_start == {}
+    assert elsewhere.max_completion_length == default.max_completion_length  # not an env setting: kept
+    given = parse(
+        ["--env_id", "sokoban-v0", "--env_kwargs", '{"width": 6}', '--tiny_warm_start={"sft_steps": 9}']
+    )
+    assert given.env_kwargs == {"width": 6} and given.tiny_warm_start == {"sft_steps": 9}
+    assert parse(["--env_id", "plan-path-v0"]).env_kwargs == {"size": 7}
+
+
 def config_fields(config: ATGRPOConfig) -> dict:
     return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
 

@@ -51,7 +51,7 @@ def test_tool_code_runs_in_the_sandbox_and_the_plan_agent_sees_it():
     board = env.unwrapped._board_text(env.unwrapped.state)
     env.step(BFS_TOOL.format(grid=board))
     info = env.infos["tool"]
-    assert info["code_status"] == "ok" and "error" not in info
+    assert info["code_status"] == "ok" and "error" not in info and info["program"] == "solves"
     assert info["reward_local"] == pytest.approx(1.0)  # the simulated copy reaches the goal
     assert not env.unwrapped.success  # the real state did not move
     observation = env.observe("plan")
@@ -76,6 +76,9 @@ def test_a_tool_program_reads_the_board_on_stdin_and_the_warm_starts_solver_solv
             env.step(as_tool_call(program))
             assert env.infos["tool"]["code_status"] == "ok", (name, env.observe("plan"))
             solved[name] += "it would solve the puzzle" in env.observe("plan")
+            assert env.infos["tool"]["program"] == (
+                "solves" if "it would solve" in env.observe("plan") else "fails"
+            )
     assert solved["correct"] == 12  # the program computed every solution from the board it read
     assert all(solved[name] < 12 for name in programs.variants)  # each imperfect variant fails some instance
 
@@ -105,7 +108,7 @@ def test_hostile_tool_code_is_a_penalty_with_an_explanation(code, status):
     env.reset(options={"grid": GRID})
     env.step(f"```python\n{code}\n```")
     info = env.infos["tool"]
-    assert info["code_status"] in status
+    assert info["code_status"] in status and info["program"] == "fails"
     assert info["reward_local"] < 0 and info["error"]
     assert env.agent_selection == "plan"
 
@@ -235,6 +238,7 @@ def test_parse_errors_are_told_apart_from_partly_usable_answers():
     env.reset(seed=0)
     env.step("no answer at all")
     assert env.infos["tool"]["parse_error"] is True and "no <answer>" in env.infos["tool"]["error"]
+    assert env.infos["tool"]["program"] == "absent"  # a direct answer, even an unusable one, is no program
     env.step("<answer>U U U U U U U U U U</answer>")  # usable moves, some blocked by the edge
     assert env.infos["plan"]["parse_error"] is False and "could not be applied" in env.infos["plan"]["error"]
 

@@ -8,6 +8,8 @@ import pytest
 
 pytest.importorskip("evaluate")
 
+from markers import needs_bwrap  # noqa: E402
+
 import pettingllms  # noqa: E402
 from pettingllms.backends.base import SamplingConfig  # noqa: E402
 from pettingllms.backends.baselines import OraclePolicy, RandomPolicy  # noqa: E402
@@ -209,6 +211,47 @@ def test_summary_of_records():
     assert summary["tokens_per_episode"] == 60.0
 
 
+def test_solving_program_rate_counts_each_tool_agents_first_step_by_hand():
+    def record(key, programs):
+        return EpisodeRecord(key, False, 2, {"tool": 2, "plan": 2}, {}, None, {}, {}, programs)
+
+    records = [
+        record("a", {"tool": "solves"}),
+        record("b", {"tool": "fails"}),
+        record("c", {"tool": "absent"}),
+        record("d", {"tool": "solves"}),
+    ]
+    assert metrics.summarize("plan-path-v0", records)["solving_program_rate"] == {"tool": 0.5}
+    assert "solving_program_rate" not in metrics.summarize("plan-path-v0", [record("a", {}), record("b", {})])
+    assert metrics.solving_program_rates([*records, record("e", None)]) == {}  # a row cached before the field
+
+
+class _ProgramTool:
+    """The tool agent writes the warm start's correct solver program; the plan agent carries out its proposal."""
+
+    def generate_from_state(self, envs, agent, n):
+        from pettingllms.backends.base import Generation
+        from pettingllms.models.tool_programs import PROGRAMS, as_tool_call
+
+        if agent == "tool":
+            return [
+                [Generation(as_tool_call(PROGRAMS[env.unwrapped.metadata["name"]].correct))] * n
+                for env in envs
+            ]
+        return [[Generation(env.unwrapped.solution(agent))] * n for env in envs]
+
+
+@needs_bwrap
+def test_the_first_programs_of_an_evaluation_are_what_the_env_reported(tmp_path):
+    """A tool agent that always writes the solver program solves with it in every episode; the oracle, which
+    answers directly, writes none."""
+    with_program = _play("plan-path-v0", _ProgramTool(), tmp_path / "p", episodes=6)
+    assert [r.first_programs for r in with_program] == [{"tool": "solves"}] * 6
+    assert metrics.solving_program_rates(with_program) == {"tool": 1.0}
+    direct = _play("plan-path-v0", OraclePolicy(), tmp_path / "o", episodes=6)
+    assert metrics.solving_program_rates(direct) == {"tool": 0.0}
+
+
 def test_policy_argument_mixes_roles_and_names_bad_parts():
     assert parse_policy_arg("oracle", ["tool", "plan"]) == {"tool": "oracle", "plan": "oracle"}
     assert parse_policy_arg("tool=random, plan=oracle", ["tool", "plan"]) == {
@@ -391,6 +434,32 @@ def test_the_default_episodes_are_a_named_runs_own_evaluation_size(tmp_path):
     assert run_eval_episodes(f"tool={small},plan={large}") == 300  # several runs: the largest
     (tmp_path / "config.json").write_text(json.dumps({"eval_episodes": 7}))  # not a run: no checkpoints/
     assert run_eval_episodes(str(tmp_path)) is None
+
+
+def test_a_named_run_is_evaluated_on_its_own_setting_unless_env_kwargs_say_otherwise(tmp_path):
+    from pettingllms.eval.policy_specs import run_env_kwargs
+
+    def run(name, env_kwargs):
+        folder = tmp_path / name
+        (folder / "checkpoints").mkdir(parents=True)
+        config = {"env_id": "plan-path-v0", "env_kwargs": env_kwargs, "eval_episodes": 4}
+        (folder / "config.json").write_text(json.dumps(config))
+        return folder
+
+    seven, five = run("seven", {"size": 7}), run("five", {})
+    assert run_env_kwargs(str(seven), "plan-path-v0") == {"size": 7}
+    assert (
+        run_env_kwargs(str(seven), "sokoban-v0") is None and run_env_kwargs("oracle", "plan-path-v0") is None
+    )
+    with pytest.raises(ConfigError, match="different settings of plan-path-v0.*--env_kwargs"):
+        run_env_kwargs(f"tool={seven},plan={five}", "plan-path-v0")
+    output = tmp_path / "out.json"
+    argv = ["--env", "plan-path-v0", "--policy", f"tool=oracle,plan={seven}", "--output", str(output)]
+    from pettingllms.eval.cli import _env_kwargs, build_parser
+
+    assert _env_kwargs(build_parser().parse_args(argv), "plan-path-v0") == {"size": 7}
+    given = build_parser().parse_args([*argv, "--env_kwargs", '{"size": 6}'])
+    assert _env_kwargs(given, "plan-path-v0") == {"size": 6}
 
 
 def test_the_episodes_conversations_are_kept_once_per_episode_for_the_viewer(tmp_path):

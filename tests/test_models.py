@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -244,6 +245,40 @@ def test_a_tagged_warm_start_with_programs_lives_beside_the_default_and_counts_i
     assert manifest["settings"]["plan_noise"] == manifest["demonstrations"]["plan_noise"] == 0.6
     with pytest.raises(ValueError, match="tag="):
         ensure_tiny_model("plan-path-v0", tag="../elsewhere", **options)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_runs_warm_start_recipe_is_built_once_into_its_own_folder(monkeypatch, tmp_path):
+    pytest.importorskip("trl")
+    from pettingllms.core.errors import ConfigError
+    from pettingllms.models.warmstart import recipe_tag
+    from pettingllms.trainers.arguments import parse
+    from pettingllms.trainers.model_source import starting_model
+
+    monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
+    recipe = {"demos_per_role": 12, "sft_steps": 1, "batch_size": 8, "tool_programs": 0.5}
+    argv = ["--output_dir", str(tmp_path / "run"), "--tiny_warm_start", json.dumps(recipe)]
+    lines: list[str] = []
+    folder = Path(starting_model("tiny", parse(argv), lines.append))
+    assert folder == tiny_model_dir("plan-path-v0", "mas", tag=recipe_tag(recipe, {"size": 7}))
+    assert folder.name.startswith("tiny-plan-path-v0-mas-recipe_") and "building" in lines[0]
+    assert {k: read_manifest(folder)["settings"][k] for k in recipe} == recipe
+    assert read_manifest(folder)["settings"]["eval_episodes"] == 0  # the run evaluates the model itself
+    assert (
+        recipe_tag(dict(reversed(recipe.items()))) == recipe_tag(recipe) != recipe_tag({**recipe, "seed": 1})
+    )
+    assert recipe_tag(recipe, {"size": 7}) != recipe_tag(recipe, {"size": 5})  # each setting its own build
+    lines.clear()
+    assert Path(starting_model("tiny", parse(argv), lines.append)) == folder and lines == []  # cached
+    with pytest.raises(
+        ConfigError, match=r"tiny_warm_start: unknown warm-start setting\(s\) \['steps'\]; allowed"
+    ):
+        parse(["--tiny_warm_start", '{"steps": 3}'])
+    parse(
+        ["--tiny_warm_start", '{"sft_steps": 3}', "--model_name_or_path", "qwen3-test"]
+    )  # ignored, not refused
+    with pytest.raises(ConfigError, match="tiny_warm_start=.*sft_steps=-1"):
+        starting_model("tiny", parse([*argv[:2], "--tiny_warm_start", '{"sft_steps": -1}']), lines.append)
 
 
 @pytest.mark.usefixtures("one_torch_thread")

@@ -54,7 +54,7 @@ def test_two_run_seeds_train_on_disjoint_instances_even_in_long_runs():
     from pettingllms.trainers.at_grpo import training_seeds
 
     # 600 steps of 16 instances: 9,600 instances, more than the 7,919 that separated seeds 0 and 1 before
-    runs = [parse(["--seed", str(seed)]) for seed in (0, 1)]
+    runs = [parse(["--seed", str(seed), "--instances_per_step", "16"]) for seed in (0, 1)]
     seen = [{s for step in range(600) for s in training_seeds(args, step)} for args in runs]
     assert len(seen[0]) == len(seen[1]) == 9_600 and not seen[0] & seen[1]
 

@@ -15,6 +15,16 @@ def test_a_finished_run_ends_with_a_short_summary():
         "run: runs/default  (metrics: runs/default/metrics.jsonl, curve: runs/default/learning_curve.png, "
         "checkpoints: runs/default/checkpoints)",
     ]
+    programs = {
+        "eval/success_rate_before": 0.2,
+        "eval/success_rate_after": 0.9,
+        "eval/solving_program_before/tool": 0.0,
+        "eval/solving_program_after/tool": 0.874,
+    }
+    assert run_summary(programs, "r").splitlines()[1] == (
+        "the tool agent's first answer is a program that solves the instance in 87% of evaluation episodes "
+        "(0% before training)"
+    )
     resumed = run_summary({"eval/success_rate_after": 0.5}, "r")
     assert (
         resumed.splitlines()[0]

@@ -178,25 +178,29 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
     assert (tmp_path / "learning_curve.png").stat().st_size > 1000
     assert (tmp_path / "checkpoints" / "step_2" / "policy_plan" / "model.safetensors").exists()
     row = json.loads((tmp_path / "rollouts" / "step_1.jsonl").read_text().splitlines()[0])
-    assert set(row) == {
-        "step",
-        "group_id",
-        "instance",
-        "episode",  # the episode's index in the rollout (trajectory grouping), else null
-        "turn",
-        "agent",
-        "policy",
-        "prompt",
-        "completion",
-        "reward",
-        "reward_team",
-        "reward_local",
-        "advantage",
-        "error",  # why the completion could not be used (fully or partly), else null
-        "parse_error",  # nothing in it was usable
-        "committed",  # the candidate the episode went on with
-        "episode_success",  # whether that episode solved its instance
-    }
+    assert (
+        set(row)
+        == {
+            "step",
+            "group_id",
+            "instance",
+            "episode",  # the episode's index in the rollout (trajectory grouping), else null
+            "turn",
+            "agent",
+            "policy",
+            "prompt",
+            "completion",
+            "reward",
+            "reward_team",
+            "reward_local",
+            "advantage",
+            "error",  # why the completion could not be used (fully or partly), else null
+            "parse_error",  # nothing in it was usable
+            "program",  # what a tool agent's program did, where the env reports it (the letters env does not: null)
+            "committed",  # the candidate the episode went on with
+            "episode_success",  # whether that episode solved its instance
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -439,8 +443,11 @@ def test_training_seeds_never_meet_the_warm_starts_demonstration_seeds():
     from pettingllms.models.warmstart import WarmStartSettings
     from pettingllms.trainers.at_grpo import TRAIN_SEED_BASE, training_seeds
 
-    default = parse([])  # the embedded default run, on the default warm start
-    demos = set(range(WarmStartSettings().episodes))
+    default = parse([])  # the embedded default run, on its recipe's warm start
+    # demonstration episodes: seeds 0 .. episodes - 1, or, until each role has demos_per_role, at most that many
+    # (every episode demonstrates each role at least once)
+    played = WarmStartSettings(**default.tiny_warm_start).episodes
+    demos = set(range(max(played, default.tiny_warm_start.get("demos_per_role", 0))))
     seen = [seed for step in range(default.max_steps) for seed in training_seeds(default, step)]
     assert len(seen) == len(set(seen)) == default.max_steps * default.instances_per_step  # no instance twice
     assert min(seen) >= TRAIN_SEED_BASE and not demos & set(seen)

@@ -17,18 +17,19 @@ from pettingllms.eval.viewer import build_view, run_data
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample, dump_rows
 
 
-def _sample(instance, agent, reward, committed, completion):
+def _sample(instance, agent, reward, committed, completion, program=None):
     return Sample(
         group_id=f"{instance}/0/{agent}", instance=instance, turn=0, agent=agent, policy=agent,
         prompt=f"# prompt of {agent} on instance {instance}", completion=completion, reward=reward,
         reward_team=reward / 2, reward_local=reward / 2, generation=Generation(completion),
-        committed=committed, advantage=reward - 0.5,
+        committed=committed, advantage=reward - 0.5, program=program,
     )  # fmt: skip
 
 
 @pytest.fixture
 def run_folder(tmp_path):
-    """A run with a known dump: step 1, two instances (0 solved, 1 not), K=2 candidates per agent."""
+    """A run with a known dump: step 1, two instances (0 solved, 1 not), K=2 candidates per agent; the tool
+    agent's committed candidates are programs, one whose proposal solves its instance and one that does not."""
     folder = tmp_path / "run"
     (folder / "rollouts").mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"env_id": "plan-path-v0", "grouping": "agent_turn"}))
@@ -38,9 +39,10 @@ def run_folder(tmp_path):
     samples = []
     for instance in (0, 1):
         for agent in ("tool", "plan"):
+            program = ("solves", "fails")[instance] if agent == "tool" else None
             samples += [
                 _sample(instance, agent, 0.0, False, "<answer>U</answer> <b>not markup</b>"),
-                _sample(instance, agent, 1.0, True, "<answer>R R</answer>"),
+                _sample(instance, agent, 1.0, True, "<answer>R R</answer>", program),
             ]
     episodes = [EpisodeResult(0, True, 1, {}), EpisodeResult(1, False, 4, {})]
     rows = dump_rows(Rollout(samples, episodes), step=1)
@@ -106,6 +108,10 @@ def test_the_page_draws_the_tree_and_filters_it_in_a_headless_browser(run_folder
     assert "group 0/0/tool: n=2, mean reward 0.500, std 0.500" in dom
     assert "instance 0 (solved)" in dom and "instance 1 (not solved)" in dom
     assert "&lt;b&gt;not markup&lt;/b&gt;" in dom  # shown as text
+    assert re.findall(r'class="program (good|bad)">program: its proposal (solves|does not solve)', dom) == [
+        ("good", "solves"),
+        ("bad", "does not solve"),
+    ]
     assert re.search(r'data-render-ms="\d+"', dom) and dom.count("<svg") == 2  # success and reward curves
     filtered = _dom(browser, tmp_path, url + "#step=1&agent=plan&success=solved")
     assert 'data-shown="2"' in filtered and 'data-instance="1"' not in filtered

@@ -7,7 +7,9 @@ Each turn, in order:
    standard input, exactly as the observation shows it under "Current state" (plus a final newline), so a
    program can compute from the board without copying it; its printed output is read for an
    `<answer>...</answer>`, or else its last non-empty line is read as the answer. The proposed actions are
-   simulated on a *copy* of the state; the real state does not change.
+   simulated on a *copy* of the state; the real state does not change. Its step's `info["program"]` says what
+   the answer was: "absent" (a direct answer), "solves" (a program whose proposal would solve the puzzle) or
+   "fails" (a program that did not finish, printed nothing usable, or proposed moves that would not solve it).
 2. `plan` sees the task, the tool agent's code, output and proposed actions with their simulated result, and
    answers in `<answer>...</answer>`. Its actions are executed on the real state, in order, stopping as soon as
    the puzzle is solved.
@@ -284,7 +286,12 @@ class ToolPlanEnv(TextAECEnv):
             potentials={agent: self._potential(simulated)},
             error=error,
             parse_error=not actions,
-            info={"actions": len(actions), "invalid_actions": len(problems), "code_status": status},
+            info={
+                "actions": len(actions),
+                "invalid_actions": len(problems),
+                "code_status": status,
+                "program": "absent" if code is None else ("solves" if self._solved(simulated) else "fails"),
+            },
         )
 
     # ----------------------------------------------------------------- mechanics

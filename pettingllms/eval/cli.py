@@ -59,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--label", default=None, help="the row name on a leaderboard (default: --policy)")
     parser.add_argument("--workflow", default="mas", help="'mas' (default) or 'single'")
-    parser.add_argument("--env_kwargs", default="{}", help="JSON keyword arguments for every env")
+    parser.add_argument(
+        "--env_kwargs",
+        default=None,
+        help="JSON keyword arguments for every env; default: a named run's own (for its env), else {}",
+    )
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top_p", type=float, default=1.0)
     parser.add_argument(
@@ -122,7 +126,6 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
         args.episodes = run_eval_episodes(args.policy) or DEFAULT_EPISODES
     if args.samples < 1 or args.episodes < 1:
         raise ValueError(f"--samples={args.samples} and --episodes={args.episodes} must be >= 1")
-    env_kwargs = json.loads(args.env_kwargs)
     cache_path = args.output.with_name(args.output.name + ".episodes.jsonl")
     report: dict[str, Any] = {
         "format": FORMAT,
@@ -137,13 +140,24 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     pool = EnvPool(args.env_workers) if args.env_workers > 0 else None
     try:
         for env_id in env_ids:
-            report["results"][env_id] = _evaluate_env(env_id, args, env_kwargs, cache_path, pool)
+            report["results"][env_id] = _evaluate_env(
+                env_id, args, _env_kwargs(args, env_id), cache_path, pool
+            )
     finally:
         if pool is not None:
             pool.close()
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _env_kwargs(args: argparse.Namespace, env_id: str) -> dict[str, Any]:
+    """`--env_kwargs`, else the setting of the runs `--policy` names on `env_id` (`run_env_kwargs`), else {}."""
+    from pettingllms.eval.policy_specs import run_env_kwargs
+
+    if args.env_kwargs is not None:
+        return json.loads(args.env_kwargs)
+    return run_env_kwargs(args.policy, env_id) or {}
 
 
 def _evaluate_env(

@@ -36,6 +36,9 @@ class EpisodeRecord:
     returns: dict[str, float]
     truncated: dict[str, int] | None = None
     """Agent -> steps whose completion was cut by the length budget; None in rows cached before it was kept."""
+    first_programs: dict[str, str] | None = None
+    """Agent -> what its first step's program did (`Sample.program`: "solves", "fails", "absent"), for the agents
+    whose steps report it; None in rows cached before it was kept."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -58,8 +61,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "tokens": (int, type(None)),
     "returns": (dict,),
     "truncated": (dict, type(None)),
+    "first_programs": (dict, type(None)),
 }
-_OPTIONAL_FIELDS = frozenset({"truncated"})
+_OPTIONAL_FIELDS = frozenset({"truncated", "first_programs"})
 """Fields that rows written by earlier versions lack (read as None)."""
 
 

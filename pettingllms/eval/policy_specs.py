@@ -57,10 +57,9 @@ def parse_policy_arg(text: str, agents: Sequence[str]) -> dict[str, str]:
     return pairs
 
 
-def run_eval_episodes(text: str) -> int | None:
-    """The `eval_episodes` of the training runs that `--policy` `text` names (run or checkpoint folders; the
-    largest when several differ), None when it names none."""
-    found = []
+def _run_configs(text: str) -> list[dict[str, Any]]:
+    """The saved configs of the training runs that `--policy` `text` names (run or checkpoint folders)."""
+    configs = []
     for part in text.split(","):
         path = Path(part.partition("=")[2] if "=" in part else part.strip()).expanduser()
         if (path / "checkpoints").is_dir():
@@ -70,9 +69,28 @@ def run_eval_episodes(text: str) -> int | None:
         else:
             continue
         if run.config.is_file():
-            episodes = run.read_config().get("eval_episodes")
-            found += [int(episodes)] if episodes else []
+            configs.append(run.read_config())
+    return configs
+
+
+def run_eval_episodes(text: str) -> int | None:
+    """The `eval_episodes` of the training runs that `--policy` `text` names (run or checkpoint folders; the
+    largest when several differ), None when it names none."""
+    found = [int(config["eval_episodes"]) for config in _run_configs(text) if config.get("eval_episodes")]
     return max(found, default=None)
+
+
+def run_env_kwargs(text: str, env_id: str) -> dict[str, Any] | None:
+    """The `env_kwargs` of the training runs on `env_id` that `--policy` `text` names, so that a run is evaluated
+    on its own setting (e.g. 7x7 grids); None when it names none. Runs on other settings of the env are a
+    `ConfigError` that asks for `--env_kwargs`."""
+    found = [dict(c.get("env_kwargs") or {}) for c in _run_configs(text) if c.get("env_id") == env_id]
+    if any(kwargs != found[0] for kwargs in found):
+        raise ConfigError(
+            f"--policy names runs on different settings of {env_id} ({found}); say which to evaluate on with "
+            "--env_kwargs"
+        )
+    return found[0] if found else None
 
 
 @dataclasses.dataclass

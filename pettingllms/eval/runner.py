@@ -89,10 +89,13 @@ def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[Episod
     steps: list[dict[str, int]] = [{} for _ in chunk]
     errors: list[dict[str, int]] = [{} for _ in chunk]
     truncated: list[dict[str, int]] = [{} for _ in chunk]
+    first_programs: list[dict[str, str]] = [{} for _ in chunk]
     tokens = [0 for _ in chunk]
     counted = [True for _ in chunk]  # False once a step gave text without token ids (no tokenizer behind it)
     for sample in rollout.samples:
         i = sample.instance
+        if sample.program is not None and sample.agent not in steps[i]:
+            first_programs[i][sample.agent] = sample.program
         steps[i][sample.agent] = steps[i].get(sample.agent, 0) + 1
         errors[i][sample.agent] = errors[i].get(sample.agent, 0) + int(sample.parse_error)
         truncated[i][sample.agent] = truncated[i].get(sample.agent, 0) + int(sample.generation.truncated)
@@ -111,6 +114,7 @@ def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[Episod
                 tokens=tokens[i] if counted[i] else None,
                 returns={agent: float(value) for agent, value in result.returns.items()},
                 truncated=truncated[i],
+                first_programs=first_programs[i],
             )
         )
     return records

@@ -146,6 +146,7 @@ def _step_samples(rows: list[dict[str, Any]], prompts: _Prompts) -> list[dict[st
                 "advantage": row["advantage"],
                 "committed": bool(row.get("committed", True)),
                 "error": row.get("error"),
+                "program": row.get("program"),
                 "success": row.get("episode_success"),
             }
         )

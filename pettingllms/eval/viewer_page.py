@@ -23,6 +23,7 @@ pre { white-space: pre-wrap; margin: 0; max-width: 70em; font-size: 0.85em; }
 tr.committed { background: #e6f4e6; }
 .tag { font-weight: bold; color: #1a7f1a; }
 .bad { color: #b00020; }
+.good { color: #1a7f1a; }
 .filters label { margin-right: 1em; }
 .group { border-left: 3px solid #4C72B0; padding-left: 0.7em; margin: 0.6em 0; }
 .instance { border: 1px solid #ddd; padding: 0.3em 0.8em; margin: 0.8em 0; }
@@ -160,6 +161,10 @@ function runView() {
             $("td", {text: fmt(s.reward)}), $("td", {text: fmt(s.reward_team)}), $("td", {text: fmt(s.reward_local)}),
             $("td", {text: fmt(s.advantage)}),
             $("td", {class: "text"}, $("pre", {text: s.completion}),
+              s.program === "solves" || s.program === "fails" ?
+                $("div", {class: s.program === "solves" ? "program good" : "program bad",
+                          text: s.program === "solves" ? "program: its proposal solves the instance"
+                                                       : "program: its proposal does not solve the instance"}) : null,
               s.error ? $("div", {class: "bad", text: "error: " + s.error}) : null));
           table.appendChild(row);
         });

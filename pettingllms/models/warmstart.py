@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -88,6 +89,36 @@ class WarmStartSettings:
 
     def to_json(self) -> dict[str, Any]:
         return json.loads(json.dumps({**dataclasses.asdict(self), "env_kwargs": dict(self.env_kwargs)}))
+
+
+RECIPE_FIELDS = (
+    "sft_steps",
+    "seed",
+    "demo_episodes",
+    "demos_per_role",
+    "tool_programs",
+    "program_bugs",
+    "plan_noise",
+    "batch_size",
+    "learning_rate",
+)
+"""The `WarmStartSettings` a recipe may set (a run's `tiny_warm_start`); the env, its setting and the workflow
+come from the run, and the run evaluates the model itself."""
+
+
+def recipe_tag(recipe: Mapping[str, Any], env_kwargs: Mapping[str, Any] | None = None) -> str | None:
+    """The cache tag of a warm-start recipe (`RECIPE_FIELDS` -> values) for the env setting `env_kwargs`: None for
+    {} (the default model), else `recipe_` and a digest of both, so that each recipe and setting is built once
+    into its own folder."""
+    unknown = sorted(set(recipe) - set(RECIPE_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown warm-start setting(s) {unknown}; allowed: {list(RECIPE_FIELDS)}")
+    if not recipe:
+        return None
+    setting = {k: v for k, v in (env_kwargs or {}).items() if k != "reward"}  # demonstrations ignore it
+    key = {"recipe": dict(recipe), "env_kwargs": setting}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+    return f"recipe_{digest[:12]}"
 
 
 def tiny_model_dir(

@@ -477,6 +477,7 @@ def _samples(step: CommittedStep, policy: str, grouping: str, step_reward: float
             committed=position == step.chosen,
             error=candidate.info.get("error"),
             parse_error=bool(candidate.info.get("parse_error", False)),
+            program=candidate.info.get("program"),
             episode=step.episode,
             step_reward=step_reward if position == step.chosen else None,
         )

@@ -26,6 +26,7 @@ ROW_FIELDS = (
     "advantage",
     "error",
     "parse_error",
+    "program",
     "committed",
 )
 """The fields of a sample's rollout-dump row (`Sample.to_row`), after the row's `step` (the dump adds
@@ -59,6 +60,9 @@ class Sample:
     """Why the completion could not be used, fully or partly (`infos[agent]["error"]`), else None."""
     parse_error: bool = False
     """Nothing in the completion was usable (`infos[agent]["parse_error"]`)."""
+    program: str | None = None
+    """What the completion's program did, where the env reports it (`infos[agent]["program"]`, a tool agent's:
+    "solves", "fails", or "absent" for a direct answer); None where the env reports none."""
     episode: int | None = None
     step_reward: float | None = None
     """The team's reward of the committed step this sample is (the acting agent's reward plus what the step paid or

@@ -2,8 +2,10 @@
 
 With no `--config` the run is `configs/tiny/plan_path.yaml` (`DEFAULT_CONFIG`, shipped inside the package);
 `--config` takes a YAML path or a shipped name (`tiny/sokoban`, `paper/qwen3-1.7b/code`) whose values replace the
-field defaults; flags override the YAML. A YAML may hold an `env:` mapping of environment variables (TRL's
-convention). Every bad input is one `ConfigError` line naming the file, field or flag and what is allowed: a
+field defaults; flags override the YAML, except that a YAML's settings of its env (`ENV_SETTINGS`: its
+`env_kwargs` and `tiny_warm_start`) are dropped when `--env_id` names another env and the flag of that setting is
+not given too (the default config's 7x7 grids mean nothing to `--env_id sokoban-v0`). A YAML may hold an `env:`
+mapping of environment variables (TRL's convention). Every bad input is one `ConfigError` line naming the file, field or flag and what is allowed: a
 missing or broken YAML, an unknown or misspelt field or flag (with the closest name), a value of the wrong type.
 `--help` lists the AT-GRPO fields first, then the inherited fields AT-GRPO honours; the inherited fields it
 refuses (`inherited_fields.REFUSED`) are parsed, so that setting one gets its explanation, but not listed.
@@ -30,6 +32,8 @@ from pettingllms.core.errors import ConfigError
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.inherited_fields import HONOURED, REFUSED
 
+ENV_SETTINGS = ("env_kwargs", "tiny_warm_start")
+"""A config's fields that belong to its `env_id` (see the module docstring)."""
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 """The shipped run configs (`configs/` at the repository root links here)."""
 DEFAULT_CONFIG = "tiny/plan_path"
@@ -194,4 +198,17 @@ def parse(argv: Sequence[str] | None = None) -> ATGRPOConfig:
                 f"unexpected value {flag!r}: a flag takes one value (report_to takes 'tensorboard,wandb')"
             )
         raise ConfigError(f"unknown flag {flag}{parser.closest(flag.lstrip('-').replace('-', '_'))}")
+    _drop_settings_of_the_configs_env(namespace, values.get("env_id"), argv)
     return ATGRPOConfig(**vars(namespace))
+
+
+def _drop_settings_of_the_configs_env(
+    namespace: argparse.Namespace, config_env: str | None, argv: list[str]
+) -> None:
+    """Forget the YAML's `ENV_SETTINGS` when the command line moved the run to another env without giving them."""
+    if getattr(namespace, "env_id", config_env) == config_env:
+        return
+    for name in ENV_SETTINGS:
+        given = any(arg == f"--{name}" or arg.startswith(f"--{name}=") for arg in argv)
+        if not given and hasattr(namespace, name):
+            delattr(namespace, name)

@@ -46,6 +46,7 @@ from pettingllms.backends.base import SamplingConfig, SeededBackend
 from pettingllms.backends.chat import supports_thinking_switch
 from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
+from pettingllms.eval.metrics import solving_program_rates
 from pettingllms.eval.runner import run_suite
 from pettingllms.eval.suites import build_suite
 from pettingllms.parallel.world import current_world
@@ -244,9 +245,7 @@ class ATGRPOTrainer:
         self.trackers.begin(self.step)
         summary: dict[str, Any] = {}
         if self.step == 0:
-            summary["eval/success_rate_before"] = self._log_metrics({"step": 0, **self.evaluate()})[
-                "eval/success_rate"
-            ]
+            summary.update(_named("before", self._log_metrics({"step": 0, **self.evaluate()})))
         progress = tqdm(
             total=args.max_steps,
             initial=self.step,
@@ -258,7 +257,7 @@ class ATGRPOTrainer:
             metrics = self.train_step()
             if self.finished:
                 metrics.update(self.evaluate())
-                summary["eval/success_rate_after"] = metrics["eval/success_rate"]
+                summary.update(_named("after", metrics))
             elif args.eval_every and self.step % args.eval_every == 0:
                 metrics.update(self.evaluate())
             self._log_metrics(metrics)
@@ -420,6 +419,8 @@ class ATGRPOTrainer:
             metrics[f"eval/reward/{agent}"] = total / steps if steps else 0.0
             cut = sum((record.truncated or {}).get(agent, 0) for record in records)
             metrics[f"eval/truncated/{agent}"] = cut / steps if steps else 0.0
+        for agent, rate in solving_program_rates(records).items():
+            metrics[f"eval/solving_program/{agent}"] = rate
         return metrics
 
     # ----------------------------------------------------------------- outputs
@@ -520,3 +521,13 @@ def make_pool(args: ATGRPOConfig):
 
         return RayEnvPool(args.env_workers or 2, address=args.ray_address)
     return EnvPool(args.env_workers) if args.env_workers else None
+
+
+def _named(moment: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The summary's figures of an evaluation at `moment` ("before" or "after" training):
+    `eval/success_rate_<moment>` and `eval/solving_program_<moment>/<agent>`."""
+    named = {f"eval/success_rate_{moment}": metrics["eval/success_rate"]}
+    for key, value in metrics.items():
+        if key.startswith("eval/solving_program/"):
+            named[f"eval/solving_program_{moment}/{key.rsplit('/', 1)[1]}"] = value
+    return named

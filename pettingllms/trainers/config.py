@@ -161,6 +161,15 @@ class ATGRPOConfig(GRPOConfig):
             "help": "'tiny' (built-in, warm-started), 'qwen3-test' (built-in: Qwen3's tokenizer and geometry, random weights), 'smollm2' (SmolLM2-135M-Instruct, pretrained), a Hugging Face id, or a local path."
         },
     )
+    tiny_warm_start: dict[str, Any] | str | None = dataclasses.field(
+        default_factory=dict,
+        metadata={
+            "help": "How model_name_or_path='tiny' is warm-started: settings of pettingllms.models.warmstart "
+            "(RECIPE_FIELDS), e.g. {tool_programs: 0.4, program_bugs: 0.4, sft_steps: 300}; {} is the env's "
+            "default warm start. Each recipe is built once and cached in its own folder; policies that start "
+            "from another model ignore it."
+        },
+    )
     agent_policies: dict[str, str] | str | None = dataclasses.field(
         default_factory=dict,
         metadata={
@@ -301,6 +310,7 @@ class ATGRPOConfig(GRPOConfig):
         self._check_choices()
         self._check_ranges()
         self._check_combinations()
+        self._check_tiny_warm_start()
         self._check_inherited()
         self._check_device()
         self.output_dir = self._expand_output_dir()
@@ -313,6 +323,7 @@ class ATGRPOConfig(GRPOConfig):
         """Mapping fields given as JSON text (command-line flags) become dicts; None becomes {}."""
         for name in (
             "env_kwargs",
+            "tiny_warm_start",
             "agent_policies",
             "agent_models",
             "policy_sampling",
@@ -454,6 +465,16 @@ class ATGRPOConfig(GRPOConfig):
                 "resume=True and overwrite_output_dir=True contradict each other: resume continues the run in "
                 "output_dir, overwrite_output_dir deletes it; choose one"
             )
+
+    def _check_tiny_warm_start(self) -> None:
+        """`tiny_warm_start` names known settings (it is used only by policies that start from `tiny`, so that a
+        config's recipe does not stand in the way of `--model_name_or_path` given on the command line)."""
+        from pettingllms.models.warmstart import recipe_tag
+
+        try:
+            recipe_tag(self.tiny_warm_start)
+        except ValueError as error:
+            raise ConfigError(f"tiny_warm_start: {error}") from error
 
     def _check_launcher(self) -> None:
         """Under torchrun / accelerate launch, the settings that data parallelism does not cover are refused."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pettingllms.core.errors import ConfigError
 from pettingllms.models.reference import check_model_reference, resolve_model
 from pettingllms.trainers.config import ATGRPOConfig
 
@@ -33,18 +34,33 @@ def starting_model(name_or_path: str, args: ATGRPOConfig, log: Callable[[str], N
             name_or_path, "model_name_or_path", "'tiny', 'qwen3-test' or 'smollm2' (built-in models)"
         )
         return str(resolve_model(name_or_path))  # a hub id: its snapshot, downloaded once
-    from pettingllms.models.warmstart import ensure_tiny_model, is_built, tiny_model_dir
+    return str(_tiny_model(args, log))
 
-    if not is_built(args.env_id, args.workflow):
+
+def _tiny_model(args: ATGRPOConfig, log: Callable[[str], None]):
+    """The built-in tiny model of the run's env, setting and workflow, warm-started by `args.tiny_warm_start`
+    (built first, with a message, unless cached)."""
+    from pettingllms.models.warmstart import ensure_tiny_model, is_built, recipe_tag, tiny_model_dir
+
+    recipe = dict(args.tiny_warm_start)
+    tag = recipe_tag(recipe, args.env_kwargs)  # its settings' names were checked with the config
+    if not is_built(args.env_id, args.workflow, tag=tag):
         log(
             f"building the built-in tiny model for {args.env_id} ({args.workflow}) into "
-            f"{tiny_model_dir(args.env_id, args.workflow)}: first run only, a few minutes on a CPU"
+            f"{tiny_model_dir(args.env_id, args.workflow, tag=tag)}: first run only, a few minutes on a CPU"
         )
-    # the run evaluates before training anyway: skip the build's own before/after evaluation
-    folder = ensure_tiny_model(
-        args.env_id, env_kwargs=args.env_kwargs, workflow=args.workflow, eval_episodes=0, log=log
-    )
-    return str(folder)
+    try:  # the run evaluates before training anyway: skip the build's own before/after evaluation
+        return ensure_tiny_model(
+            args.env_id,
+            env_kwargs=args.env_kwargs,
+            workflow=args.workflow,
+            eval_episodes=0,
+            log=log,
+            tag=tag,
+            **recipe,
+        )
+    except ValueError as error:  # WarmStartSettings' own range checks
+        raise ConfigError(f"tiny_warm_start={recipe}: {error}") from error
 
 
 def prepare_starting_models(args: ATGRPOConfig, log: Callable[[str], None] = print) -> None:

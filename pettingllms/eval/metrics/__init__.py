@@ -5,7 +5,8 @@ the hub: `success_rate` (with a 95% Wilson interval), `turns_to_success`, `parse
 `tokens_per_episode`, `pass_at_k` (unbiased, for code). `summarize` applies them to a suite's episode records;
 math's `accuracy` is the share of problems whose final team answer is correct (its success rate);
 `truncated_rate` (per agent) is the share of steps whose completion the length budget cut (the per-agent share
-that `parse_error_rate` computes, over those flags).
+that `parse_error_rate` computes, over those flags); `solving_program_rate` (per tool agent, in the puzzles) is the
+share of episodes whose first step of that agent was a program that would solve the instance.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def summarize(env_id: str, records: Sequence[Any], *, samples_per_problem: int =
         result["truncated_rate"] = load("parse_error_rate").compute(agents=agents, errors=cut)[
             "parse_error_rate"
         ]
+    rates = solving_program_rates(records)
+    if rates:
+        result["solving_program_rate"] = rates
     tokens = [r.tokens for r in records]
     counted = [t for t in tokens if t is not None] if all(t is not None for t in tokens) else []
     result.update(load("tokens_per_episode").compute(tokens=counted))
@@ -78,6 +82,19 @@ def summarize(env_id: str, records: Sequence[Any], *, samples_per_problem: int =
     if env_id.startswith("math"):
         result["accuracy"] = result["success_rate"]
     return result
+
+
+def solving_program_rates(records: Sequence[Any]) -> dict[str, float]:
+    """Per agent whose env reports programs (a tool agent), the share of `records` (episodes) whose first step of
+    that agent was a program whose proposal would solve the instance; {} for envs without programs, and for rows
+    cached before first programs were kept."""
+    if not records or any(r.first_programs is None for r in records):
+        return {}
+    agents = sorted({agent for r in records for agent in r.first_programs})
+    return {
+        agent: sum(r.first_programs.get(agent) == "solves" for r in records) / len(records)
+        for agent in agents
+    }
 
 
 def _flags(counts: dict[str, int], agent: str, steps: int) -> list[int]:

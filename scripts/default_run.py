@@ -1,0 +1,187 @@
+"""The README's figures of the default run, measured as a new user meets them, and written where the README shows them.
+
+    .venv/bin/python scripts/default_run.py            # fresh copy, set-up, the README's first command, checks
+    .venv/bin/python scripts/default_run.py --report   # only rewrite the README section from the JSON
+
+The working tree (tracked and untracked files that git does not ignore) is copied into a temporary folder, with
+an empty `PETTINGLLMS_HOME`, so that nothing built here is reused: `bash scripts/setup.sh` makes a new `.venv`
+(pip's download cache is this machine's), then `.venv/bin/pettingllms-train` runs with no arguments (the tiny
+model's build included), then `pettingllms-eval` evaluates the trained run and the warm start on the same suite
+(they must report the run's own figures: the evaluation equality) and compares them episode by episode
+(`pettingllms.eval.stats.paired_comparison`). Everything measured goes to `docs/results/default_run.json`, with the
+digest of the default config (`pettingllms/configs/tiny/plan_path.yaml`); the README's section between
+`SECTION_START` and `SECTION_END` is rendered from that file (`render_section`), and `tests/test_default_run.py`
+fails when either no longer matches, so a figure cannot go stale silently. About 10 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from pettingllms.eval.markdown import replace_section
+from pettingllms.eval.stats import paired_comparison
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "pettingllms" / "configs" / "tiny" / "plan_path.yaml"
+OUT = ROOT / "docs" / "results" / "default_run.json"
+README = ROOT / "README.md"
+SECTION_START = "<!-- default-run:start (scripts/default_run.py writes this section) -->"
+SECTION_END = "<!-- default-run:end -->"
+RUN = Path("runs") / "tiny" / "plan_path_per_role"
+
+
+def config_digest(path: Path = CONFIG) -> str:
+    """The SHA-256 of the default config's text: the figures belong to the config they were measured with."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def copy_working_tree(target: Path) -> None:
+    """Copy the files git tracks or would track (not the ignored ones: .venv, runs/) into `target`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if not source.exists() and not source.is_symlink():
+            continue  # deleted in the working tree, not yet in the index
+        destination = target / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, destination, follow_symlinks=False)
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[float, str]:
+    """Run `command` (output to `log` and returned); its wall time in seconds. A failure stops the script."""
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    log.write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed (exit {done.returncode}); its output: {log}")
+    return time.perf_counter() - started, done.stdout
+
+
+def evaluate(repo: Path, env: dict[str, str], policy: str, output: Path, *flags: str) -> dict:
+    """`pettingllms-eval --env plan-path-v0 --policy POLICY [FLAGS]`; its result for that env (a run is evaluated
+    on its own setting and suite size by default, other policies need `flags` to match them)."""
+    command = [".venv/bin/pettingllms-eval", "--env", "plan-path-v0", "--policy", policy, *flags,
+               "--output", str(output), "--no_progress"]  # fmt: skip
+    timed(command, repo, env, output.with_suffix(".log"))
+    return json.loads(output.read_text())["results"]["plan-path-v0"]
+
+
+def measure(work: Path) -> dict:
+    """Set up a fresh copy in `work`, run the first command and the checks; the record of what was measured."""
+    repo, home = work / "repo", work / "home"
+    copy_working_tree(repo)
+    env = {**os.environ, "PETTINGLLMS_HOME": str(home)}
+    setup_s, _ = timed(["bash", "scripts/setup.sh"], repo, env, work / "setup.log")
+    first_s, printed = timed([".venv/bin/pettingllms-train"], repo, env, work / "train.log")
+    (model,) = (home / "models").glob("tiny-plan-path-v0-mas-recipe_*")
+    build_s = json.loads((model / "warmstart.json").read_text())["wall_time"]["total_s"]
+    rows = [json.loads(line) for line in (repo / RUN / "metrics.jsonl").read_text().splitlines()]
+    evaluations = [row for row in rows if "eval/success_rate" in row]
+    after = evaluate(repo, env, str(RUN), work / "after.json")
+    config = json.loads((repo / RUN / "config.json").read_text())
+    run_setting = (
+        "--episodes",
+        str(config["eval_episodes"]),
+        "--env_kwargs",
+        json.dumps(config["env_kwargs"]),
+    )
+    before = evaluate(repo, env, str(model), work / "before.json", *run_setting)
+    paired = paired_comparison(after["per_episode"]["success"], before["per_episode"]["success"])
+    return {
+        "date": date.today().isoformat(),
+        "machine": f"{os.cpu_count()} CPU cores, {platform.machine()}, Python {platform.python_version()}",
+        "config_sha256": config_digest(),
+        "setup_s": round(setup_s, 1),
+        "first_command_s": round(first_s, 1),
+        "build_s": round(build_s, 1),
+        "training_s": round(first_s - build_s, 1),
+        "steps": max(row["step"] for row in rows),
+        "completions": max(row.get("train/completions_total", 0) for row in rows),
+        "curve": [
+            [r["step"], r.get("train/completions_total", 0), r["eval/success_rate"]] for r in evaluations
+        ],
+        "solving_programs": [r.get("eval/solving_program/tool") for r in (evaluations[0], evaluations[-1])],
+        "summary": [line for line in printed.splitlines() if line.strip()][-3:],
+        "eval": {"before": before["success_rate"], "after": after["success_rate"]},
+        "run": {"before": evaluations[0]["eval/success_rate"], "after": evaluations[-1]["eval/success_rate"]},
+        "paired": {key: paired[key] for key in ("difference", "ci95", "p_value", "test", "episodes")},
+    }
+
+
+def render_section(record: dict) -> str:
+    """The README's section (markers included) from a record of `measure`."""
+    minutes = lambda seconds: f"{seconds / 60:.1f} minutes"  # noqa: E731
+    curve = ", ".join(f"{success:.2f} at step {step}" for step, _, success in record["curve"])
+    paired = record["paired"]
+    programs = record["solving_programs"]
+    same = record["eval"] == record["run"]
+    lines = [
+        SECTION_START,
+        f"Measured by `scripts/default_run.py` on {record['date']} ({record['machine']}, idle), from a fresh copy "
+        "of the repository and an empty model cache: the set-up (`bash scripts/setup.sh`, a new `.venv`; pip's "
+        f"download cache warm) took {minutes(record['setup_s'])}, then `pettingllms-train` "
+        f"{minutes(record['first_command_s'])} in all: the tiny model's build {minutes(record['build_s'])} "
+        f"(once; cached afterwards) and the run {minutes(record['training_s'])} ({record['steps']} AT-GRPO steps, "
+        f"{record['completions']:,} sampled completions, and its evaluations). It printed:",
+        "",
+        "```text",
+        *record["summary"],
+        "```",
+        "",
+        f"Greedy success on `pettingllms-eval`'s {paired['episodes']}-grid suite of `plan-path-v0` (7x7): "
+        f"**{record['run']['before']:.3f} before training -> {record['run']['after']:.3f} after**, "
+        f"{100 * paired['difference']:+.1f} points, paired 95% interval [{100 * paired['ci95'][0]:+.1f}, "
+        f"{100 * paired['ci95'][1]:+.1f}], {paired['test']} p = {paired['p_value']:.1g}. The tool agent's first "
+        f"answer is a BFS program that solves the grid in {programs[1]:.0%} of the episodes after training "
+        f"({programs[0]:.0%} before). Evaluation during the run: {curve}. "
+        + (
+            "`pettingllms-eval --env plan-path-v0 --policy runs/tiny/plan_path_per_role` reports the same figure "
+            "after training, and the same before when given the warm-started model."
+            if same
+            else f"`pettingllms-eval` reported {record['eval']['before']:.3f} and {record['eval']['after']:.3f} "
+            "instead: the evaluation equality did not hold."
+        ),
+        SECTION_END,
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", action="store_true", help="only rewrite the README section from --out")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--readme", type=Path, default=README)
+    args = parser.parse_args()
+    if not args.report:
+        work = Path(tempfile.mkdtemp(prefix="pettingllms-default-run-"))
+        try:
+            record = measure(work)
+        except BaseException:
+            print(f"kept {work} (its logs: setup.log, train.log, after.log, before.log)")
+            raise
+        shutil.rmtree(work)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
+    record = json.loads(args.out.read_text())
+    replace_section(args.readme, SECTION_START, SECTION_END, render_section(record))
+    print(f"wrote {args.out} and the default run's section of {args.readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,35 @@
+"""The README's figures of the default run are the last measurement of `scripts/default_run.py`, for today's config.
+
+A changed default config, or a README section edited by hand, fails here until the script is rerun."""
+
+import json
+
+from scripts_loader import load_script
+
+default_run = load_script("default_run")
+
+
+def test_the_readme_shows_the_recorded_measurement_of_the_current_default_config():
+    record = json.loads(default_run.OUT.read_text())
+    assert record["config_sha256"] == default_run.config_digest(), (
+        "pettingllms/configs/tiny/plan_path.yaml changed since the README's figures were measured: rerun "
+        ".venv/bin/python scripts/default_run.py"
+    )
+    readme = default_run.README.read_text()
+    start, end = readme.index(default_run.SECTION_START), readme.index(default_run.SECTION_END)
+    shown = readme[start : end + len(default_run.SECTION_END)]
+    assert shown == default_run.render_section(record), (
+        "the README's default-run section is not what scripts/default_run.py renders from "
+        "docs/results/default_run.json: rerun it with --report (or in full, if the figures are stale)"
+    )
+
+
+def test_the_recorded_figures_agree_with_each_other():
+    """The printed summary, the run's evaluations and pettingllms-eval's tell one story."""
+    record = json.loads(default_run.OUT.read_text())
+    before, after = record["run"]["before"], record["run"]["after"]
+    assert record["summary"][0] == f"evaluation success: {before:.2f} before training -> {after:.2f} after"
+    assert record["curve"][0][2] == before and record["curve"][-1][2] == after
+    difference = record["eval"]["after"] - record["eval"]["before"]
+    assert abs(record["paired"]["difference"] - difference) < 1e-9
+    assert record["first_command_s"] > record["build_s"] > 0 and record["training_s"] > 0
