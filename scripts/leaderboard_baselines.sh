@@ -13,11 +13,18 @@ mkdir -p "$OUT"
 $EVAL --env "$ALL" --policy random --episodes 200 --label random --output "$OUT/random.json"
 $EVAL --env "$ALL" --policy oracle --episodes 200 --label "oracle (solver / reference)" --output "$OUT/oracle.json"
 
-# the built-in tiny model on plan-path-v0: untrained, after the supervised warm start, after AT-GRPO
+# the built-in tiny model on plan-path-v0's default 5x5 grids: untrained, and after its default warm start
 $EVAL --env plan-path-v0 --policy tiny-untrained --episodes 300 --label "tiny, untrained" --output "$OUT/tiny_untrained.json"
 $EVAL --env plan-path-v0 --policy tiny --episodes 300 --label "tiny, SFT warm start" --output "$OUT/tiny_sft.json"
-[ -d runs/tiny/plan_path_per_role/checkpoints/step_30 ] || .venv/bin/pettingllms-train --resume true
-$EVAL --env plan-path-v0 --policy runs/tiny/plan_path_per_role --episodes 300 --label "tiny, SFT + AT-GRPO (per role)" \
+# the default run (pettingllms-train with no arguments, 7x7 grids): its warm start, then the trained team, each on
+# the run's own suite (a run is evaluated on its setting and suite size by default)
+[ -d runs/tiny/plan_path_per_role/checkpoints/step_15 ] || .venv/bin/pettingllms-train --resume true
+WARM_START=$(.venv/bin/python -c "from pettingllms.trainers.arguments import parse
+from pettingllms.trainers.model_source import starting_model
+print(starting_model('tiny', parse([])))")
+$EVAL --env plan-path-v0 --policy "$WARM_START" --env_kwargs '{"size": 7}' --episodes 300 \
+  --label "tiny, the default run's warm start (tool programs)" --output "$OUT/tiny_default_warm_start.json"
+$EVAL --env plan-path-v0 --policy runs/tiny/plan_path_per_role --label "tiny, the default run (AT-GRPO per role)" \
   --output "$OUT/tiny_at_grpo.json"
 
 # a real pretrained instruct model, zero-shot, every env (fewer episodes: ~135M parameters on a CPU)
