@@ -123,9 +123,12 @@ def measure(work: Path) -> dict:
     }
 
 
+def minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} minutes"
+
+
 def render_section(record: dict) -> str:
     """The README's section (markers included) from a record of `measure`."""
-    minutes = lambda seconds: f"{seconds / 60:.1f} minutes"  # noqa: E731
     curve = ", ".join(f"{success:.2f} at step {step}" for step, _, success in record["curve"])
     paired = record["paired"]
     programs = record["solving_programs"]
@@ -179,7 +182,9 @@ def main() -> int:
         args.out.write_text(json.dumps(record, indent=1) + "\n")
     record = json.loads(args.out.read_text())
     replace_section(args.readme, SECTION_START, SECTION_END, render_section(record))
-    print(f"wrote {args.out} and the default run's section of {args.readme}")
+    print(
+        ("" if args.report else f"wrote {args.out}; ") + f"rewrote the default run's section of {args.readme}"
+    )
     return 0
 
 
