@@ -123,6 +123,15 @@ def measure(work: Path) -> dict:
     }
 
 
+def grid_words(path: Path = CONFIG) -> str:
+    """The default config's grid size in words ("7x7"; the env's default, 5x5, when it sets none): the figures
+    belong to that config (`config_digest`)."""
+    import yaml
+
+    size = (yaml.safe_load(path.read_text()).get("env_kwargs") or {}).get("size", 5)
+    return f"{size}x{size}"
+
+
 def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} minutes"
 
@@ -146,7 +155,8 @@ def render_section(record: dict) -> str:
         *record["summary"],
         "```",
         "",
-        f"Greedy success on `pettingllms-eval`'s {paired['episodes']}-grid suite of `plan-path-v0` (7x7): "
+        f"Greedy success on `pettingllms-eval`'s {paired['episodes']}-grid suite of `plan-path-v0` "
+        f"({grid_words()}): "
         f"**{record['run']['before']:.3f} before training -> {record['run']['after']:.3f} after**, "
         f"{100 * paired['difference']:+.1f} points, paired 95% interval [{100 * paired['ci95'][0]:+.1f}, "
         f"{100 * paired['ci95'][1]:+.1f}], {paired['test']} p = {paired['p_value']:.1g}. The tool agent's first "

@@ -42,6 +42,10 @@ const $ = (tag, attrs = {}, ...children) => {
   for (const child of children) if (child) node.appendChild(child);
   return node;
 };
+const PROGRAM_MARKS = {  // a tool candidate's program (Sample.program); a direct answer ("absent") gets no mark
+  solves: {class: "program good", text: "program: its proposal solves the instance"},
+  fails: {class: "program bad", text: "program: its proposal does not solve the instance"},
+};
 const fmt = (x, digits = 3) => (x === null || x === undefined) ? "" : Number(x).toFixed(digits);
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 const writeHash = (state) => {
@@ -161,10 +165,7 @@ function runView() {
             $("td", {text: fmt(s.reward)}), $("td", {text: fmt(s.reward_team)}), $("td", {text: fmt(s.reward_local)}),
             $("td", {text: fmt(s.advantage)}),
             $("td", {class: "text"}, $("pre", {text: s.completion}),
-              s.program === "solves" || s.program === "fails" ?
-                $("div", {class: s.program === "solves" ? "program good" : "program bad",
-                          text: s.program === "solves" ? "program: its proposal solves the instance"
-                                                       : "program: its proposal does not solve the instance"}) : null,
+              PROGRAM_MARKS[s.program] ? $("div", PROGRAM_MARKS[s.program]) : null,
               s.error ? $("div", {class: "bad", text: "error: " + s.error}) : null));
           table.appendChild(row);
         });
