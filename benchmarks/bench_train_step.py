@@ -248,7 +248,9 @@ def main() -> None:
 
         # 4. phases of default-run steps (also the AT-GRPO side of 3)
         steps = [trainer.train_step() for _ in range(options.repeats + 1)][1:]
-        step_s = statistics.median(m["timing/rollout_s"] + m["timing/update_s"] for m in steps)
+        step_s = statistics.median(
+            m["timing/rollout_s"] + m["timing/update_s"] + m["timing/sync_s"] for m in steps
+        )
         start = time.perf_counter()
         stds = compute_advantages(rollout.samples, scale_rewards=args.scale_rewards)
         advantages_s = time.perf_counter() - start
@@ -261,7 +263,7 @@ def main() -> None:
             "env_s": statistics.median(m["timing/env_s"] for m in steps),
             "advantages_s": advantages_s,
             "update_s": statistics.median(m["timing/update_s"] for m in steps),
-            "weight_sync_s": 0.0,
+            "weight_sync_s": statistics.median(m["timing/sync_s"] for m in steps),
             "checkpoint_s": checkpoint_s,
             "evaluation_s_per_100_episodes": evaluation["timing/eval_s"],
             "groups": len(stds),

@@ -3,9 +3,10 @@
     .venv/bin/python scripts/memory_plans.py          # rewrite the table in docs/scale.md
     .venv/bin/python scripts/memory_plans.py --check  # exit 1 if the table there is not what the planner says
 
-Rows: Qwen3-1.7B and Qwen3-8B (configs/paper/*/plan_path.yaml, bf16, 4,096-token completions, 2,048-token
-prompts assumed), shared and per-role, on 1 GPU and on 8 GPUs (8 torchrun ranks) of 80 and 141 GiB; each
-without activation checkpointing, and with it where that is needed or buys a larger micro-batch.
+Rows: Qwen3-1.7B and Qwen3-8B (configs/paper/*/plan_path.yaml: bf16 compute on float32 master weights, 4,096-token
+completions, the config's 3,328-token prompts), shared and per-role, on 1 GPU and on 8 GPUs (8 torchrun ranks) of 80
+and 141 GiB; generation in process (hf) without and with activation checkpointing, and with vLLM engines (with
+checkpointing, as the paper configs have it).
 """
 
 from __future__ import annotations
@@ -25,14 +26,15 @@ def table() -> str:
     from pettingllms.trainers.memory_plan import GIB, Hardware, plan_run
 
     lines = [
-        "| model | layout | GPUs | activation checkpointing | fits | micro-batch (rows) | rows per sampler call "
-        "| peak GiB (generation / update) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | layout | GPUs | generation | activation checkpointing | fits | micro-batch (rows) | rows per "
+        "sampler call | vLLM share per engine | peak GiB (generation / update) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    settings = (("hf", "false"), ("hf", "true"), ("vllm", "true"))
     for model in ("qwen3-1.7b", "qwen3-8b"):
         for layout in ("shared", "per_role"):
             for gpus, gib in ((1, 80), (8, 80), (1, 141), (8, 141)):
-                for checkpointing in ("false", "true"):
+                for backend, checkpointing in settings:
                     args = parse(
                         [
                             "--config",
@@ -43,16 +45,21 @@ def table() -> str:
                             layout,
                             "--activation_checkpointing",
                             checkpointing,
+                            "--generation_backend",
+                            backend,
                         ]
                     )
                     agents = list(pettingllms.make(args.env_id, workflow=args.workflow).possible_agents)
                     plan = plan_run(args, agents, Hardware(gpus, gib * GIB, ranks=gpus))
                     device = max(plan.devices, key=lambda d: d.peak)
                     where = f"{gpus} x {gib} GiB" + (" (torchrun, 8 ranks)" if gpus > 1 else "")
+                    rows = (
+                        "-" if backend == "vllm" else f"{plan.generation_rows or '-'} of {plan.rows_per_call}"
+                    )
+                    share = "-" if plan.engine_share is None else f"{plan.engine_share:.2f}"
                     lines.append(
-                        f"| Qwen3-{model.split('-')[1].upper()} | {layout} | {where} | {checkpointing} | "
-                        f"{'yes' if plan.fits else '**no**'} | {plan.micro_batch or '-'} | "
-                        f"{plan.generation_rows or '-'} of {plan.rows_per_call} | "
+                        f"| Qwen3-{model.split('-')[1].upper()} | {layout} | {where} | {backend} | {checkpointing} | "
+                        f"{'yes' if plan.fits else '**no**'} | {plan.micro_batch or '-'} | {rows} | {share} | "
                         f"{device.generation_peak / GIB:.0f} / {device.update_peak / GIB:.0f} |"
                     )
     return "\n".join(lines)

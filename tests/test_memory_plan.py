@@ -8,6 +8,8 @@ shape the formula's coefficients were read from), padded rows of unequal lengths
 and bfloat16, with and without activation checkpointing.
 """
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -80,6 +82,73 @@ def test_adamw_states_are_counted_exactly_after_a_real_update(tiny_model, tmp_pa
     )
     shape = ModelShape.of(model.config)
     assert measured == adamw_bytes(shape.parameters, shape.tensors, 4)
+
+
+def test_a_mixed_precision_policy_is_counted_exactly_as_it_is_built(tiny_model, tmp_path):
+    """bf16: float32 master weights, gradients and AdamW states, and a bfloat16 copy that generation samples
+    from, each as the trainer allocates them."""
+    from letters import unequal_samples
+
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer
+
+    args = args_for(tiny_model, tmp_path, "--bf16", "true", "--use_cpu", "true")
+    trainer = ATGRPOTrainer(args, log=lambda _: None)
+    plan = plan_run(args, trainer.agents, Hardware(1, 100 * GIB))
+    planned = {policy.name: policy for policy in plan.devices[0].policies}
+    for name, handle in trainer.policies.handles.items():
+        updater = handle.updater
+        updater.accumulate_gradients(unequal_samples())
+        assert sum(p.nbytes for p in updater.model.parameters()) == planned[name].weights
+        assert sum(p.grad.nbytes for p in updater.model.parameters()) == planned[name].gradients
+        assert sum(p.nbytes for p in handle.backend.model.parameters()) == planned[name].generation_copy
+        updater.optimizer.step()
+        states = updater.optimizer.state.values()
+        assert (
+            sum(v.nbytes for s in states for v in s.values() if torch.is_tensor(v)) == planned[name].optimizer
+        )
+    trainer.close()
+
+
+def test_mixed_precision_plans_16_bytes_a_parameter_before_activations():
+    for config, params, total in (("qwen3-1.7b", 1.72e9, 27), ("qwen3-8b", 8.19e9, 131)):
+        args = paper_args(f"configs/paper/{config}/plan_path.yaml", "--policy_layout", "shared")
+        policy = plan_run(args, agents_of(args), Hardware(8, 141 * GIB)).devices[0].policies[0]
+        trained = policy.weights + policy.gradients + policy.optimizer
+        assert trained == pytest.approx(16 * params, rel=0.01) and trained / 1e9 == pytest.approx(
+            total, abs=1
+        )
+        assert policy.generation_copy == pytest.approx(2 * params, rel=0.01)  # bf16 copy for sampling
+
+
+def test_vllm_engines_are_sized_for_their_rows_and_sleep_through_the_update():
+    args = paper_args("configs/paper/qwen3-1.7b/plan_path.yaml", "--generation_backend", "vllm")
+    plan = plan_run(args, agents_of(args), Hardware(1, 141 * GIB))
+    assert plan.fits, plan.render()
+    engine = plan.settings({})["vllm_engine_kwargs"]
+    assert engine["max_model_len"] == 3328 + 4096  # the config's plan_prompt_tokens + max_completion_length
+    device = plan.devices[0]
+    assert device.engines_awake == int(2 * engine["gpu_memory_utilization"] * device.budget)
+    assert device.update_peak < device.usable  # beside the sleeping engines, not their peak
+    assert plan.settings({"max_model_len": 9000})["vllm_engine_kwargs"]["max_model_len"] == 9000
+    on_ray = paper_args(
+        "configs/paper/qwen3-1.7b/plan_path.yaml", "--generation_backend", "vllm", "--distributed", "ray"
+    )
+    assert plan_run(on_ray, agents_of(on_ray), Hardware(1, 141 * GIB)).engine_share == 0.9  # a GPU of its own
+    big = paper_args("configs/paper/qwen3-8b/plan_path.yaml", "--generation_backend", "vllm")
+    tight = plan_run(
+        big, agents_of(big), Hardware(8, 80 * GIB, ranks=8)
+    )  # the update fits, the engines do not
+    assert not tight.fits and tight.micro_batch is not None
+    assert "each vLLM engine beside the update workers on cuda:0" in tight.refusal()
+    assert "less than an engine needs" in tight.refusal()
+
+
+def test_the_fused_heads_backward_buffers_are_planned():
+    args = paper_args("configs/paper/qwen3-8b/plan_path.yaml")
+    device = plan_run(args, agents_of(args), Hardware(8, 141 * GIB, ranks=8)).devices[0]
+    shape = shape_of("Qwen/Qwen3-8B", args)
+    rows = device.head_backward // (4 * shape.hidden) - shape.vocab
+    assert rows % (3328 + 4096) == 0 and rows // (3328 + 4096) >= 1
 
 
 def test_the_kv_cache_is_counted_exactly():
@@ -165,8 +234,8 @@ def test_qwen3_8b_per_role_is_refused_on_one_80_gib_gpu_with_the_numbers_and_the
     assert not plan.fits
     message = plan.refusal()
     assert (
-        "cuda:0 needs" in message and "optimizer 61.0" in message
-    )  # 2 policies x 8.19B x 2 states x 2 bytes
+        "cuda:0 needs" in message and "weights 61.0, optimizer 122.1, generation copy 30.5" in message
+    )  # 2 policies x 8.19B: float32 weights, 2 float32 AdamW states, a bfloat16 copy for sampling
     assert "torchrun" in message and "lora_per_role" in message
     assert "activation_checkpointing" not in message  # the paper configs have it on already
     with pytest.raises(ConfigError, match="the run does not fit"):
@@ -192,7 +261,7 @@ def test_sharding_over_ranks_divides_weights_gradients_and_optimizer_states():
     eight = plan_run(args, agents_of(args), Hardware(8, 80 * GIB, ranks=8)).devices[0].policies[0]
     assert eight.weights * 8 == pytest.approx(one.weights, abs=8)
     assert eight.optimizer * 8 == pytest.approx(one.optimizer, abs=8)
-    assert eight.full_weights == one.full_weights  # gathered whole for generation
+    assert eight.generation_copy == one.generation_copy  # sampling's bfloat16 copy holds the whole model
 
 
 def test_pettingllms_train_plan_prints_the_plan_and_exits(capsys):
@@ -217,10 +286,29 @@ def test_pettingllms_train_plan_prints_the_plan_and_exits(capsys):
     assert "--plan_gpus N --plan_gpu_gib G" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "config",
+    sorted(Path("configs/paper").glob("*/*.yaml")),
+    ids=lambda path: f"{path.parent.name}/{path.stem}",
+)
+def test_plan_prints_the_plan_of_every_paper_config(config, capsys):
+    from pettingllms.trainers.cli import main
+
+    flags = ["--plan", "--plan_gpus", "8", "--plan_gpu_gib", "141", "--plan_ranks", "8"]
+    assert main(["--config", str(config), *flags]) == 0
+    out = capsys.readouterr().out
+    assert "gen. copy" in out and "chosen:" in out
+    assert f"rows of {parse_tokens(config)} tokens" in out  # the env's own prompt length + the completion budget
+
+
+def parse_tokens(config) -> int:
+    args = paper_args(str(config))
+    return args.plan_prompt_tokens + args.max_completion_length
+
+
 def test_the_table_of_what_fits_where_in_the_docs_is_what_the_planner_says():
     import subprocess
     import sys
-    from pathlib import Path
 
     script = Path(__file__).resolve().parent.parent / "scripts" / "memory_plans.py"
     done = subprocess.run(

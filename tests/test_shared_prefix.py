@@ -16,6 +16,7 @@ from pettingllms.backends.shared_prefix import (  # noqa: E402
     uses_activation_checkpointing,
 )
 from pettingllms.models.tiny import build_model, tiny_config  # noqa: E402
+from pettingllms.trainers.activation_checkpointing import enable_activation_checkpointing  # noqa: E402
 
 PREFIX = [7, 8, 9, 10]
 ROWS = [  # duplicates (a group's candidates), a shared 4-token prefix, remainders of unequal lengths
@@ -162,11 +163,11 @@ def test_gradients_through_the_shared_cache_are_those_of_separate_forwards(model
 
 def test_activation_checkpointing_is_detected(model):
     assert not uses_activation_checkpointing(model)
-    model.activation_checkpointing_enable()
+    enable_activation_checkpointing(model, {})  # transformers 5.17 and later alike
     try:
         assert uses_activation_checkpointing(model)
     finally:
-        model.activation_checkpointing_disable()
+        model.gradient_checkpointing_disable()
 
 
 def test_a_batch_of_empty_rows_prefills_nothing(model):

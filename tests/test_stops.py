@@ -285,6 +285,28 @@ def test_vllm_completions_stopped_inside_a_block_are_continued_and_cut_by_the_ru
         )
 
 
+def test_a_vllm_prompt_near_the_engines_context_gets_the_room_left_and_ends_truncated(tokenizer):
+    """The engine's `max_model_len` is the planned longest row; a longer prompt than planned gets a shorter
+    completion (marked truncated, as at the budget), not a crashed step; a continuation stops at the context too."""
+    from pettingllms.backends.vllm_engine import sample_with_stop_rule
+
+    def decode(ids):
+        return tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    script = tokenizer.encode(IN_CODE + " and more words to fill", add_special_tokens=False)
+    sampling = SamplingConfig(temperature=0.0, max_new_tokens=len(script), stop=ANSWER_STOP)
+    calls: list = []
+    engine = fake_vllm(script, tokenizer.eos_token_id, calls)
+    room = len(script) - 3
+    (group,) = sample_with_stop_rule(
+        lambda requests: engine(requests, decode, sampling.stop), [[7]], 1, sampling, decode, context=1 + room
+    )
+    assert calls[0] == [([7], 1, room)]
+    assert all(len(prompt) + left <= 1 + room for requests in calls for prompt, _, left in requests)
+    (generation,) = group
+    assert list(generation.completion_ids) == script[:room] and generation.truncated
+
+
 # ----------------------------------------------------------------- OpenAI-compatible servers
 def stopping_server(completion):
     """A chat endpoint's answer to `body` as OpenAI-style servers give it: cut before the first stop string."""

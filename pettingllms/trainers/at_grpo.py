@@ -262,7 +262,13 @@ class ATGRPOTrainer:
                 metrics.update(self.evaluate())
             self._log_metrics(metrics)
             if self.finished or (args.save_strategy == "steps" and self.step % args.save_steps == 0):
-                checkpoint.save(self.run, self.policies.handles, self._loop_state(), self.world)
+                checkpoint.save(
+                    self.run,
+                    self.policies.handles,
+                    self._loop_state(),
+                    self.world,
+                    keep=args.save_total_limit,
+                )
             progress.update(1)
             progress.set_postfix(  # committed: best-of-K training episodes; eval: greedy (learning_curve)
                 committed=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
@@ -320,10 +326,11 @@ class ATGRPOTrainer:
         update_metrics = {name: policy.update(routed[name]) for name, policy in self.policies.handles.items()}
         # a policy without samples on any rank was not updated: nothing to sync (the ranks decide together)
         trained = self.world.sum([len(routed[name]) for name in self.policies.handles])
+        update_s, start = time.perf_counter() - start, time.perf_counter()
         for count, policy in zip(trained, self.policies.handles.values(), strict=True):
             if count:
                 policy.sync()
-        update_s = time.perf_counter() - start
+        sync_s = time.perf_counter() - start
         self.step += 1
         if args.dump_rollouts:
             self._dump(rollout)
@@ -342,6 +349,7 @@ class ATGRPOTrainer:
             "timing/rollout_s": rollout_s,
             "timing/env_s": self.engine.env_seconds,
             "timing/update_s": update_s,
+            "timing/sync_s": sync_s,
         }
         if self.pool is not None:
             metrics.update({"pool/restarts": self.pool.restarts, "pool/retried_jobs": self.pool.retried_jobs})

@@ -40,10 +40,16 @@ class LoopState:
 
 
 def save(
-    run: RunLayout, policies: Mapping[str, PolicyHandle], loop: LoopState, world: World = SINGLE_PROCESS
+    run: RunLayout,
+    policies: Mapping[str, PolicyHandle],
+    loop: LoopState,
+    world: World = SINGLE_PROCESS,
+    *,
+    keep: int | None = None,
 ) -> CheckpointLayout:
     """Write the checkpoint of step `loop.step` (see the module docstring); return it. Under a launcher every
-    rank calls it: rank 0 writes the files once (a sharded policy's full state, every rank's generator states)."""
+    rank calls it: rank 0 writes the files once (a sharded policy's full state, every rank's generator states).
+    With `keep`, only the `keep` newest checkpoints stay once it is in place (`prune`)."""
     staging, final = run.staging(loop.step), run.checkpoint(loop.step)
     if world.is_main:
         shutil.rmtree(staging.folder, ignore_errors=True)
@@ -64,8 +70,22 @@ def save(
             shutil.rmtree(final.folder)
         os.replace(staging.folder, final.folder)
         _fsync_folder(final.folder.parent)
+        if keep is not None:
+            prune(run, keep)
     world.barrier()
     return final
+
+
+def prune(run: RunLayout, keep: int) -> list[CheckpointLayout]:
+    """Delete every `step_N` checkpoint of `run` but the `keep` newest (transformers' `save_total_limit`); return
+    the deleted ones. Called right after a checkpoint was written and renamed into place, so the newest is intact
+    and a resume still finds it."""
+    if keep < 1:
+        raise ValueError(f"keep={keep}: at least the newest checkpoint stays")
+    deleted = run.step_checkpoints()[keep:]
+    for old in deleted:
+        shutil.rmtree(old.folder)
+    return deleted
 
 
 def load(

@@ -41,7 +41,8 @@ class ATGRPOConfig(GRPOConfig):
     bf16: bool | None = dataclasses.field(
         default=False,
         metadata={
-            "help": "bfloat16 weights, generation and update. Default False, unlike TRL's None ('bf16 unless fp16'): "
+            "help": "bfloat16 compute: the update under autocast, generation on a bfloat16 copy of the weights; the "
+            "trained weights and optimizer states stay float32. Default False, unlike TRL's None ('bf16 unless fp16'): "
             "the default run is the tiny model in float32 on CPU; pass --bf16 true on a GPU (the paper configs "
             "do). None resolves as in TRL."
         },
@@ -348,6 +349,10 @@ class ATGRPOConfig(GRPOConfig):
             self.bf16 is None
         ):  # given explicitly: TRL's rule (`BaseConfig.__post_init__`), not this field's default
             self.bf16 = not self.fp16
+        # the deprecated alias, resolved here as newer transformers resolve it (5.17 has no activation_checkpointing)
+        if self.activation_checkpointing is None:
+            self.activation_checkpointing = bool(self.gradient_checkpointing)
+        self.gradient_checkpointing = self.activation_checkpointing
         self._check_choice("grouping", GROUPINGS)
         try:
             parse_commit(self.commit)
@@ -403,7 +408,7 @@ class ATGRPOConfig(GRPOConfig):
                     "identical and the log-probabilities divide by zero); greedy decoding is for evaluation "
                     "(eval_temperature, policy_eval_sampling)"
                 )
-        for name in ("eval_max_completion_length", "max_generation_rows"):
+        for name in ("eval_max_completion_length", "max_generation_rows", "save_total_limit"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 1 (or None)")
         self._check_sampling_keys()
@@ -542,12 +547,14 @@ class ATGRPOConfig(GRPOConfig):
         return float(self.policy_sampling.get(policy, {}).get("temperature", self.temperature))
 
     @property
-    def weights_dtype(self):
-        """The torch dtype the policies' weights load in: bfloat16 with `bf16` (as TRL loads a bf16 checkpoint:
-        generation and the update then run in it), else float32."""
+    def compute_dtype(self):
+        """The torch dtype the policies compute in: bfloat16 with `bf16`, float16 with `fp16`, else float32. The
+        trained weights and their optimizer states stay float32 whatever it is (an AdamW step at lr 1e-6 rounds
+        away on a bfloat16 weight): the update computes in this dtype under autocast, and generation runs on a
+        copy of the weights in it (a frozen LoRA base is loaded in it)."""
         import torch
 
-        return torch.bfloat16 if self.bf16 else torch.float32
+        return torch.bfloat16 if self.bf16 else torch.float16 if self.fp16 else torch.float32
 
     @functools.cached_property
     def default_stop_strings(self) -> list[str]:

@@ -19,13 +19,15 @@ HONOURED: dict[str, str] = {
     "seed": "every random stream of the run derives from it",
     "full_determinism": "transformers' deterministic torch algorithms, set when the updaters are built",
     "use_cpu": "train on CPU even where a GPU is visible",
-    "bf16": "bfloat16 weights (loaded in it, as TRL loads a bf16 checkpoint), generation and update (accelerate's "
-    "autocast): on a GPU, or on CPU with use_cpu. Default False (TRL's None means 'bf16 unless fp16': the default "
+    "bf16": "bfloat16 compute: the update under accelerate's autocast, generation on a bfloat16 copy of the "
+    "weights, while the trained weights and optimizer states stay float32: on a GPU, or on CPU with use_cpu. Default False (TRL's None means 'bf16 unless fp16': the default "
     "run is the tiny model in float32 on CPU); None given explicitly resolves as TRL resolves it",
     "fp16": "float16 mixed precision of the update (accelerate); GPU only",
     "tf32": "TF32 matmuls on Ampere+ GPUs",
     "save_strategy": "'steps' (a checkpoint every save_steps and at the end) or 'no' (only at the end)",
     "save_steps": "checkpoint period in AT-GRPO steps",
+    "save_total_limit": "the most checkpoints kept: after each save the oldest step_N folders beyond it are deleted "
+    "(the newest, just written and verified, always stays); None keeps every one",
     "logging_steps": "period of the rows sent to report_to trackers (metrics.jsonl gets every step)",
     "report_to": "trackers fed every logging_steps: 'none', 'tensorboard', 'wandb' (WANDB_MODE=offline works), "
     "a list or names separated by commas; held as a list, 'none' as [] (as transformers holds it)",
@@ -185,7 +187,6 @@ REFUSED: dict[str, str] = {
     "batch_eval_metrics": _EVALUATION,
     "save_only_model": "checkpoints always hold optimizer, scheduler and generator states (exact resume)",
     "save_on_each_node": _DISTRIBUTED,
-    "save_total_limit": "every checkpoint is kept: delete output_dir/checkpoints/step_N folders yourself",
     "enable_jit_checkpoint": "checkpoints are written every save_steps and at the end",
     "push_to_hub": _HUB,
     "hub_token": _HUB,
@@ -231,6 +232,11 @@ REFUSED: dict[str, str] = {
     "local_rank": _DISTRIBUTED,
 }
 """Inherited field -> what to use instead; setting it away from its default is a `ConfigError`."""
+
+
+NEWER_TRANSFORMERS_ONLY = ("activation_checkpointing", "activation_checkpointing_kwargs")
+"""Fields classified above that transformers 5.17 lacks (it has their deprecated aliases `gradient_checkpointing*`,
+which `pettingllms.trainers.activation_checkpointing` reads there)."""
 
 
 def field_default(field: dataclasses.Field) -> Any:

@@ -1,17 +1,30 @@
 """The memory planner: per GPU, the peak of generation and of the update, computed before anything loads.
 
-For every device a run uses, `plan_run` adds up (in bytes):
+For every device a run uses, `plan_run` adds up (in bytes). Precision: the trained weights, their gradients and
+their AdamW states are float32 whatever `bf16` says (mixed precision: ~16 bytes a parameter before activations);
+`bf16` is the compute dtype (`ATGRPOConfig.compute_dtype`) of activations, the KV cache, the KL reference model,
+a frozen LoRA base, and the copy of the weights generation runs on.
 
-- resident all run long, per policy on the device: its weights (the device's shard under a launcher), its AdamW
-  states (two per trainable parameter, in the parameters' dtype, as torch's AdamW keeps them, plus a float32 step
-  per tensor) and, with `beta != 0`, its KL reference model's weights;
-- generation: the full weights of every policy (a sharded policy is gathered for its rollout), the KV cache of
-  one sampler call (`2 x layers x kv_heads x head_dim` values per token per row, in the weights' dtype, for the
-  call's rows at `plan_prompt_tokens + max_completion_length` tokens) and one decoding step's logits;
-- the update of one policy at a time: its gradients (its shard) and the activations one micro-batch saves for the
-  backward pass (`activation_bytes`); under a launcher also the largest parameter group FSDP2 gathers at once.
+- resident all run long, per policy on the device: its float32 weights (the device's shard under a launcher), its
+  AdamW states (two float32 values per trainable parameter plus a float32 step per tensor) and, with `beta != 0`,
+  its KL reference model's weights;
+- generation (`generation_backend='hf'`): the weights it samples from beyond the resident ones (a copy in the
+  compute dtype when that is not float32; else, under a launcher, the gathered rest of the float32 weights), the KV
+  cache of one sampler call (`2 x layers x kv_heads x head_dim` values per token per row, in the compute dtype,
+  for the call's rows at `plan_prompt_tokens + max_completion_length` tokens) and one decoding step's logits;
+  after each update, the sync into that copy gathers one parameter at a time (float32 and its cast);
+- the update of one policy at a time: its float32 gradients (its shard), the activations one micro-batch saves for
+  the backward pass (`activation_bytes`), the fused log-prob head's float32 buffers of the backward (a
+  vocabulary-sized weight gradient and the micro-batch's hidden-state gradient), and under a launcher what FSDP2
+  holds gathered at once (the root group with the embeddings, the layer computing and the next one prefetched);
+- with vLLM (`generation_backend='vllm'`), per engine: `max_model_len` is the run's longest row (prompt +
+  completion), and its `gpu_memory_utilization` holds its weights in the compute dtype, the KV cache of at least
+  one full-length row, and `ENGINE_OVERHEAD_BYTES` (profiling pass, CUDA graphs, workspace); an engine sleeps
+  through its policy's update (vLLM's sleep mode level 1: weights to host memory, KV cache freed), so the update
+  is planned beside `ENGINE_ASLEEP_BYTES` per engine, not beside the engine's peak.
 
 Weights, optimizer states and the KV cache are exact (`tests/test_memory_plan.py` measures them on small models);
+the vLLM figures (`ENGINE_OVERHEAD_BYTES`, `ENGINE_ASLEEP_BYTES`) are assumptions that no GPU has checked yet;
 the activations are a formula for Qwen3-style decoder layers (Qwen3, and Llama/Qwen2 without the query/key norms),
 derived from the tensors PyTorch saves for the backward pass and checked against saved-tensor hooks within 25%.
 
@@ -79,9 +92,22 @@ def _layer_activations(shape: ModelShape, rows: int, tokens: int, dtype_bytes: i
     return rows * tokens * per_token + ATTENTION_MASK_BYTES * dtype_bytes * rows * tokens**2
 
 
-def adamw_bytes(trainable: int, tensors: int, dtype_bytes: int) -> int:
+ENGINE_OVERHEAD_BYTES = 3 * GIB
+"""What a vLLM engine holds beside its weights and KV cache (assumed, not measured on a GPU): the activations of
+its profiling pass, CUDA graphs, the sampler's buffers and the CUDA context of its process."""
+ENGINE_ASLEEP_BYTES = 1 * GIB
+"""What a sleeping vLLM engine keeps on its GPU (assumed): its process's CUDA context and graphs' pools."""
+
+
+def adamw_bytes(trainable: int, tensors: int, dtype_bytes: int = FLOAT32) -> int:
     """torch's AdamW state: `exp_avg` and `exp_avg_sq` per parameter in its dtype, a float32 `step` per tensor."""
     return 2 * trainable * dtype_bytes + FLOAT32 * tensors
+
+
+def head_backward_bytes(shape: ModelShape, rows: int, tokens: int) -> int:
+    """The float32 buffers of the fused log-prob head's backward: the output embedding's weight gradient
+    (vocabulary x hidden) and the gradient of the micro-batch's hidden states."""
+    return FLOAT32 * shape.hidden * (shape.vocab + rows * tokens)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,21 +116,27 @@ class PolicyMemory:
 
     name: str
     weights: int
-    full_weights: int
+    """Its float32 weights on the device (its shard under a launcher)."""
+    generation_copy: int
+    """The copy of the weights in the compute dtype that in-process sampling uses (resident; 0 without one)."""
+    generation_gather: int
+    """What sampling from the float32 weights gathers beyond the shard under a launcher (while it runs)."""
     gradients: int
     optimizer: int
     reference: int
     gathered: int
-    """The largest parameter group a sharded update gathers at once (0 without a launcher)."""
+    """What a sharded update holds gathered at once (0 without a launcher)."""
+    sync: int
+    """The transient of a sync into a generation copy or an engine: one parameter gathered and cast."""
 
     @property
     def resident(self) -> int:
-        return self.weights + self.optimizer + self.reference
+        return self.weights + self.optimizer + self.reference + self.generation_copy
 
 
 @dataclasses.dataclass(frozen=True)
 class DevicePlan:
-    """A device's policies and its two peaks, at the plan's rows per call and micro-batch."""
+    """A device's policies and its peaks, at the plan's rows per call and micro-batch."""
 
     device: str
     budget: int
@@ -112,21 +144,33 @@ class DevicePlan:
     kv_cache: int
     logits: int
     activations: int
+    head_backward: int
+    engines_awake: int = 0
+    """The vLLM engines on this device while they generate (their `gpu_memory_utilization` shares)."""
+    engines_asleep: int = 0
+    """The same engines asleep, through an update."""
+
+    @property
+    def _resident(self) -> int:
+        return sum(p.resident for p in self.policies)
 
     @property
     def generation_peak(self) -> int:
-        resident = sum(p.resident for p in self.policies)
-        gathered = sum(p.full_weights - p.weights for p in self.policies)
-        return resident + gathered + self.kv_cache + self.logits
+        gathered = sum(p.generation_gather for p in self.policies)
+        return self._resident + gathered + self.kv_cache + self.logits + self.engines_awake
 
     @property
     def update_peak(self) -> int:
-        resident = sum(p.resident for p in self.policies)
-        return resident + max(p.gradients + p.gathered for p in self.policies) + self.activations
+        largest = max(p.gradients + p.gathered for p in self.policies)
+        return self._resident + largest + self.activations + self.head_backward + self.engines_asleep
+
+    @property
+    def sync_peak(self) -> int:
+        return self._resident + max(p.sync for p in self.policies) + self.engines_awake
 
     @property
     def peak(self) -> int:
-        return max(self.generation_peak, self.update_peak)
+        return max(self.generation_peak, self.update_peak, self.sync_peak)
 
     @property
     def usable(self) -> int:
@@ -178,8 +222,8 @@ class MemoryPlan:
     devices: tuple[DevicePlan, ...]
     advice: tuple[str, ...]
     engine_share: float | None = None
-    """With `generation_backend='vllm'`: the `gpu_memory_utilization` each engine gets (the engines of one process
-    share its first GPU with the update workers there), None otherwise."""
+    """With `generation_backend='vllm'`: the `gpu_memory_utilization` each engine gets (each policy's engine runs
+    on its policy's device, beside its update worker), None otherwise."""
     engine_problem: str | None = None
     """Why the engines do not fit beside the update, if they do not."""
 
@@ -190,18 +234,17 @@ class MemoryPlan:
         )
 
     def settings(self, asked_engine: dict | None = None) -> dict:
-        """The settings the plan chose (to apply to the run's config); an engine share the config sets itself
-        (`asked_engine`, its `vllm_engine_kwargs`) is kept."""
+        """The settings the plan chose (to apply to the run's config): the micro-batch, the rows per sampler
+        call, and with vLLM each engine's `gpu_memory_utilization` and `max_model_len` (the longest row); what
+        the config's `vllm_engine_kwargs` (`asked_engine`) set itself is kept."""
         if not self.fits:
             return {}
         chosen: dict = {"per_device_train_batch_size": self.micro_batch}
         if self.generation_rows < self.rows_per_call:
             chosen["max_generation_rows"] = self.generation_rows
-        if self.engine_share is not None and "gpu_memory_utilization" not in (asked_engine or {}):
-            chosen["vllm_engine_kwargs"] = {
-                **(asked_engine or {}),
-                "gpu_memory_utilization": self.engine_share,
-            }
+        if self.engine_share is not None:
+            engine = {"gpu_memory_utilization": self.engine_share, "max_model_len": self.tokens}
+            chosen["vllm_engine_kwargs"] = {**engine, **(asked_engine or {})}
         return chosen
 
     def render(self) -> str:
@@ -209,17 +252,19 @@ class MemoryPlan:
         lines = [
             f"memory plan: {', '.join(f'{name}: {source}' for name, source in self.sources.items())} on "
             f"{self.hardware.describe()}; rows of {self.tokens} tokens (prompt + completion)",
-            "devices   policies          weights  optimizer  reference  gradients  KV cache  activations  "
-            "generation peak  update peak  usable  fits",
+            "devices   policies          weights  optimizer  reference  gen. copy  gradients  KV cache  "
+            "activations   engines  generation peak  update peak  usable  fits",
         ]
         for label, device in _distinct(self.devices):
             cells = [
                 sum(p.weights for p in device.policies),
                 sum(p.optimizer for p in device.policies),
                 sum(p.reference for p in device.policies),
+                sum(p.generation_copy for p in device.policies),
                 max(p.gradients for p in device.policies),
                 device.kv_cache,
-                device.activations,
+                device.activations + device.head_backward,
+                device.engines_awake,
             ]
             names = ",".join(p.name for p in device.policies)
             lines.append(
@@ -236,7 +281,8 @@ class MemoryPlan:
                 f"chosen: {self.generation_rows} of {self.rows_per_call} rows per sampler call, micro-batch "
                 f"{self.micro_batch} rows (asked {self.asked_micro_batch})"
                 + (
-                    f", gpu_memory_utilization {self.engine_share} per vLLM engine"
+                    f", gpu_memory_utilization {self.engine_share} and max_model_len {self.tokens} per vLLM "
+                    "engine (each sleeps through its policy's update)"
                     if self.engine_share
                     else ""
                 )
@@ -251,13 +297,16 @@ class MemoryPlan:
         if self.engine_problem is not None and self.micro_batch is not None:
             return f"the run does not fit: {self.engine_problem}; what would make it fit: {'; '.join(self.advice)}"
         device = max(self.devices, key=lambda d: d.peak)
-        phase = "generation" if device.generation_peak >= device.update_peak else "update"
+        peaks = {"generation": device.generation_peak, "update": device.update_peak, "sync": device.sync_peak}
+        phase = max(peaks, key=peaks.get)
         return (
             f"the run does not fit: {device.device} needs {device.peak / GIB:.1f} GiB at its {phase} peak even "
             f"with one group of K rows per sampler call and a micro-batch of one row (weights "
             f"{sum(p.weights for p in device.policies) / GIB:.1f}, optimizer "
-            f"{sum(p.optimizer for p in device.policies) / GIB:.1f}, gradients "
-            f"{max(p.gradients for p in device.policies) / GIB:.1f}, activations {device.activations / GIB:.1f}, "
+            f"{sum(p.optimizer for p in device.policies) / GIB:.1f}, generation copy "
+            f"{sum(p.generation_copy for p in device.policies) / GIB:.1f}, gradients "
+            f"{max(p.gradients for p in device.policies) / GIB:.1f}, activations "
+            f"{(device.activations + device.head_backward) / GIB:.1f}, "
             f"KV cache {device.kv_cache / GIB:.1f} GiB) and may use {device.usable / GIB:.1f} of its "
             f"{device.budget / GIB:.1f} GiB; what would make it "
             f"fit: {'; '.join(self.advice)}"
@@ -272,23 +321,26 @@ def plan_run(args, agents: list[str], hardware: Hardware) -> MemoryPlan:
     names = list(dict.fromkeys(map_agents(args.policy_layout, args.agent_policies, agents).values()))
     sources = {name: args.agent_models.get(name, args.model_name_or_path) for name in names}
     layout = _Layout(args, {name: shape_of(source, args) for name, source in sources.items()}, hardware)
+    share, problem = (None, None)
+    if args.generation_backend == "vllm":  # the engines' share depends only on what stays resident
+        share, problem = _engine_share(args, layout)
     rows_per_call = math.ceil(args.instances_per_step / hardware.ranks) * args.num_generations
     asked_rows = min(args.max_generation_rows or rows_per_call, rows_per_call)
     candidates_rows = range(asked_rows - asked_rows % args.num_generations, 0, -args.num_generations)
     rows = next(
-        (r for r in candidates_rows if all(d.generation_peak <= d.usable for d in layout.devices(r, 1))), None
+        (
+            r
+            for r in candidates_rows
+            if all(d.generation_peak <= d.usable for d in layout.devices(r, 1, share or 0.0))
+        ),
+        None,
     )
-    vllm = args.generation_backend == "vllm"
 
     def fits_at(micro_batch: int) -> bool:
-        shown = layout.devices(rows or 1, micro_batch)
-        return all(d.fits for d in shown) and not (vllm and _engine_share(args, layout, shown[0])[1])
+        return all(d.fits for d in layout.devices(rows or 1, micro_batch, share or 0.0))
 
     micro = next((b for b in range(args.per_device_train_batch_size, 0, -1) if fits_at(b)), None)
-    shown = layout.devices(rows or args.num_generations, micro or 1)
-    share, problem = (
-        _engine_share(args, layout, shown[0]) if args.generation_backend == "vllm" else (None, None)
-    )
+    shown = layout.devices(rows or args.num_generations, micro or 1, share or 0.0)
     return MemoryPlan(
         hardware,
         sources,
@@ -304,21 +356,43 @@ def plan_run(args, agents: list[str], hardware: Hardware) -> MemoryPlan:
     )
 
 
-def _engine_share(args, layout: _Layout, first: DevicePlan) -> tuple[float | None, str | None]:
-    """Each vLLM engine's `gpu_memory_utilization` on the process's first GPU, beside the update workers' peak
-    there, and why it is too small for an engine's weights and one full-length sequence's KV cache, if it is."""
-    engines = 1 if args.policy_layout == "lora_per_role" else len(layout.shapes)
-    share = math.floor(100 * (first.usable - first.update_peak) / first.budget / engines) / 100
-    size = _weight_bytes(args)
-    need = max(
-        s.parameters * size + layout.tokens * s.kv_bytes_per_token(size) for s in layout.shapes.values()
-    )
-    if share * first.budget < need:
+def _engine_share(args, layout: _Layout) -> tuple[float | None, str | None]:
+    """Each vLLM engine's `gpu_memory_utilization`, and why it is too small, if it is. An engine of a Ray rollout
+    server has its bundle's GPU to itself; otherwise each policy's engine runs on its policy's device (every
+    rank's, under a launcher), beside the update workers there, whose resident bytes stay while the engines
+    generate (the engines sleep through the update, so the update's peak is not subtracted): each engine gets an
+    equal part of what the resident bytes leave on the fullest device. It must hold the engine's weights in the
+    compute dtype, one full-length row's KV cache and `ENGINE_OVERHEAD_BYTES`."""
+    devices = layout.devices(1, 1)
+    if args.distributed == "ray":
+        share = math.floor(100 * devices[0].usable / devices[0].budget + 1e-9) / 100
+        beside = "on its own GPU"
+    else:
+        shares = {  # what stays resident, and the transient of a sync into an awake engine
+            d.device: (d.usable - d.sync_peak) / d.budget / len(d.policies) for d in devices
+        }
+        fullest = min(shares, key=shares.get)
+        share = math.floor(100 * shares[fullest] + 1e-9) / 100
+        beside = f"beside the update workers on {fullest}"
+    budget = devices[0].budget
+    need = max(engine_need(shape, layout.compute_bytes, layout.tokens) for shape in layout.shapes.values())
+    if share * budget < need:
         return None, (
-            f"{engines} vLLM engine(s) beside the update on {first.device} get {max(share, 0.0):.2f} of its memory "
-            f"each, less than an engine's weights and one {layout.tokens}-token sequence ({need / GIB:.1f} GiB)"
+            f"each vLLM engine {beside} gets {max(share, 0.0):.2f} of its memory "
+            f"({max(share, 0.0) * budget / GIB:.1f} GiB), less than an engine needs: weights, one "
+            f"{layout.tokens}-token row's KV cache and {ENGINE_OVERHEAD_BYTES / GIB:.0f} GiB of overhead "
+            f"({need / GIB:.1f} GiB)"
         )
     return share, None
+
+
+def engine_need(shape: ModelShape, compute_bytes: int, tokens: int) -> int:
+    """The least a vLLM engine of `shape` needs: its weights, one `tokens`-token row's KV cache, the overhead."""
+    return (
+        shape.parameters * compute_bytes
+        + tokens * shape.kv_bytes_per_token(compute_bytes)
+        + ENGINE_OVERHEAD_BYTES
+    )
 
 
 class _Layout:
@@ -327,6 +401,7 @@ class _Layout:
 
     def __init__(self, args, shapes: dict[str, ModelShape], hardware: Hardware):
         self.args, self.shapes, self.hardware = args, shapes, hardware
+        self.compute_bytes = _compute_bytes(args)
         memories = _policy_memories(args, shapes, hardware.ranks)
         if (
             hardware.ranks > 1 or args.policy_layout == "lora_per_role"
@@ -337,8 +412,10 @@ class _Layout:
             self.groups = [memories[index::spread] for index in range(min(len(memories), hardware.gpus))]
         self.tokens = int(args.plan_prompt_tokens) + int(args.max_completion_length)
 
-    def devices(self, rows: int, micro_batch: int) -> tuple[DevicePlan, ...]:
-        size = _weight_bytes(self.args)
+    def devices(self, rows: int, micro_batch: int, engine_share: float = 0.0) -> tuple[DevicePlan, ...]:
+        """The devices' plans; `engine_share`: each vLLM engine's `gpu_memory_utilization` (one engine per
+        policy, on its policy's device; Ray's rollout servers have GPUs of their own)."""
+        size = self.compute_bytes
         widest = max(self.shapes.values(), key=lambda shape: shape.kv_bytes_per_token(1))
         in_process = self.args.generation_backend == "hf"  # vLLM engines hold their own KV cache
         kv = rows * self.tokens * widest.kv_bytes_per_token(size) if in_process else 0
@@ -348,40 +425,67 @@ class _Layout:
             activation_bytes(shape, micro_batch, self.tokens, size, checkpointing=checkpointing)
             for shape in self.shapes.values()
         )
+        head = max(head_backward_bytes(shape, micro_batch, self.tokens) for shape in self.shapes.values())
+        colocated = not in_process and self.args.distributed != "ray"  # one engine per policy on its device
         return tuple(
-            DevicePlan(f"cuda:{index}", self.hardware.gpu_bytes, tuple(group), kv, logits, activations)
+            DevicePlan(
+                f"cuda:{index}",
+                self.hardware.gpu_bytes,
+                tuple(group),
+                kv,
+                logits,
+                activations,
+                head,
+                engines_awake=int(len(group) * engine_share * self.hardware.gpu_bytes) if colocated else 0,
+                engines_asleep=len(group) * ENGINE_ASLEEP_BYTES if colocated else 0,
+            )
             for index, group in enumerate(self.groups)
         )
 
 
-def _weight_bytes(args) -> int:
+def _sync_bytes(shape: ModelShape, compute_bytes: int, sharded: bool, engine: bool) -> int:
+    """The transient of one sync: the largest parameter cast to the compute dtype (gathered in float32 first
+    when sharded); an engine's reload also holds its old and new weights at once (assumed: vLLM's
+    `reload_weights` re-creates every parameter), where an in-process copy is overwritten in place."""
+    cast = shape.largest_tensor * (compute_bytes + (FLOAT32 if sharded else 0))
+    return cast + (shape.parameters * compute_bytes if engine else 0)
+
+
+def _compute_bytes(args) -> int:
+    """Bytes of a value in the compute dtype (activations, KV cache, generation copies, frozen weights)."""
     return 2 if args.bf16 or args.fp16 else FLOAT32
 
 
 def _policy_memories(args, shapes: dict[str, ModelShape], ranks: int) -> list[PolicyMemory]:
     """Each policy's bytes on a device that holds it (its shard under a launcher); the adapters of
-    `lora_per_role` are one entry: the base model once, every adapter's states, one adapter's gradients."""
-    s = _weight_bytes(args)
+    `lora_per_role` are one entry: the frozen base model once in the compute dtype, every adapter's float32
+    weights and states, one adapter's gradients."""
+    c = _compute_bytes(args)
     if args.policy_layout == "lora_per_role":
         shape = next(iter(shapes.values()))
         adapter = shape.lora_parameters(args.lora_r)
         tensors = 2 * len(shape.linear_shapes)
-        full = (shape.parameters + len(shapes) * adapter) * s
-        optimizer = len(shapes) * adamw_bytes(adapter, tensors, s)
-        return [PolicyMemory("adapters", full, full, adapter * s, optimizer, 0, 0)]
+        weights = shape.parameters * c + len(shapes) * adapter * FLOAT32
+        optimizer = len(shapes) * adamw_bytes(adapter, tensors)
+        return [PolicyMemory("adapters", weights, 0, 0, adapter * FLOAT32, optimizer, 0, 0, 0)]
+    copy = args.generation_backend == "hf" and c < FLOAT32  # sampling runs on a copy in the compute dtype
+    engine = args.generation_backend == "vllm"
     out = []
     for name, shape in shapes.items():
-        full = shape.parameters * s
+        full = shape.parameters * FLOAT32
         sharded = ranks > 1
+        layer = sum(inputs * outputs for inputs, outputs in shape.linear_shapes) // shape.layers
         out.append(
             PolicyMemory(
                 name,
                 weights=math.ceil(full / ranks),
-                full_weights=full,
+                generation_copy=shape.parameters * c if copy else 0,
+                generation_gather=full - math.ceil(full / ranks) if not (copy or engine) else 0,
                 gradients=math.ceil(full / ranks),
-                optimizer=math.ceil(adamw_bytes(shape.parameters, shape.tensors, s) / ranks),
-                reference=full if args.beta != 0.0 else 0,
-                gathered=shape.largest_tensor * s if sharded else 0,
+                optimizer=math.ceil(adamw_bytes(shape.parameters, shape.tensors) / ranks),
+                reference=shape.parameters * c if args.beta != 0.0 else 0,
+                gathered=(shape.largest_tensor + 2 * layer) * FLOAT32 if sharded else 0,
+                sync=_sync_bytes(shape, c, sharded, engine) if copy or engine else 0,
             )
         )
     return out
@@ -395,9 +499,10 @@ def _advice(args) -> tuple[str, ...]:
             "activation_checkpointing: true (each layer keeps only its input for the backward pass)"
         )
     if not (args.bf16 or args.fp16):
-        advice.append("bf16: true (half the bytes of weights, states and activations)")
+        advice.append("bf16: true (half the bytes of activations, the KV cache and generation's weights)")
     advice.append(
-        "launch with torchrun on more GPUs (weights, gradients and optimizer states are split over the ranks)"
+        "launch with torchrun on more GPUs (float32 weights, gradients and optimizer states are split over the "
+        "ranks)"
     )
     if args.policy_layout != "lora_per_role":
         advice.append("policy_layout: lora_per_role (one frozen base model, small adapters)")

@@ -14,10 +14,16 @@ model's device.
 With `distributed="ray"` (layouts `shared` and `per_role`) every policy's generation backend and update worker run
 as Ray actors in the policy's own placement group (`pettingllms.trainers.ray_policies`).
 
-Generation backends (`generation_backend`): `hf` samples from the update worker's own model object (nothing to
-sync); `vllm` gives every policy its own vLLM engine (the LoRA layout: one engine serving one adapter per
-policy), and the policy's `sync()` pushes its weights (or adapter) into it after each update; on a GPU a
-policy's engine sleeps while its update runs (`LocalPolicy.sleeper`).
+Precision: the trained weights and their optimizer states are float32 whatever `bf16` says (an AdamW step at the
+paper's lr 1e-6 rounds away on most bfloat16 weights); `bf16` is the compute dtype (`ATGRPOConfig.compute_dtype`):
+the update runs under autocast, and generation on a copy of the weights in bfloat16.
+
+Generation backends (`generation_backend`): `hf` samples from the update worker's own model object in float32
+(nothing to sync), or, in a lower compute dtype, from a copy in it that the policy's `sync()` refreshes after each
+update, one parameter at a time; `vllm` gives every policy its own vLLM engine, in a process of its own on the
+policy's device (the LoRA layout: one engine serving one adapter per policy), and the policy's `sync()` pushes its
+weights (or adapter) into it after each update; on a GPU a policy's engine sleeps while its update runs
+(`LocalPolicy.sleeper`).
 
 Every policy is a `PolicyHandle` (in this process: `LocalPolicy`, `AdapterPolicy`; on Ray: `RayPolicy`), so the
 trainer and the checkpointer treat every layout and placement alike.
@@ -31,8 +37,12 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+import torch
+
 from pettingllms.backends.base import Generation, SamplingConfig, SeededBackend
 from pettingllms.backends.hf import HFPolicy, load_pretrained
+from pettingllms.backends.weights import model_stream
+from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.parallel.world import current_world
 from pettingllms.rollout.samples import Sample
@@ -40,7 +50,7 @@ from pettingllms.runs.layout import CheckpointLayout, map_agents
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.devices import place_policies
 from pettingllms.trainers.model_source import starting_model
-from pettingllms.trainers.sharding import full_weights, gathered_state
+from pettingllms.trainers.sharding import full_weights
 from pettingllms.trainers.updater import PolicyUpdater
 
 if TYPE_CHECKING:
@@ -185,9 +195,16 @@ def build_policies(
         placed = RayPolicies(args, paths, references)
         return PolicySet(placed.handles(), agent_policy, placed)
     devices = place_policies(names, args.policy_devices, use_cpu=args.use_cpu)
+    if args.generation_backend == "vllm" and any(d.startswith("cuda") for d in devices.values()):
+        from pettingllms.backends.vllm_engine import check_sleeping_engines
+
+        try:
+            check_sleeping_engines(len(names), args.vllm_engine_kwargs)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
     handles: dict[str, PolicyHandle] = {}
     for index, (name, path) in enumerate(paths.items()):
-        model, tokenizer = load_pretrained(path, args.weights_dtype)
+        model, tokenizer = load_pretrained(path)  # float32 master weights, whatever the compute dtype
         updater = PolicyUpdater(
             name, model, tokenizer, args, reference=references.get(name), device=devices[name]
         )
@@ -198,27 +215,45 @@ def build_policies(
 def _local_policy(args: ATGRPOConfig, name: str, path: str, updater: PolicyUpdater, seed: int) -> LocalPolicy:
     """Policy `name` in this process: its update worker and its generation backend (`generation_backend`)."""
     if args.generation_backend != "vllm":
+        # below float32, sampling runs on a copy in the compute dtype, synced after each update
+        copy = args.compute_dtype != torch.float32
+        model = load_pretrained(path, args.compute_dtype)[0] if copy else updater.model
         backend = HFPolicy(
-            updater.model,
+            model,
             updater.processing_class,
             seed=seed,
             device=updater.args.device,
             max_batch_rows=args.max_generation_rows,
         )
-        return LocalPolicy(name, updater, backend)
-    from pettingllms.backends.vllm_engine import VLLMPolicy
+        syncer = functools.partial(_sync_copy, backend, updater.model) if copy else None
+        return LocalPolicy(name, updater, backend, syncer)
+    from pettingllms.backends.vllm_engine import VLLMPolicy, runs_in_process
 
-    on_gpu = updater.args.device.type == "cuda"  # the engine and the update share the GPU's memory
-    options = dict(args.vllm_engine_kwargs)
-    if current_world().size > 1:  # one engine per rank, on the rank's device, inside torchrun's process group
+    # the engine's own process runs on its policy's device (its rank's, under torchrun); sharing the GPU's
+    # memory with the update, it sleeps through updates
+    device = updater.args.device
+    on_gpu = device.type == "cuda"
+    options = engine_options(args, on_gpu)
+    # an engine kept in a torchrun rank's process joins the rank's process group, as vLLM needs there
+    if current_world().size > 1 and runs_in_process(options):
         options.setdefault("distributed_executor_backend", "external_launcher")
-    engine = VLLMPolicy(path, seed=seed, engine_kwargs=options, sleep_mode=on_gpu)
-    return LocalPolicy(name, updater, engine, functools.partial(_sync_engine, engine, updater.model), engine)
+    engine = VLLMPolicy(path, seed=seed, engine_kwargs=options, sleep_mode=on_gpu, device=str(device))
+    return LocalPolicy(name, updater, engine, functools.partial(_sync_copy, engine, updater.model), engine)
 
 
-def _sync_engine(engine, model) -> None:
-    """Load `model`'s weights into the vLLM `engine` (a sharded model is gathered on every rank first)."""
-    engine.load_state(gathered_state(model))
+def engine_options(args: ATGRPOConfig, on_gpu: bool) -> dict[str, Any]:
+    """A policy's `vllm.LLM` arguments: `vllm_engine_kwargs`, and on a GPU the compute dtype (vLLM's "auto"
+    would take a float32 checkpoint's dtype) unless they name one."""
+    options = dict(args.vllm_engine_kwargs)
+    if on_gpu:
+        options.setdefault("dtype", str(args.compute_dtype).removeprefix("torch."))
+    return options
+
+
+def _sync_copy(backend, model) -> None:
+    """Load `model`'s weights into the generation `backend` (a vLLM engine, or an HF copy in the compute dtype),
+    one parameter at a time (a sharded model gathers each on every rank: `weights.model_stream`)."""
+    backend.load_state(model_stream(model))
 
 
 class AdapterBackend:
@@ -272,8 +307,6 @@ def _peft_model(args: ATGRPOConfig, base, names: Sequence[str], resume_from: Che
         for name in names[1:]:
             peft_model.load_adapter(resume_from.adapter(name), adapter_name=name, is_trainable=True)
         return peft_model
-    import torch
-
     config = LoraConfig(
         r=args.lora_r, lora_alpha=args.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
     )
@@ -294,7 +327,7 @@ def _build_lora(
     log: Callable[[str], None],
 ) -> PolicySet:
     base_path = starting_model(args.model_name_or_path, args, log)
-    base, tokenizer = load_pretrained(base_path, args.weights_dtype)
+    base, tokenizer = load_pretrained(base_path, args.compute_dtype)  # frozen: the adapters train in float32
     agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
     names = list(dict.fromkeys(agent_policy.values()))
     peft_model = _peft_model(args, base, names, resume_from)

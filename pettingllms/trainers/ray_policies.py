@@ -44,7 +44,7 @@ class UpdateWorker:
         from pettingllms.backends.hf import load_pretrained
         from pettingllms.trainers.updater import PolicyUpdater
 
-        model, tokenizer = load_pretrained(path, args.weights_dtype)
+        model, tokenizer = load_pretrained(path)  # float32 master weights, whatever the compute dtype
         device = place_policies([name], {}, use_cpu=args.use_cpu)[
             name
         ]  # the bundle's GPU (Ray sets the visible ones)
@@ -85,9 +85,14 @@ class RolloutServer:
 
     def __init__(self, name: str, path: str, seed: int, args: ATGRPOConfig):
         if args.generation_backend == "vllm":
-            from pettingllms.backends.vllm_engine import VLLMPolicy
+            import torch
 
-            self.policy = VLLMPolicy(path, seed=seed, engine_kwargs=dict(args.vllm_engine_kwargs))
+            from pettingllms.backends.vllm_engine import VLLMPolicy
+            from pettingllms.trainers.policy_set import engine_options
+
+            self.policy = VLLMPolicy(
+                path, seed=seed, engine_kwargs=engine_options(args, torch.cuda.is_available())
+            )
         else:
             from pettingllms.backends.hf import HFPolicy
 
@@ -95,7 +100,7 @@ class RolloutServer:
                 path,
                 seed=seed,
                 device=place_policies([name], {}, use_cpu=args.use_cpu)[name],
-                dtype=args.weights_dtype,
+                dtype=args.compute_dtype,  # generation's copy of the weights
                 max_batch_rows=args.max_generation_rows,
             )
 

@@ -10,7 +10,8 @@ Generation needs every weight on every rank, and each rank's rollout calls the m
 `full_weights(model)` gathers every shard once (the same collectives on every rank) and keeps the model gathered,
 with no collective in its forward, until the block ends. Checkpoints hold the full state (`full_model_state`,
 `full_optimizer_state`), written by rank 0, so a checkpoint is one set of files whatever the number of ranks; a
-rank's vLLM engine receives the full weights gathered on every rank (`gathered_state`).
+rank's generation copy or vLLM engine receives the weights one gathered parameter at a time
+(`pettingllms.backends.weights.model_stream`).
 """
 
 from __future__ import annotations
@@ -95,15 +96,3 @@ def load_full_optimizer_state(model, optimizer, state: dict[str, Any]) -> None:
     set_optimizer_state_dict(
         model, optimizer, optim_state_dict=state, options=StateDictOptions(full_state_dict=True)
     )
-
-
-def gathered_state(model) -> dict[str, Any]:
-    """The model's weights by checkpoint name on the CPU of every rank (a sharded model's gathered: every rank
-    calls it), each parameter once as `backends.weights.full_state` gives them."""
-    from pettingllms.backends.weights import full_state, unique_weights
-
-    if not is_sharded(model):
-        return full_state(model)
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-    return unique_weights(model, get_model_state_dict(model, options=StateDictOptions(full_state_dict=True)))

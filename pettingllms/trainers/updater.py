@@ -20,6 +20,10 @@ from datasets import Dataset
 from pettingllms.core.errors import ConfigError
 from pettingllms.parallel.world import current_world
 from pettingllms.rollout.samples import Sample
+from pettingllms.trainers.activation_checkpointing import (
+    checkpointing_options,
+    enable_activation_checkpointing,
+)
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.devices import pin_device
 from pettingllms.trainers.sharding import (
@@ -79,13 +83,7 @@ class PolicyUpdater(GRPOTrainerAdapter):
         if (
             args.activation_checkpointing
         ):  # transformers turns it on in `Trainer.train`, which never runs here
-            options = dict(args.activation_checkpointing_kwargs or {})
-            every_n_layers, offload = options.pop("every_n_layers", 1), options.pop("offload", False)
-            self.model.activation_checkpointing_enable(
-                activation_checkpointing_kwargs=options or None,
-                every_n_layers=every_n_layers,
-                offload=offload,
-            )
+            enable_activation_checkpointing(self.model, checkpointing_options(args))
         self.name = name
         self.world = current_world()
         if self.world.size > 1:  # under a launcher: this policy is sharded over the ranks

@@ -255,7 +255,7 @@ class MathEnv(TextAECEnv):
             parts += [f"## {whose['tool']} code", "```python", truncate(code.rstrip(), SHOWN_CHARS), "```"]
             parts += ["Output:", truncate(output, SHOWN_CHARS)]
         if self.answers.get("tool") is not None:
-            parts.append(f"## {whose['tool']} answer\n{self.answers['tool']}")
+            parts.append(f"## {whose['tool']} answer\n{truncate(self.answers['tool'], SHOWN_CHARS)}")
         parts += ["## Your answer", self._answer_format(agent)]
         return "\n".join(parts)
 
