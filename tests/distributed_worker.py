@@ -48,7 +48,12 @@ def update(model_path: str, out: str, loss_type: str, *flags: str) -> None:
     # what a sync sends: every rank gathers one parameter at a time, in the same order
     streamed = {name: tensor.to("cpu", copy=True) for name, tensor in model_stream(updater.model).tensors()}
     if world.is_main:
-        saved = {"weights": state, "sharded": is_sharded(updater.model), "metrics": metrics, "streamed": streamed}
+        saved = {
+            "weights": state,
+            "sharded": is_sharded(updater.model),
+            "metrics": metrics,
+            "streamed": streamed,
+        }
         torch.save(saved, out)
 
 

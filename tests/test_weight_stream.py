@@ -41,7 +41,9 @@ class TinyLM(torch.nn.Module):
         return self.head
 
     def state_dict(self, *args, **kwargs):
-        state = {name.replace("head.", "lm_head."): v for name, v in super().state_dict(*args, **kwargs).items()}
+        state = {
+            name.replace("head.", "lm_head."): v for name, v in super().state_dict(*args, **kwargs).items()
+        }
         return {name: Sharded(v) for name, v in state.items()} if self.sharded else state
 
 
