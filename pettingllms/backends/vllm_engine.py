@@ -129,7 +129,10 @@ class VLLMPolicy(NumpySeeded):
         if enable_lora:
             options.update(enable_lora=True, max_lora_rank=lora_rank_slot(max_lora_rank), max_loras=max_loras)
         options.update(engine_kwargs or {})
-        with engine_process_environment(device):
+        # an engine kept in this process (a torchrun rank's, through external_launcher) reads the launcher's own
+        # variables; one in its own process is started as a world of one on `device`
+        placed = contextlib.nullcontext() if runs_in_process(options) else engine_process_environment(device)
+        with placed:
             self.llm = LLM(**options)
         self.sync_chunk_bytes = sync_chunk_bytes
         self.last_sync_chunks = 0
