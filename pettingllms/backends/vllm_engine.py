@@ -73,6 +73,7 @@ from pettingllms.backends.weights import (
     serialize,
     weight_chunks,
 )
+from pettingllms.core.errors import ConfigError
 
 CPU_KV_CACHE_BYTES = 1 << 30
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -347,10 +348,10 @@ def runs_in_process(engine_kwargs: dict[str, Any]) -> bool:
 
 
 def check_sleeping_engines(engines: int, engine_kwargs: dict[str, Any]) -> None:
-    """Refuse (ValueError) `engines` sleeping engines that would share the calling process: vLLM's GPU worker
+    """Refuse (`ConfigError`) `engines` sleeping engines that would share the calling process: vLLM's GPU worker
     allows sleep mode for one engine per process."""
     if engines > 1 and runs_in_process(engine_kwargs):
-        raise ValueError(
+        raise ConfigError(
             f"{engines} vLLM engines with sleep mode would run in this process, and vLLM allows one sleeping "
             "engine per process: leave VLLM_ENABLE_V1_MULTIPROCESSING unset (or 1) and do not set "
             "distributed_executor_backend='external_launcher', so that each engine runs in its own process"

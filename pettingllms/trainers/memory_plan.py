@@ -127,7 +127,7 @@ class PolicyMemory:
     gathered: int
     """What a sharded update holds gathered at once (0 without a launcher)."""
     sync: int
-    """The transient of a sync into a generation copy or an engine: one parameter gathered and cast."""
+    """The transient of a sync (`_sync_bytes`): one parameter gathered and cast, and an engine's reload."""
 
     @property
     def resident(self) -> int:

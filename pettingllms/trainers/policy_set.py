@@ -42,7 +42,6 @@ import torch
 from pettingllms.backends.base import Generation, SamplingConfig, SeededBackend
 from pettingllms.backends.hf import HFPolicy, load_pretrained
 from pettingllms.backends.weights import model_stream
-from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.parallel.world import current_world
 from pettingllms.rollout.samples import Sample
@@ -198,10 +197,7 @@ def build_policies(
     if args.generation_backend == "vllm" and any(d.startswith("cuda") for d in devices.values()):
         from pettingllms.backends.vllm_engine import check_sleeping_engines
 
-        try:
-            check_sleeping_engines(len(names), args.vllm_engine_kwargs)
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
+        check_sleeping_engines(len(names), args.vllm_engine_kwargs)
     handles: dict[str, PolicyHandle] = {}
     for index, (name, path) in enumerate(paths.items()):
         model, tokenizer = load_pretrained(path)  # float32 master weights, whatever the compute dtype
