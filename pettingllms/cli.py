@@ -257,8 +257,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
     except (ValueError, DependencyNotInstalled) as error:
         print(f"pettingllms leaderboard: error: {error}", file=sys.stderr)
         return 2
-    for note in table.skipped:
-        print(f"skipped {note}", file=sys.stderr)
+    for note in table.notes:
+        print(f"note: {note}", file=sys.stderr)
     print(f"{len(table.labels)} policies x {len(table.envs)} envs -> {args.out}/leaderboard.md, index.html")
     return 0
 

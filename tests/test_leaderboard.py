@@ -40,7 +40,6 @@ def results_dir(tmp_path):
         "oracle.json": _result("oracle", {"plan-path-v0": 1.0, "sokoban-v0": 1.0}),
         "random.json": _result("random", {"plan-path-v0": 0.05, "sokoban-v0": 0.0}),
         "tiny.json": _result("tiny <b>", {"plan-path-v0": 0.41}),
-        "tiny_small.json": _result("tiny <b>", {"plan-path-v0": 0.9}, episodes=10),  # fewer episodes: loses
         "tiny_7x7.json": _result(
             "tiny <b>", {"plan-path-v0": 0.8}, suite_kwargs={"size": 7}
         ),  # another suite
@@ -65,22 +64,26 @@ def test_table_rows_columns_and_markdown(results_dir, tmp_path):
     assert table.envs == ["plan-path-v0", 'plan-path-v0 {"size": 7}', "sokoban-v0"]  # a setting is a suite
     assert table.cells[("tiny <b>", "plan-path-v0")].episodes == 100
     assert table.cells[("tiny <b>", 'plan-path-v0 {"size": 7}')].success_rate == 0.8
-    assert table.skipped == [
-        "notes.json: not a pettingllms-eval/1 result",
-        "tiny_relabelled.json: the same evaluation as tiny.json, under another label",
+    assert table.notes == [
+        "notes.json: skipped: not a pettingllms-eval/1 result (format: None)",
+        "tiny_relabelled.json (label 'tiny, again') repeats tiny.json (label 'tiny <b>'): the same evaluation "
+        "with the same results, shown once, as 'tiny <b>'",
     ]
     text = (tmp_path / "board" / "leaderboard.md").read_text()
     assert '| policy | plan-path-v0 | plan-path-v0 {"size": 7} | sokoban-v0 | mean |' in text
     assert "| random | 5.0 [0.0, 15.0] (n=100) | — | 0.0 [0.0, 10.0] (n=100) | 2.5 |" in text
-    assert "| tiny <b> | 41.0 [31.0, 51.0] (n=100) | 80.0 [70.0, 90.0] (n=100) | — | 60.5 |" in text
+    assert "| tiny \\<b\\> | 41.0 [31.0, 51.0] (n=100) | 80.0 [70.0, 90.0] (n=100) | — | 60.5 |" in text
+    assert "## Notes\n\n- notes.json: skipped: not a pettingllms-eval/1 result" in text  # in the board itself
     assert sorted(p.name for p in (tmp_path / "board" / "plots").iterdir()) == [
         "overview.png",
         "plan-path-v0.png",
-        "plan-path-v0_size_7.png",
+        "plan-path-v0_size_7-40e45095.png",
         "sokoban-v0.png",
-    ]
+    ]  # the stale plot went with the old board
     page = (tmp_path / "board" / "index.html").read_text()
     assert "tiny &lt;b&gt;" in page and "tiny <b>" not in page  # labels are escaped
+    assert "<li>tiny_relabelled.json (label &#x27;tiny, again&#x27;) repeats tiny.json" in page
+    assert not [p for p in (tmp_path / "board").iterdir() if p.name.startswith(".leaderboard-")]
 
 
 def test_cli_command_and_empty_folder(results_dir, tmp_path, capsys):
@@ -89,6 +92,138 @@ def test_cli_command_and_empty_folder(results_dir, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert cli_main(["leaderboard", str(tmp_path / "empty"), "--out", str(tmp_path / "x")]) == 2
     assert read_results(tmp_path / "empty").cells == {}
+
+
+def _write(folder, files):
+    folder.mkdir(exist_ok=True)
+    for name, content in files.items():
+        (folder / name).write_text(content if isinstance(content, str) else json.dumps(content))
+    return folder
+
+
+def _rows(markdown_text):
+    return [
+        line
+        for line in markdown_text.splitlines()
+        if line.startswith("| ") and not line.startswith("| policy")
+    ]
+
+
+def test_hostile_result_files_are_skipped_or_escaped_with_a_visible_note(tmp_path):
+    def broken(change):
+        report = _result("broken", {"plan-path-v0": 0.5})
+        change(report["results"]["plan-path-v0"])
+        return report
+
+    files = {
+        "forged.json": _result("x | 100.0 | 100.0 |\n| forged row", {"plan-path-v0": 0.2}),
+        "bidi.json": _result("safe\u202eesrever", {"plan-path-v0": 0.1}),
+        "seven.json": broken(lambda r: r.update(success_rate=7.5)),
+        "string_nan.json": broken(lambda r: r.update(success_rate="nan")),
+        "float_nan.json": '{"format": "pettingllms-eval/1", "label": "n", "results": {"plan-path-v0": '
+        '{"success_rate": NaN, "ci95": [0, 1], "episodes": 10}}}',
+        "no_ci.json": broken(lambda r: r.pop("ci95")),
+        "flag_count.json": broken(lambda r: r.update(episodes=True)),
+        "half_episode.json": broken(lambda r: r.update(success_rate=0.505)),
+        "outside_ci.json": broken(lambda r: r.update(ci95=[0.6, 0.7])),
+        "list.json": {"format": "pettingllms-eval/1", "label": "l", "results": [1, 2]},
+        "bad_env.json": _result("bad env", {"x|y\n": 0.5}),
+    }
+    folder = _write(tmp_path / "results", files)
+    (folder / "binary.json").write_bytes(b"\xff\xfe{")
+    table = build_leaderboard(folder, tmp_path / "board")
+    assert table.labels == ["x | 100.0 | 100.0 |\n| forged row", "safe\u202eesrever"]
+    notes = "\n".join(table.notes)
+    for name, reason in [
+        ("seven.json", "success_rate must be a finite number in [0, 1], not 7.5"),
+        ("string_nan.json", "not 'nan'"), ("float_nan.json", "not nan"), ("no_ci.json", "ci95 must be two"),
+        ("flag_count.json", "episodes must be an integer >= 1, not True"),
+        ("half_episode.json", "no whole number of successes"), ("outside_ci.json", "must hold success_rate"),
+        ("list.json", "results must be an object"), ("bad_env.json", "is not an env id"),
+        ("binary.json", "not JSON"),
+    ]:  # fmt: skip
+        assert f"{name}: skipped: " in notes and reason in notes.split(f"{name}: skipped: ")[1].split("\n")[0]
+    text = (tmp_path / "board" / "leaderboard.md").read_text()
+    table_text = text.split("## Notes")[0]
+    assert len(_rows(table_text)) == 2  # no forged row
+    assert (
+        "| x \\| 100.0 \\| 100.0 \\|\\\\u000a\\| forged row | 20.0 [10.0, 30.0] (n=100) | 20.0 |" in table_text
+    )
+    assert "safe\\\\u202eesrever" in text and "\u202e" not in text
+    assert text.count("\n- ") == len(table.notes) == 10
+    page = (tmp_path / "board" / "index.html").read_text()
+    assert page.count("<li>") == 10 and "\u202e" not in page
+
+
+def test_two_files_with_one_label_on_one_suite_are_two_rows_never_one_replacing_the_other(tmp_path):
+    folder = _write(tmp_path / "results", {
+        "tiny.json": _result("tiny", {"plan-path-v0": 0.41}, episodes=100),
+        "tiny_more.json": _result("tiny", {"plan-path-v0": 0.9}, episodes=1000, policy="other weights"),
+        "tiny_code.json": _result("tiny", {"sokoban-v0": 0.3}, policy="other"),
+        "merged.json": _result("merged", {"plan-path-v0": 0.2}),
+        "merged_b.json": _result("merged", {"sokoban-v0": 0.1}, policy="b"),  # other suite: same row
+    })  # fmt: skip
+    table = read_results(folder)
+    assert sorted(table.labels) == [
+        "merged",
+        "tiny [tiny.json]",
+        "tiny [tiny_code.json]",
+        "tiny [tiny_more.json]",
+    ]
+    assert table.cells[("tiny [tiny.json]", "plan-path-v0")].success_rate == 0.41
+    assert table.cells[("tiny [tiny_more.json]", "plan-path-v0")].episodes == 1000
+    assert table.covered("merged") == {"plan-path-v0", "sokoban-v0"}
+    assert table.notes == [
+        "label 'tiny': tiny.json, tiny_code.json, tiny_more.json each report plan-path-v0; neither replaces the "
+        "other: one row per file"
+    ]
+
+
+def test_a_copied_identity_never_hides_the_genuine_row_unseen(tmp_path):
+    genuine = _result("genuine", {"plan-path-v0": 0.4})
+    copied = json.loads(json.dumps(genuine)) | {"label": "aaa impostor"}
+    forged = json.loads(json.dumps(copied))
+    forged["results"]["plan-path-v0"].update(success_rate=0.9, ci95=[0.8, 1.0])
+    folder = _write(tmp_path / "same", {"zzz.json": genuine, "aaa.json": forged})
+    table = read_results(folder)  # the same claimed evaluation, other results: both rows, and a note
+    assert sorted(table.labels) == ["aaa impostor", "genuine"]
+    assert table.notes == [
+        "zzz.json (label 'genuine') and aaa.json (label 'aaa impostor') claim the same evaluation (suite, "
+        "policies, weights, sampling, seed) with different results: both shown"
+    ]
+    board = tmp_path / "board"
+    _write(tmp_path / "copy", {"zzz.json": genuine, "aaa.json": copied})
+    table = build_leaderboard(tmp_path / "copy", board)  # a true repeat: one row, the note in the board
+    assert table.labels == ["aaa impostor"]
+    assert (
+        "zzz.json (label 'genuine') repeats aaa.json (label 'aaa impostor')"
+        in (board / "leaderboard.md").read_text()
+    )
+
+
+def test_plot_files_are_unique_per_column_and_a_failed_build_keeps_the_old_board(tmp_path, monkeypatch):
+    from pettingllms.eval import leaderboard
+
+    folder = _write(tmp_path / "results", {
+        "o.json": _result("o", {"overview": 0.5}),
+        "a.json": _result("a", {"x-v0": 0.4}, suite_kwargs={"k": "b c"}),
+        "b.json": _result("b", {"x-v0": 0.3}, suite_kwargs={"k": "b_c"}),
+        "c.json": _result("c", {"X-v0": 0.2}),
+    })  # fmt: skip
+    board = tmp_path / "board"
+    table = build_leaderboard(folder, board)
+    names = sorted(p.name for p in (board / "plots").iterdir())
+    assert len(table.envs) == 4 and len(names) == 5 and names.count("overview.png") == 1
+    before = {p: p.read_bytes() for p in sorted(board.rglob("*")) if p.is_file()}
+    _write(folder, {"d.json": _result("d", {"y-v0": 0.1})})
+
+    def fail(*_):
+        raise RuntimeError("the plot step failed")
+
+    monkeypatch.setattr(leaderboard, "plot", fail)
+    with pytest.raises(RuntimeError, match="the plot step failed"):
+        build_leaderboard(folder, board)
+    assert {p: p.read_bytes() for p in sorted(board.rglob("*")) if p.is_file()} == before  # all or nothing
 
 
 def _browser() -> str | None:

@@ -13,7 +13,7 @@ from pettingllms.backends.base import Generation
 from pettingllms.cli import main as cli_main
 from pettingllms.core.errors import ConfigError
 from pettingllms.eval.cli import main as eval_main
-from pettingllms.eval.viewer import build_view, run_data
+from pettingllms.eval.viewer import build_view, eval_data, run_data
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample, dump_rows
 
 
@@ -134,3 +134,67 @@ def test_an_evaluations_episodes_are_conversations_in_a_headless_browser(tmp_pat
     assert dom.count("<details class") == 3 and '<details class="episode" data-key="seed/1" open' not in dom
     unfolded = _dom(browser, tmp_path, url + "#open=seed/1")
     assert re.search(r'<details class="episode" data-key="seed/1" open(="")?>', unfolded)
+
+
+def test_hostile_completions_and_non_finite_numbers_show_as_text_in_a_headless_browser(
+    run_folder, tmp_path, browser
+):
+    rows = [json.loads(line) for line in (run_folder / "rollouts" / "step_1.jsonl").read_text().splitlines()]
+    rows[0]["completion"] = "<!-- opens a comment"
+    rows[1]["completion"] = "later: <script>alert(1)</script> and </script><b>bold</b>"
+    rows[2]["reward"] = float("nan")
+    rows[3]["advantage"] = float("-inf")
+    (run_folder / "rollouts" / "step_1.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with (run_folder / "metrics.jsonl").open("a") as metrics:
+        metrics.write(
+            json.dumps({"step": 2, "train/success_rate": float("inf"), "train/reward/plan": 0.5}) + "\n"
+        )
+    page = build_view(run_folder)
+    assert "<!--" not in page.read_text().split('id="data">')[1].split("</script>")[0]
+    dom = _dom(browser, tmp_path, page.as_uri())
+    assert 'data-ready="1"' in dom and 'data-shown="8"' in dom
+    assert "&lt;!-- opens a comment" in dom and "later: &lt;script&gt;alert(1)&lt;/script&gt; and" in dom
+    assert "<td>NaN</td>" in dom and "<td>-Infinity</td>" in dom and "mean reward NaN" in dom
+    assert "success rate (1 non-finite points not drawn)" in dom
+
+
+def test_a_run_without_rollout_dumps_and_a_result_without_envs_draw_in_a_headless_browser(tmp_path, browser):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"env_id": "plan-path-v0"}))
+    metrics = [
+        {"step": 0, "eval/success_rate": 0.2},
+        {"step": 1, "train/success_rate": 0.5, "train/reward/plan": 1},
+    ]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in metrics))
+    dom = _dom(browser, tmp_path, build_view(folder).as_uri())
+    assert 'data-ready="1"' in dom and 'data-shown="0"' in dom and dom.count("<svg") == 2
+    assert "This run has no rollout dumps: train with --dump_rollouts true" in dom
+    result = tmp_path / "empty.json"
+    result.write_text(json.dumps({"format": "pettingllms-eval/1", "label": "nothing", "results": {}}))
+    dom = _dom(browser, tmp_path, build_view(result).as_uri())
+    assert 'data-ready="1"' in dom and 'data-shown="0"' in dom and "evaluation nothing" in dom
+
+
+def test_a_results_transcripts_file_is_read_only_inside_its_folder(tmp_path):
+    output = tmp_path / "eval" / "oracle.json"
+    argv = ["--env", "plan-path-v0", "--policy", "oracle", "--episodes", "2", "--output", str(output)]
+    assert eval_main([*argv, "--no_progress"]) == 0
+    report = json.loads(output.read_text())
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text((tmp_path / "eval" / "oracle.json.transcripts.jsonl").read_text())
+    for name in (str(secret), "../secret.jsonl"):
+        report["results"]["plan-path-v0"]["transcripts"]["file"] = name
+        output.write_text(json.dumps(report))
+        [env] = eval_data(output)["envs"]
+        assert env["episodes"] == [] and env["note"].startswith("not read: transcripts file")
+    (tmp_path / "eval" / "link.jsonl").symlink_to(secret)
+    report["results"]["plan-path-v0"]["transcripts"]["file"] = "link.jsonl"
+    output.write_text(json.dumps(report))
+    assert "leads outside the result's folder" in eval_data(output)["envs"][0]["note"]
+    report["results"]["plan-path-v0"]["success_rate"] = float("nan")
+    output.write_text(json.dumps(report))
+    with pytest.raises(
+        ConfigError, match="not a valid pettingllms-eval/1 result: plan-path-v0: success_rate"
+    ):
+        build_view(output)

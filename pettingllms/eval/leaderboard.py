@@ -11,29 +11,46 @@ other JSON files are skipped with a note), and writes to `out_dir`:
   a mean over other suites than its rival's; `mean` is over the columns a row covers;
 - `index.html`: the same table and the plots, self-contained apart from the PNGs beside it;
 - `plots/overview.png` (grouped bars with their 95% intervals, one group per column; a missing result draws no
-  bar) and `plots/<column>.png` (one bar per policy, with the
-  95% interval as an error bar; the column's name with every run of other characters than letters, digits, `.`,
-  `_` and `-` replaced by `_`).
+  bar) and one `plots/<column>.png` per column (one bar per policy, with the 95% interval as an error bar;
+  `plot_name`).
 
-When several files give the same label and env, the one with more episodes wins (then the later file name).
-A file that repeats an earlier file's evaluation (the same policies, weights, sampling and suite) under another
-label is skipped, with a note naming the file it repeats, so one run is not listed twice.
+The board's files are built together or not at all: everything is rendered into a staging folder first, and the
+old `leaderboard.md`, `index.html` and `plots/` are replaced only once all of it is written.
+
+What a result file says is checked, not trusted, and nothing is dropped or replaced without a note in the board
+itself (a "Notes" list in `leaderboard.md` and `index.html`, also printed by the command):
+
+- a file that breaks the result format (`pettingllms.eval.result_schema`: types, ranges, finite numbers) is
+  skipped, with its problems;
+- when two files give the same label and the same column, neither replaces the other: each of that label's files
+  becomes its own row, `label [file name]`;
+- a file that repeats an earlier file's evaluation (the same suite, policies, weights, sampling and seed) with the
+  same results is shown once (the first file by name) and the note names both files and labels; the same claimed
+  evaluation with other results is shown twice, with a note;
+- labels and columns are escaped where they are written (Markdown, HTML), and control and format characters
+  (newlines, bidi overrides) are shown as `\\uXXXX`, so no label can forge a row or reorder text.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import html
 import importlib
 import inspect
+import itertools
 import json
+import os
 import re
+import shutil
+import tempfile
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-FORMAT = "pettingllms-eval/1"
+from pettingllms.eval.result_schema import FORMAT, result_problems
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,12 +68,13 @@ class Cell:
 
 @dataclasses.dataclass
 class Table:
-    """Rows (labels) x columns (env ids); `cells[(label, env)]`; `skipped` lists unreadable files and why."""
+    """Rows (labels) x columns (env ids); `cells[(label, env)]`; `notes` says which files were skipped or shown
+    otherwise than as they came, and why (module docstring)."""
 
     labels: list[str]
     envs: list[str]
     cells: dict[tuple[str, str], Cell]
-    skipped: list[str]
+    notes: list[str]
 
     def mean(self, label: str, envs: Sequence[str] | None = None) -> float:
         """Mean success of `label` over `envs` (default: every column) that it covers; 0 when it covers none."""
@@ -118,43 +136,113 @@ def env_defaults(env_id: str) -> dict[str, Any]:
 
 
 def plot_name(column: str) -> str:
-    """The file stem of a column's plot.
+    """The file stem of a column's plot, distinct for distinct columns and never `overview`: the column with every
+    run of other characters than letters, digits, `.`, `_` and `-` replaced by `_`, followed by the first 8 hex
+    digits of the column's SHA-256 unless the column is already such a name in lower case (so `a b` and `a_b`,
+    or `A` and `a` on a case-blind disk, get different files).
 
-    >>> plot_name('plan-path-v0 {"size": 7}')
-    'plan-path-v0_size_7'
+    >>> plot_name("plan-path-v0"), plot_name('plan-path-v0 {"size": 7}'), plot_name("overview")
+    ('plan-path-v0', 'plan-path-v0_size_7-40e45095', 'overview-bd445c46')
     """
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", column).strip("_")
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", column).strip("_") or "column"
+    if stem == column and column == column.lower() and column != "overview":
+        return stem
+    return f"{stem}-{hashlib.sha256(column.encode()).hexdigest()[:8]}"
+
+
+@dataclasses.dataclass
+class _Entry:
+    """One readable result file: its name, label, cells by column, and outcomes (what two repeats share)."""
+
+    file: str
+    label: str
+    columns: dict[str, Cell]
+    outcomes: str
 
 
 def read_results(results_dir: Path) -> Table:
     """Collect the cells of every result file in `results_dir` (module docstring)."""
-    cells: dict[tuple[str, str], Cell] = {}
-    skipped: list[str] = []
-    seen: dict[str, str] = {}  # an evaluation's identity -> the file that gave it first
+    notes: list[str] = []
+    entries: list[_Entry] = []
+    seen: dict[str, _Entry] = {}  # an evaluation's identity -> the entry that gave it first
     for path in sorted(Path(results_dir).glob("*.json")):
         try:
             report = json.loads(path.read_text())
-        except json.JSONDecodeError as error:
-            skipped.append(f"{path.name}: not JSON ({error})")
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            notes.append(f"{path.name}: skipped: not JSON ({error})")
             continue
-        if not isinstance(report, dict) or report.get("format") != FORMAT:
-            skipped.append(f"{path.name}: not a {FORMAT} result")
+        problems = result_problems(report)
+        if problems:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            notes.append(f"{path.name}: skipped: " + "; ".join(problems[:3]) + more)
             continue
+        entry = _entry(path.name, report)
         identity = evaluation_identity(report)
-        if identity is not None and seen.get(identity, path.name) != path.name:
-            skipped.append(f"{path.name}: the same evaluation as {seen[identity]}, under another label")
+        first = seen.get(identity) if identity is not None else None
+        if first is not None and first.outcomes == entry.outcomes:
+            notes.append(
+                f"{entry.file} (label {entry.label!r}) repeats {first.file} (label {first.label!r}): the same "
+                f"evaluation with the same results, shown once, as {first.label!r}"
+            )
             continue
-        if identity is not None:
-            seen[identity] = path.name
-        for env_id, result in report["results"].items():
-            cell = Cell(float(result["success_rate"]), tuple(result["ci95"]), int(result["episodes"]))
-            key = (str(report["label"]), suite_column(env_id, result))
-            if key not in cells or cell.episodes >= cells[key].episodes:
-                cells[key] = cell
+        if first is not None:
+            notes.append(
+                f"{entry.file} (label {entry.label!r}) and {first.file} (label {first.label!r}) claim the same "
+                "evaluation (suite, policies, weights, sampling, seed) with different results: both shown"
+            )
+        elif identity is not None:
+            seen[identity] = entry
+        entries.append(entry)
+    cells = _rows(entries, notes)
     envs = sorted({env for _, env in cells})
-    table = Table([], envs, cells, skipped)
+    table = Table([], envs, cells, notes)
     table.labels = table.rank()
     return table
+
+
+def _entry(file: str, report: dict) -> _Entry:
+    columns, outcomes = {}, {}
+    for env_id, result in report["results"].items():
+        columns[suite_column(env_id, result)] = Cell(
+            float(result["success_rate"]), tuple(result["ci95"]), int(result["episodes"])
+        )
+        outcomes[env_id] = [
+            result["success_rate"],
+            result["ci95"],
+            result["episodes"],
+            result.get("per_episode"),
+        ]
+    return _Entry(file, report["label"], columns, json.dumps(outcomes, sort_keys=True))
+
+
+def _rows(entries: list[_Entry], notes: list[str]) -> dict[tuple[str, str], Cell]:
+    """The cells by (row, column): a label's files merge into one row unless two of them give the same column,
+    in which case each of its files is a row of its own (`label [file]`), with a note."""
+    cells: dict[tuple[str, str], Cell] = {}
+    by_label: dict[str, list[_Entry]] = {}
+    for entry in entries:
+        by_label.setdefault(entry.label, []).append(entry)
+    rows = {}  # entry file -> row name
+    for label, group in by_label.items():
+        clash = sorted(
+            {c for a, b in itertools.combinations(group, 2) for c in a.columns.keys() & b.columns.keys()}
+        )
+        for entry in group:
+            rows[entry.file] = f"{label} [{entry.file}]" if clash else label
+        if clash:
+            notes.append(
+                f"label {label!r}: {', '.join(e.file for e in group)} each report {', '.join(clash)}; neither "
+                "replaces the other: one row per file"
+            )
+    taken = set(by_label)
+    for entry in entries:
+        row = rows[entry.file]
+        if row != entry.label and row in taken:  # a file's row name is another file's own label
+            row = f"{row} #{hashlib.sha256(entry.file.encode()).hexdigest()[:8]}"
+        taken.add(row)
+        for column, cell in entry.columns.items():
+            cells[(row, column)] = cell
+    return cells
 
 
 IDENTITY_FIELDS = ("suite", "policies", "weights_sha256", "sampling", "workflow", "samples", "seed")
@@ -171,23 +259,50 @@ def evaluation_identity(report: dict) -> str | None:
     return json.dumps(fields, sort_keys=True)
 
 
+def visible(text: str) -> str:
+    """`text` with every control and format character (newline, NUL, bidi override, zero-width joiner) written
+    as `\\uXXXX`, so it cannot break a line or reorder what surrounds it.
+
+    >>> visible("a\\nb\\u202ec")
+    'a\\\\u000ab\\\\u202ec'
+    """
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf") else c for c in text)
+
+
+MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|~&])")
+"""What Markdown could read as markup inside a table cell: a cell or row break, HTML, a link, code, emphasis."""
+
+
+def markdown_text(text: str) -> str:
+    """`text` as literal text in a Markdown table cell: `visible`, and every character of `MARKDOWN_SPECIAL`
+    backslash-escaped.
+
+    >>> markdown_text("a | b <i>")
+    'a \\\\| b \\\\<i\\\\>'
+    """
+    return MARKDOWN_SPECIAL.sub(r"\\\1", visible(text))
+
+
 def markdown(table: Table) -> str:
-    """The table in Markdown (success rate in %, 95% interval, episodes)."""
+    """The table in Markdown (success rate in %, 95% interval, episodes), then the notes, if any."""
     lines = [
-        "| policy | " + " | ".join(table.envs) + " | mean |",
+        "| policy | " + " | ".join(markdown_text(env) for env in table.envs) + " | mean |",
         "|---|" + "---|" * (len(table.envs) + 1),
     ]
     for label in table.labels:
         cells = [
             table.cells[(label, env)].text() if (label, env) in table.cells else "—" for env in table.envs
         ]
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {100 * table.mean(label):.1f} |")
+        lines.append(
+            f"| {markdown_text(label)} | " + " | ".join(cells) + f" | {100 * table.mean(label):.1f} |"
+        )
+    if table.notes:
+        lines += ["", "## Notes", "", *(f"- {markdown_text(note)}" for note in table.notes)]
     return "\n".join(lines) + "\n"
 
 
 def plot(table: Table, out_dir: Path) -> list[Path]:
-    """Write the overview and per-column PNGs under `out_dir/plots/` (replacing the PNGs there); return their
-    paths."""
+    """Write the overview and per-column PNGs under `out_dir/plots/`; return their paths."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -196,8 +311,6 @@ def plot(table: Table, out_dir: Path) -> list[Path]:
 
     folder = out_dir / "plots"
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("*.png"):  # plots of columns no longer on the board
-        stale.unlink()
     written = []
     figure, axis = plt.subplots(figsize=(max(7.0, 1.4 * len(table.envs)) + 2.5, 4))
     width = 0.8 / max(1, len(table.labels))
@@ -206,9 +319,14 @@ def plot(table: Table, out_dir: Path) -> list[Path]:
         cells = [table.cells[(label, table.envs[i])] for i in columns]
         rates = np.array([100 * cell.success_rate for cell in cells])
         errors = np.array([[r - 100 * c.ci95[0], 100 * c.ci95[1] - r] for r, c in zip(rates, cells)]).T
-        axis.bar(np.array(columns) + index * width, rates, width, yerr=errors, capsize=2, label=label)
+        axis.bar(
+            np.array(columns) + index * width, rates, width, yerr=errors, capsize=2, label=visible(label)
+        )
     axis.set_xticks(
-        np.arange(len(table.envs)) + width * (len(table.labels) - 1) / 2, table.envs, rotation=20, ha="right"
+        np.arange(len(table.envs)) + width * (len(table.labels) - 1) / 2,
+        [visible(env) for env in table.envs],
+        rotation=20,
+        ha="right",
     )
     axis.set_ylabel("success rate (%), 95% interval")
     axis.set_ylim(0, 105)
@@ -224,11 +342,11 @@ def plot(table: Table, out_dir: Path) -> list[Path]:
         ).T
         figure, axis = plt.subplots(figsize=(6, 0.45 * len(labels) + 1.2))
         axis.barh(np.arange(len(labels)), rates, xerr=errors, capsize=3, color="#4C72B0")
-        axis.set_yticks(np.arange(len(labels)), labels)
+        axis.set_yticks(np.arange(len(labels)), [visible(label) for label in labels])
         axis.invert_yaxis()
         axis.set_xlim(0, 105)
         axis.set_xlabel("success rate (%), 95% interval")
-        axis.set_title(env)
+        axis.set_title(visible(env))
         figure.tight_layout()
         written.append(_save(figure, folder / f"{plot_name(env)}.png"))
     return written
@@ -244,7 +362,7 @@ def _save(figure, path: Path) -> Path:
 
 def html_page(table: Table, plots: Sequence[Path], out_dir: Path) -> str:
     """A static page with the table and the plots (relative links)."""
-    head = "".join(f"<th>{html.escape(env)}</th>" for env in table.envs)
+    head = "".join(f"<th>{html.escape(visible(env))}</th>" for env in table.envs)
     rows = []
     for label in table.labels:
         cells = "".join(
@@ -254,8 +372,16 @@ def html_page(table: Table, plots: Sequence[Path], out_dir: Path) -> str:
             for env in table.envs
         )
         rows.append(
-            f"<tr><th scope='row'>{html.escape(label)}</th>{cells}<td>{100 * table.mean(label):.1f}</td></tr>"
+            f"<tr><th scope='row'>{html.escape(visible(label))}</th>{cells}"
+            f"<td>{100 * table.mean(label):.1f}</td></tr>"
         )
+    notes = (
+        "<h2>Notes</h2>\n<ul id='notes'>"
+        + "".join(f"<li>{html.escape(visible(note))}</li>" for note in table.notes)
+        + "</ul>"
+        if table.notes
+        else ""
+    )
     images = "\n".join(
         f'<figure><img class="plot" src="{html.escape(p.relative_to(out_dir).as_posix())}" '
         f'alt="{html.escape(p.stem)}"><figcaption>{html.escape(p.stem)}</figcaption></figure>'
@@ -286,6 +412,7 @@ cover is higher (wins minus losses). The mean is over the suites a row covers.</
 {chr(10).join(rows)}
 </tbody>
 </table>
+{notes}
 {images}
 <script>
 // The page reports how many plots rendered (used by the headless-browser test).
@@ -300,19 +427,34 @@ window.addEventListener("load", () => {{
 
 
 def build_leaderboard(results_dir: Path, out_dir: Path) -> Table:
-    """Write `leaderboard.md`, `index.html` and `plots/` for `results_dir` into `out_dir`; return the table."""
+    """Write `leaderboard.md`, `index.html` and `plots/` for `results_dir` into `out_dir`, all or none of them
+    (module docstring); return the table."""
     table = read_results(Path(results_dir))
     if not table.cells:
-        raise ValueError(f"no {FORMAT} result in {results_dir} (skipped: {table.skipped or 'no JSON files'})")
+        raise ValueError(f"no {FORMAT} result in {results_dir} (skipped: {table.notes or 'no JSON files'})")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "leaderboard.md").write_text(
-        "# PettingLLMs leaderboard\n\nSuccess rate (%) [95% interval] (episodes), fixed evaluation suites (a column "
-        "is an env with its setting). Rows are ranked by pairwise comparisons: a row beats another when its mean "
-        "success over the suites both cover is higher (wins minus losses; rows sharing no suite do not meet). "
-        "`mean` is over the suites a row covers, comparable only between rows covering the same ones.\n\n"
-        + markdown(table)
-    )
-    plots = plot(table, out_dir)
-    (out_dir / "index.html").write_text(html_page(table, plots, out_dir))
+    staging = Path(tempfile.mkdtemp(prefix=".leaderboard-", dir=out_dir))
+    try:
+        (staging / "leaderboard.md").write_text(
+            "# PettingLLMs leaderboard\n\nSuccess rate (%) [95% interval] (episodes), fixed evaluation suites (a "
+            "column is an env with its setting). Rows are ranked by pairwise comparisons: a row beats another when "
+            "its mean success over the suites both cover is higher (wins minus losses; rows sharing no suite do not "
+            "meet). `mean` is over the suites a row covers, comparable only between rows covering the same ones.\n\n"
+            + markdown(table)
+        )
+        plots = plot(table, staging)
+        (staging / "index.html").write_text(html_page(table, plots, staging))
+        _replace(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return table
+
+
+def _replace(staging: Path, out_dir: Path) -> None:
+    """Move the board written in `staging` into `out_dir`, in place of the old one (its `plots/` whole)."""
+    if (out_dir / "plots").is_dir():
+        (out_dir / "plots").rename(staging / "old-plots")
+    (staging / "plots").rename(out_dir / "plots")
+    for name in ("leaderboard.md", "index.html"):
+        os.replace(staging / name, out_dir / name)

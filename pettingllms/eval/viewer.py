@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from pettingllms.core.errors import ConfigError
+from pettingllms.eval.result_schema import FORMAT as EVAL_FORMAT
+from pettingllms.eval.result_schema import result_problems, transcripts_path
 from pettingllms.eval.viewer_page import render_page
 from pettingllms.runs.layout import RunLayout
 
-EVAL_FORMAT = "pettingllms-eval/1"
 _STEP_FILE = re.compile(r"^step_(\d+)\.jsonl$")
 
 
@@ -92,7 +93,10 @@ def run_data(folder: Path) -> dict[str, Any]:
         (int(m.group(1)), p) for p in dumps.glob("step_*.jsonl") if (m := _STEP_FILE.match(p.name))
     ) if dumps.is_dir() else []  # fmt: skip
     for step, file in files:
-        steps.append({"step": step, "samples": _step_samples(_read_jsonl(file), prompts)})
+        try:
+            steps.append({"step": step, "samples": _step_samples(_read_jsonl(file), prompts)})
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ConfigError(f"{file}: not a rollout dump of ROW_FIELDS rows ({error!r})") from error
     settings = {key: config.get(key) for key in SHOWN_SETTINGS if key in config}
     return {
         "kind": "run",
@@ -161,9 +165,13 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 def eval_data(path: Path) -> dict[str, Any]:
     """What the page of a `pettingllms-eval` result shows (module docstring)."""
-    report = json.loads(path.read_text())
-    if not isinstance(report, dict) or report.get("format") != EVAL_FORMAT:
-        raise ConfigError(f"{path}: not a {EVAL_FORMAT} result")
+    try:
+        report = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not JSON ({error})") from error
+    problems = result_problems(report)
+    if problems:
+        raise ConfigError(f"{path}: not a valid {EVAL_FORMAT} result: " + "; ".join(problems[:5]))
     prompts = _Prompts()
     envs = []
     for env_id, result in report["results"].items():
@@ -186,9 +194,15 @@ def _env_episodes(path: Path, env_id: str, result: dict[str, Any], prompts: _Pro
     summary = {key: result.get(key) for key in ("success_rate", "ci95", "episodes")}
     named = result.get("transcripts")
     episodes: dict[str, dict[str, Any]] = {}
-    if named is not None and (path.parent / named["file"]).is_file():
-        for row in _read_jsonl(path.parent / named["file"]):
-            if row.get("run") == named["run"] and row.get("env") == env_id:
+    try:
+        transcripts = None if named is None else transcripts_path(path, named["file"])
+    except ValueError as error:
+        return {"env": env_id, "summary": summary, "episodes": [], "note": f"not read: {error}"}
+    if transcripts is not None and transcripts.is_file():
+        for number, row in enumerate(_read_jsonl(transcripts), 1):
+            if isinstance(row, dict) and row.get("run") == named["run"] and row.get("env") == env_id:
+                if not _transcript_row(row):
+                    raise ConfigError(f"{transcripts}:{number}: not a transcript row (key, success, steps)")
                 steps = [{**step, "prompt": prompts.add(step["prompt"])} for step in row["steps"]]
                 episodes[row["key"]] = {"key": row["key"], "success": row["success"], "steps": steps}
     order = (result.get("per_episode") or {}).get("keys") or list(episodes)
@@ -201,3 +215,15 @@ def _env_episodes(path: Path, env_id: str, result: dict[str, Any], prompts: _Pro
         else ""
     )
     return {"env": env_id, "summary": summary, "episodes": shown, "note": note}
+
+
+def _transcript_row(row: dict[str, Any]) -> bool:
+    """Whether `row` holds what the page draws of an episode: a string key, a success flag and steps, each an
+    object with a string prompt."""
+    steps = row.get("steps")
+    return (
+        isinstance(row.get("key"), str)
+        and isinstance(row.get("success"), (bool, int))
+        and isinstance(steps, list)
+        and all(isinstance(step, dict) and isinstance(step.get("prompt"), str) for step in steps)
+    )

@@ -11,7 +11,12 @@ first drawing) and `shown` (candidates or episodes on screen): what the browser 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
+
+NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+"""How a non-finite number is written into the page's data (NaN as "NaN"): JSON has no such numbers, and
+`JSON.parse` rejects the `NaN` that `json.dumps` writes."""
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -46,7 +51,10 @@ const PROGRAM_MARKS = {  // a tool candidate's program (Sample.program); a direc
   solves: {class: "program good", text: "program: its proposal solves the instance"},
   fails: {class: "program bad", text: "program: its proposal does not solve the instance"},
 };
-const fmt = (x, digits = 3) => (x === null || x === undefined) ? "" : Number(x).toFixed(digits);
+// a number, or a non-finite one as the data holds it ("NaN", "Infinity", "-Infinity": `render_page`)
+const fmt = (x, digits = 3) => (x === null || x === undefined) ? "" :
+  (typeof x === "string" ? x : Number(x).toFixed(digits));
+const finite = (x) => typeof x === "number" && Number.isFinite(x);
 const readHash = () => Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
 const writeHash = (state) => {
   const shown = Object.entries(state).filter(([, v]) => v !== "" && v !== "all");
@@ -55,7 +63,8 @@ const writeHash = (state) => {
 function select(name, options, value, onChange) {
   const node = $("select", {id: "filter-" + name});
   for (const [optionValue, label] of options) node.appendChild($("option", {value: optionValue, text: label}));
-  node.value = options.some(([v]) => String(v) === String(value)) ? value : options[0][0];
+  if (!options.length) node.disabled = true;  // nothing to choose: a run without dumps, a result without envs
+  else node.value = options.some(([v]) => String(v) === String(value)) ? value : options[0][0];
   node.addEventListener("change", onChange);
   return $("label", {text: name + " "}, node);
 }
@@ -73,9 +82,11 @@ function chart(title, series, yRange) {
   const width = 420, height = 220, pad = 36;
   const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
   svg.setAttribute("width", width); svg.setAttribute("height", height);
+  const dropped = series.reduce((n, s) => n + s.points.filter((p) => !finite(p[0]) || !finite(p[1])).length, 0);
+  series = series.map((s) => ({...s, points: s.points.filter((p) => finite(p[0]) && finite(p[1]))}));
   const all = series.flatMap((s) => s.points);
-  if (!all.length) return null;
-  const xs = all.map((p) => p[0]), ys = all.map((p) => p[1]);
+  if (!all.length && !dropped) return null;
+  const xs = all.length ? all.map((p) => p[0]) : [0], ys = all.length ? all.map((p) => p[1]) : [0];
   const [x0, x1] = [Math.min(...xs), Math.max(...xs, Math.min(...xs) + 1)];
   const [y0, y1] = yRange || [Math.min(...ys, 0), Math.max(...ys, 0) + 1e-9];
   const X = (x) => pad + (width - 2 * pad) * (x - x0) / (x1 - x0);
@@ -86,7 +97,8 @@ function chart(title, series, yRange) {
     if (text !== undefined) node.textContent = text;
     svg.appendChild(node);
   };
-  add("text", {x: pad, y: 16, "font-size": 12}, title);
+  add("text", {x: pad, y: 16, "font-size": 12},
+      title + (dropped ? " (" + dropped + " non-finite points not drawn)" : ""));
   add("line", {x1: pad, y1: Y(y0), x2: width - pad, y2: Y(y0), stroke: "#999"});
   add("text", {x: 2, y: Y(y1) + 4, "font-size": 10}, fmt(y1, 2));
   add("text", {x: 2, y: Y(y0) + 4, "font-size": 10}, fmt(y0, 2));
@@ -240,7 +252,7 @@ document.body.dataset.ready = "1";
 
 def render_page(data: dict[str, Any]) -> str:
     """The page of `data` (`pettingllms.eval.viewer.run_data` or `eval_data`), as one HTML document."""
-    embedded = json.dumps(data).replace("</", "<\\/")  # no "</script>" can end the data block early
+    embedded = embed_json(data)
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -257,3 +269,29 @@ def render_page(data: dict[str, Any]) -> str:
 </body>
 </html>
 """
+
+
+def embed_json(data: Any) -> str:
+    """`data` as JSON that can sit inside a `<script type="application/json">` block and parse back whole.
+
+    Every `<`, `>` and `&` is written as a `\\u` escape (the same string to `JSON.parse`), so no text in the data
+    (`</script>`, `<!--` followed anywhere later by `<script`) can end the block or send the HTML parser into the
+    script-escaped states that swallow the page's own script; U+2028 and U+2029 are escaped too (`ensure_ascii`).
+    A non-finite float becomes the string "NaN", "Infinity" or "-Infinity", which the page prints as such.
+
+    >>> embed_json({"text": "<!--<script>", "x": float("nan")})
+    '{"text": "\\\\u003c!--\\\\u003cscript\\\\u003e", "x": "NaN"}'
+    """
+    text = json.dumps(_finite(data), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every non-finite float replaced by its name (`NON_FINITE`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else NON_FINITE[value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
