@@ -26,14 +26,15 @@ STOP = ("</never>",)
 class RedecodingDetector:
     """The anchor, with `StopDetector`'s interface: decode every id so far after each token, then apply the rule."""
 
-    def __init__(self, decode, stops):
+    def __init__(self, decode, stops, *, thinking_open=False):
         self.decode, self.stops, self.ids, self.text = decode, tuple(stops), [], None
+        self.thinking_open = thinking_open
 
     def push(self, token: int) -> bool:
         from pettingllms.backends.base import cut_at_stop
 
         self.ids.append(int(token))
-        self.text = cut_at_stop(self.decode(self.ids), self.stops)
+        self.text = cut_at_stop(self.decode(self.ids), self.stops, thinking_open=self.thinking_open)
         return self.text is not None
 
 

@@ -154,6 +154,36 @@ def test_a_damaged_cache_row_is_named_by_file_and_line(tmp_path, capsys, damage,
     assert f"{path}, line {line}: " in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"returns": {"plan": float("nan"), "tool": 1.0}}, "returns .* are not agent -> finite number"),
+        ({"turns": -1}, "turns -1 is not a whole number >= 0"),
+        ({"steps": {"plan": "2"}}, "steps .* is not agent -> whole number >= 0"),
+        ({"errors": {"plan": 9}}, r"errors of \['plan'\] exceed their steps"),
+        ({"tokens": -5}, "tokens -5 is not"),
+        ({"first_programs": {"tool": "wins"}}, "first_programs .* are not agent -> one of"),
+        ({"key": ""}, "key is empty"),
+    ],
+)
+def test_an_ill_typed_cache_row_is_refused_even_with_a_valid_chain(tmp_path, change, reason):
+    """The chain only says the rows are as written; a writer who recomputes it still cannot make the metrics
+    read a NaN return, a negative turn count or steps that are strings."""
+    from pettingllms.eval.episode_cache import _link
+
+    _play("plan-path-v0", OraclePolicy(), tmp_path, episodes=2, chunk_size=2)
+    path = tmp_path / "plan-path-v0.jsonl"
+    rows = [json.loads(line) for line in _rows(path)]
+    chain, rewritten = "", []
+    for number, row in enumerate(rows):
+        body = {k: v for k, v in row.items() if k != "chain"} | (change if number == 1 else {})
+        chain = _link(chain, body)
+        rewritten.append(json.dumps({**body, "chain": chain}))
+    path.write_text("\n".join(rewritten) + "\n")
+    with pytest.raises(EpisodeCacheError, match=rf"line 2: {reason}"):
+        EpisodeCache(path, "fp")
+
+
 def test_success_rate_metric_matches_the_wilson_interval_by_hand():
     result = metrics.load("success_rate").compute(successes=[1, 1, 1, 0])
     p, n, z = 0.75, 4, 1.959963984540054

@@ -83,6 +83,25 @@ def test_a_tool_program_that_prints_a_flood_shows_the_reasoner_a_bounded_prompt(
     assert "[truncated]" in shown and len(shown) < 4 * SHOWN_CHARS
 
 
+@pytest.mark.parametrize("workflow", ["mas", "ensemble"])
+def test_a_32kb_boxed_answer_is_shown_capped_and_the_instructions_stay(workflow):
+    """An echoed answer is the agent's own text: uncapped, one `\\boxed{}` of 32 KB filled the next prompt."""
+    from pettingllms.envs.math.env import SHOWN_CHARS
+
+    env = env_with(workflow=workflow)
+    # mas: the reasoner's answer is shown to the tool, then the tool's to the reasoner; ensemble: the two
+    # reasoners' answers to the aggregator, then its answer to the next turn's reasoners (different answers: no
+    # agreement ends the episode)
+    steps = [[1], [2]] if workflow == "mas" else [[1, 2], [3]]
+    for digits in steps:
+        for digit in digits:
+            env.step("\\boxed{" + str(digit) * 32_768 + "}")
+        agent = env.agent_selection
+        shown = env.observe(agent)
+        assert "[truncated]" in shown and len(shown) < 3 * SHOWN_CHARS, (agent, len(shown))
+        assert shown.rstrip().endswith(env.unwrapped._answer_format(agent).rstrip())  # the instructions stay
+
+
 @needs_bwrap
 @pytest.mark.parametrize("code", ["while True:\n    pass", "import sys\nsys.exit(1)", "pass"])
 def test_failing_tool_code_is_a_penalty(code):

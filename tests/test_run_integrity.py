@@ -171,3 +171,73 @@ def test_evaluation_picks_the_newest_intact_checkpoint(run):
         load_policies(
             {"tool": step_2, "plan": step_2}, LETTERS_ENV
         )  # a checkpoint named directly is verified too
+
+
+def _rewrite(checkpoint, change_config=None, entries=None):
+    """Change a checkpoint as someone who also rewrites its manifest would (the manifest is no signature)."""
+    from pettingllms.runs import manifest
+
+    if change_config is not None:
+        config = json.loads((checkpoint / "config.json").read_text())
+        (checkpoint / "config.json").write_text(json.dumps(change_config(config)))
+    manifest.write(checkpoint)
+    if entries is not None:
+        data = json.loads((checkpoint / "manifest.json").read_text())
+        data["files"] = entries(data["files"])
+        (checkpoint / "manifest.json").write_text(json.dumps(data))
+
+
+def test_a_run_folder_cannot_steer_evaluation_outside_itself(run, tmp_path):
+    from pettingllms.core.errors import ConfigError
+    from pettingllms.eval.policy_specs import load_policies
+
+    step_2 = run / "checkpoints" / "step_2"
+    both = {"tool": str(step_2), "plan": str(step_2)}
+    assert json.loads((step_2 / "config.json").read_text())["env_id"] == LETTERS_ENV  # kept, in the manifest
+    hostname = {"sha256": "0" * 64, "bytes": 1}
+    for entries, said in [
+        (lambda files: {"/etc/hostname": hostname}, "names '/etc/hostname', not a path inside the folder"),
+        (
+            lambda files: {**files, "../../config.json": hostname},
+            "names '../../config.json', not a path inside",
+        ),
+        (lambda files: {"state.json": files["state.json"]}, r"step_2/\S+ is not in the manifest"),
+    ]:
+        _rewrite(step_2, entries=entries)
+        with pytest.raises(CheckpointError, match=said):
+            load_policies(both, LETTERS_ENV)
+    _rewrite(step_2, lambda config: {**config, "agent_policies": {"*": "../../../elsewhere"}})
+    with pytest.raises(ConfigError, match=r"policy names \['../../../elsewhere'\] must match"):
+        load_policies(both, LETTERS_ENV)
+    lora = {"policy_layout": "lora_per_role", "model_name_or_path": str(run)}
+    (step_2 / "peft" / "tool").mkdir(parents=True)
+    (step_2 / "peft" / "tool" / "adapter_config.json").write_text("{}")
+    _rewrite(step_2, lambda config: {**config, "agent_policies": None, **lora})
+    with pytest.raises(ConfigError, match=r"names '.*run' as its base model_name_or_path, which is a run"):
+        load_policies(both, LETTERS_ENV)  # it recursed before
+    shutil.rmtree(step_2 / "peft")
+    _rewrite(step_2, lambda config: {**config, "policy_layout": "per_role", "model_name_or_path": "tiny"})
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "agent_policies": {"*": "../../x"}}))
+    assert load_policies(both, LETTERS_ENV).resolved  # the run's config.json is not what a checkpoint reads
+
+
+def test_links_in_or_as_checkpoints_are_refused(run, tmp_path):
+    from pettingllms.eval.policy_specs import load_policies
+
+    outside = shutil.copytree(run / "checkpoints" / "step_2", tmp_path / "elsewhere")
+    (run / "checkpoints" / "step_9").symlink_to(outside, target_is_directory=True)
+    plan = run / "checkpoints" / "step_2" / "policy_plan"
+    shutil.move(plan, tmp_path / "plan_outside")
+    plan.symlink_to(tmp_path / "plan_outside", target_is_directory=True)
+    said = []
+    from pettingllms.runs.layout import open_run
+
+    _, found = open_run(run, said.append)
+    assert found.folder == run / "checkpoints" / "step_1"
+    assert said == [
+        f"skipping checkpoint {run / 'checkpoints' / 'step_9'}: {run / 'checkpoints' / 'step_9'} is a link (a "
+        "checkpoint must be a folder of its own)",
+        f"skipping checkpoint {run / 'checkpoints' / 'step_2'}: {plan} is a link (a checkpoint holds its own files)",
+    ]
+    assert "step_1" in next(iter(load_policies({"tool": str(run), "plan": str(run)}, LETTERS_ENV).resolved))

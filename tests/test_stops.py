@@ -41,25 +41,42 @@ def old_cut_at_stop(text, stops):
     return text[: min(ends)] if ends else None
 
 
-def brute_force_rule(text, stops):
-    """The stop rule written out character by character: the block each position is in, then every occurrence."""
-    opens, mode, changes, pos = {"```": "fence", "<think>": "think"}, "outside", {}, 0
-    closes = {"fence": "```", "think": "</think>"}
+def brute_force_blocks(text, thinking_open=False):
+    """The blocks of the stop rule written out character by character: [(position, mode from there, mode before)]
+    and the mode at the end."""
+    opens, closes = {"```": "fence", "<think>": "think"}, {"fence": "```", "think": "</think>"}
+    mode, changes, pos = "think" if thinking_open else "outside", [], 0
     while pos < len(text):
         marks = list(opens) if mode == "outside" else [closes[mode]]
         mark = next((m for m in marks if text.startswith(m, pos)), None)
         if mark is None:
             pos += 1
             continue
-        mode = opens[mark] if mode == "outside" else "outside"
+        before, mode = mode, opens[mark] if mode == "outside" else "outside"
         pos += len(mark)
-        changes[pos] = mode
-    mode, ends = "outside", []
+        changes.append((pos, mode, before))
+    return changes, mode
+
+
+def brute_force_rule(text, stops, thinking_open=False):
+    """The stop rule written out character by character: the block each position is in, then every occurrence."""
+    changes, _ = brute_force_blocks(text, thinking_open)
+    at = {pos: mode for pos, mode, _ in changes}
+    mode, ends = "think" if thinking_open else "outside", []
     for start in range(len(text) + 1):
-        mode = changes.get(start, mode)
+        mode = at.get(start, mode)
         if mode == "outside":
             ends += [start + len(stop) for stop in stops if stop and text.startswith(stop, start)]
     return text[: min(ends)] if ends else None
+
+
+def brute_force_strip(text, thinking_open=False):
+    """The env's answer by the same blocks: after the last thinking block, "" inside one at the end."""
+    changes, final = brute_force_blocks(text, thinking_open)
+    closed = [pos for pos, _, before in changes if before == "think"]
+    if final == "think":
+        return ""
+    return text[closed[-1] :].lstrip() if closed else text
 
 
 def random_text(rng, pieces, length):
@@ -99,9 +116,69 @@ def test_the_rule_matches_its_character_by_character_definition_and_the_old_rule
         text = random_text(rng, PIECES, int(rng.integers(1, 30)))
         stops = random_stops(rng, text)
         assert cut_at_stop(text, stops) == brute_force_rule(text, stops), (text, stops)
+        opened = cut_at_stop(text, stops, thinking_open=True)
+        assert opened == brute_force_rule(text, stops, thinking_open=True), (text, stops)
         plain = text.replace("`", "'").replace("<think>", "<t>")
         assert cut_at_stop(plain, stops) == old_cut_at_stop(plain, stops), (plain, stops)
     assert cut_at_stop("abcd", ("abcd", "bc")) == "abc"  # the earliest-ending occurrence, as before
+
+
+@pytest.mark.parametrize(
+    "text, thinking_open, action",
+    [
+        (
+            "<think>a plan</think>\n```python\nprint('<think>')\n```",
+            False,
+            "```python\nprint('<think>')\n```",
+        ),
+        ("```python\nprint('<think>')\n```", False, "```python\nprint('<think>')\n```"),  # thinking off
+        (
+            "<think>x</think>\n```python\nprint('</think>')\nmove()\n```",
+            False,
+            "```python\nprint('</think>')\nmove()\n```",
+        ),
+        ("a </think> b", False, "a </think> b"),  # a stray </think> closes nothing
+        ("prompt-opened thought <answer>L</answer></think>\n<answer>R</answer>", True, "<answer>R</answer>"),
+        ("still thinking ```", True, ""),
+        (
+            "<think>```</think><answer>R</answer>",
+            False,
+            "<answer>R</answer>",
+        ),  # backticks in a thought are text
+    ],
+)
+def test_the_env_reads_the_answer_by_the_blocks_the_stop_rule_reads(text, thinking_open, action):
+    from pettingllms.backends.base import Generation, strip_thinking
+
+    assert (
+        strip_thinking(text, thinking_open=thinking_open) == action == brute_force_strip(text, thinking_open)
+    )
+    assert Generation(text, thinking_open=thinking_open).action == action
+
+
+def test_the_answer_matches_its_character_by_character_definition():
+    from pettingllms.backends.base import strip_thinking
+
+    rng = np.random.default_rng(4)
+    for _ in range(3000):
+        text = random_text(rng, PIECES, int(rng.integers(1, 30)))
+        for opened in (False, True):
+            assert strip_thinking(text, thinking_open=opened) == brute_force_strip(text, opened), (
+                text,
+                opened,
+            )
+
+
+def test_a_prompt_that_opens_thinking_starts_the_completion_inside_it():
+    from pettingllms.backends.base import StopScanner, opens_thinking
+
+    assert opens_thinking("<|im_start|>assistant\n<think>\n") and not opens_thinking(
+        "<think>\n\n</think>\n\n"
+    )
+    assert (
+        StopScanner(ANSWER_STOP, thinking_open=True).scan("<answer>L</answer></think><answer>R</answer>")
+        == 44
+    )
 
 
 def test_the_scanner_fed_in_pieces_fires_where_scanning_every_prefix_would():
@@ -248,16 +325,22 @@ def fake_vllm(script, eos, calls):
 
 
 @pytest.mark.parametrize(
-    "completion, cut, continuations",
+    "completion, cut, continuations, opened",
     [
-        (IN_CODE + "\n<answer>U</answer> tail", IN_CODE + "\n<answer>U</answer>", 1),
-        (IN_THOUGHT + " tail", IN_THOUGHT, 1),
-        ("<answer>R</answer> tail", "<answer>R</answer>", 0),
-        (IN_CODE + " and more", None, 1),  # no stop counts: it runs to the budget
+        (IN_CODE + "\n<answer>U</answer> tail", IN_CODE + "\n<answer>U</answer>", 1, False),
+        (IN_THOUGHT + " tail", IN_THOUGHT, 1, False),
+        ("<answer>R</answer> tail", "<answer>R</answer>", 0, False),
+        (IN_CODE + " and more", None, 1, False),  # no stop counts: it runs to the budget
+        (
+            "<answer>L</answer></think><answer>R</answer> tail",
+            "<answer>L</answer></think><answer>R</answer>",
+            1,
+            True,
+        ),
     ],
 )
 def test_vllm_completions_stopped_inside_a_block_are_continued_and_cut_by_the_rule(
-    tokenizer, completion, cut, continuations
+    tokenizer, completion, cut, continuations, opened
 ):
     from pettingllms.backends.vllm_engine import sample_with_stop_rule
 
@@ -269,7 +352,12 @@ def test_vllm_completions_stopped_inside_a_block_are_continued_and_cut_by_the_ru
     calls: list = []
     engine = fake_vllm(script, tokenizer.eos_token_id, calls)
     (group,) = sample_with_stop_rule(
-        lambda requests: engine(requests, decode, sampling.stop), [[7]], 2, sampling, decode
+        lambda requests: engine(requests, decode, sampling.stop),
+        [[7]],
+        2,
+        sampling,
+        decode,
+        thinking_open=[opened],
     )
     expected = cut if cut is not None else completion
     kept = next(count for count in range(1, len(script) + 1) if decode(script[:count]).startswith(expected))
@@ -277,6 +365,9 @@ def test_vllm_completions_stopped_inside_a_block_are_continued_and_cut_by_the_ru
         assert generation.text == expected and generation.prompt_ids == (7,)
         assert list(generation.completion_ids) == script[:kept] and generation.logprobs == (-0.5,) * kept
         assert generation.truncated == (cut is None)  # only the completion no stop ended ran into the budget
+        assert generation.thinking_open == opened and (
+            not opened or generation.action == "<answer>R</answer>"
+        )
     assert len(calls) == 1 + continuations and calls[0] == [([7], 2, len(script))]
     for requests in calls[1:]:  # each sample goes on from its own tokens, for the budget left
         assert all(
@@ -421,3 +512,28 @@ def test_the_stop_detection_benchmark_runs_and_both_detectors_agree(tiny_model, 
     figures = json.loads(output.read_text())
     assert figures["tokens"] == 40 and figures["end_to_end"]["rows"] == 2
     assert figures["incremental"]["detection_s"] > 0 and figures["redecoding"]["detection_s"] > 0
+
+
+def test_the_final_cut_benchmark_runs_and_its_anchor_is_the_old_search(tmp_path, monkeypatch):
+    import importlib.util
+    import json
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_stop_cut.py"
+    spec = importlib.util.spec_from_file_location("bench_stop_cut", path)
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    text = benchmark.BLOCK * 50 + "<think>a</think>```x```<answer>R</answer>"
+    with monkeypatch.context() as patched:  # the anchor cuts where the rule does
+        from pettingllms.backends import base
+
+        patched.setattr(base, "_next_marker", benchmark.searched_from_every_marker)
+        assert cut_at_stop(text, ANSWER_STOP) == text
+    output = tmp_path / "cut.json"
+    monkeypatch.setattr(
+        sys, "argv", ["bench", "--sizes", "2000,4000", "--repeats", "1", "--json", str(output)]
+    )
+    benchmark.main()
+    rows = json.loads(output.read_text())["rows"]
+    assert [row["characters"] for row in rows] == [2000, 4000] and all(row["blocks"] > 90 for row in rows)

@@ -47,6 +47,18 @@ def test_prompts_are_rendered_as_qwen3s_template_renders_them(tokenizer, thinkin
     assert ids == tokenizer.encode("<|im_start|>user\nFind the path.<|im_end|>\n" + tail)
 
 
+def test_a_template_that_opens_thinking_in_the_prompt_is_recognised_from_the_prompt_ids(tokenizer):
+    from pettingllms.backends.base import prompt_ids_open_thinking
+
+    opened = copy.copy(tokenizer)  # as Qwen3-Thinking-2507's template ends its generation prompt
+    opened.chat_template = tokenizer.chat_template + "{% if add_generation_prompt %}<think>\n{% endif %}"
+    assert prompt_ids_open_thinking(opened, chat_prompt_ids(opened, "Find the path."))
+    for thinking in (None, True, False):
+        assert not prompt_ids_open_thinking(
+            tokenizer, chat_prompt_ids(tokenizer, "Find the path.", enable_thinking=thinking)
+        )
+
+
 def test_a_template_without_the_switch_refuses_a_setting_it_would_ignore(tokenizer):
     plain = copy.copy(tokenizer)
     plain.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
@@ -60,7 +72,6 @@ def test_a_template_without_the_switch_refuses_a_setting_it_would_ignore(tokeniz
     [
         ("<think>a <answer>L</answer></think>\n\n<answer>R</answer>", "<answer>R</answer>"),
         ("<think>one</think><think>two</think> <answer>R</answer>", "<answer>R</answer>"),
-        ("the prompt opened it </think>\n<answer>R</answer>", "<answer>R</answer>"),  # Qwen3-2507 templates
         ("<think>cut by the budget <answer>L</answer>", ""),
         ("<answer>R</answer>", "<answer>R</answer>"),
     ],

@@ -50,7 +50,8 @@ class Generation:
     `text` is everything generated (thinking included): what a trainer trains on is `completion_ids`, all of it.
     `action` is what the env receives: `text` without its thinking (`strip_thinking`). `truncated` is True when
     the completion was cut by the length budget (`max_new_tokens`) rather than ended by an eos token or a stop
-    string.
+    string. `thinking_open` is True when the prompt left a thinking block open (a chat template that ends the
+    generation prompt with `<think>`: `opens_thinking`), so the completion starts inside it.
     """
 
     text: str
@@ -58,28 +59,61 @@ class Generation:
     completion_ids: tuple[int, ...] = ()
     logprobs: tuple[float, ...] | None = None
     truncated: bool = False
+    thinking_open: bool = False
 
     @property
     def action(self) -> str:
-        return strip_thinking(self.text)
+        return strip_thinking(self.text, thinking_open=self.thinking_open)
 
 
-def strip_thinking(text: str) -> str:
-    """`text` without its thinking: what follows the last `</think>` when the text opens a `<think>` block (or,
-    as Qwen3's template prompts with thinking on, closes one), else `text` itself; a thinking block that never
-    closes (a completion cut by its budget while thinking) leaves the empty string: the answer was never given.
+def strip_thinking(text: str, *, thinking_open: bool = False) -> str:
+    """`text` without its thinking, read by the blocks of the stop rule (`cut_at_stop`): what follows the last
+    thinking block when the text holds one (leading whitespace dropped), else `text` itself. A thinking block
+    that never closes (a completion cut by its budget while thinking) leaves the empty string: the answer was
+    never given. As in the stop rule, `<think>` inside a fenced block is plain text, and so is `</think>` inside a
+    fence or outside any thinking block; `thinking_open` starts the reading inside a thinking block (the prompt
+    opened it: `opens_thinking`).
 
     >>> strip_thinking("<think>maybe <answer>L</answer>?</think>\\n\\n<answer>R</answer>")
     '<answer>R</answer>'
     >>> strip_thinking("<think>still thinking <answer>L</answer>")
     ''
-    >>> strip_thinking("<answer>R</answer>")
-    '<answer>R</answer>'
+    >>> strip_thinking("```python\\nprint('<think>')\\n```"), strip_thinking("a</think>b", thinking_open=True)
+    ("```python\\nprint('<think>')\\n```", 'b')
     """
-    close = text.rfind(THINK_CLOSE)
-    if close >= 0:
-        return text[close + len(THINK_CLOSE) :].lstrip()
-    return "" if THINK_OPEN in text else text
+    start = answer_start(text, thinking_open=thinking_open)
+    if start is None:
+        return ""
+    return text[start:].lstrip() if start else text
+
+
+def answer_start(text: str, *, thinking_open: bool = False) -> int | None:
+    """Where the answer of `text` begins under the stop rule's blocks: the end of the last thinking block that
+    closes (0 when none does), or None when `text` ends inside a thinking block. Linear in `len(text)`."""
+    markers = _Markers(text)
+    mode, position, start = (THINK if thinking_open else OUTSIDE), 0, 0
+    while (marker := _next_marker(markers, position, mode)) is not None:
+        _, position, after = marker
+        if mode == THINK:
+            start = position
+        mode = after
+    return None if mode == THINK else start
+
+
+def opens_thinking(prompt: str) -> bool:
+    """Whether a rendered prompt leaves a thinking block open for the completion: it ends with `<think>` (then
+    whitespace), as the templates of Qwen3-Thinking-2507 and DeepSeek-R1 end their generation prompt.
+
+    >>> opens_thinking("<|im_start|>assistant\\n<think>\\n"), opens_thinking("assistant\\n<think>\\n\\n</think>\\n\\n")
+    (True, False)
+    """
+    return prompt.rstrip().endswith(THINK_OPEN)
+
+
+def prompt_ids_open_thinking(tokenizer: Any, ids: Sequence[int]) -> bool:
+    """`opens_thinking` of a prompt given as token ids: its last 8 tokens decoded with special tokens kept (a
+    template's `<think>` may be one)."""
+    return opens_thinking(tokenizer.decode(list(ids[-8:]), skip_special_tokens=False))
 
 
 @runtime_checkable
@@ -160,8 +194,9 @@ REPLACEMENT_CHAR = "\ufffd"
 """What a decoder shows for bytes that do not (yet) form a whole UTF-8 character."""
 
 
-def cut_at_stop(text: str, stops: Sequence[str]) -> str | None:
+def cut_at_stop(text: str, stops: Sequence[str], *, thinking_open: bool = False) -> str | None:
     """`text` up to and including the stop string that fires first under the stop rule, or None if none fires.
+    `thinking_open`: the text begins inside a thinking block (the prompt opened it).
 
     The rule: `text` is read left to right; three backticks open a fenced block and the next three close it;
     `<think>` opens a thinking block and the next `</think>` closes it (inside a fence `<think>` is plain text,
@@ -176,18 +211,36 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> str | None:
     >>> cut_at_stop("```\\nunclosed </answer>", ["</answer>"]) is None
     True
     """
-    end = StopScanner(stops).scan(text)
+    end = StopScanner(stops, thinking_open=thinking_open).scan(text)
     return None if end is None else text[:end]
 
 
-def _next_marker(text: str, pos: int, mode: str) -> tuple[int, int, str] | None:
-    """The first block marker in `text` at or after `pos` that ends `mode` or opens a block from it:
-    (start, end, the mode after it), or None."""
+class _Markers:
+    """The occurrences of the block markers in one text, for positions that never go back: each marker's next
+    occurrence is remembered, so reading a whole text costs one pass per marker however many blocks it holds (a
+    plain `find` of `<think>` from every fence would read the rest of the text again at each one)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self._found: dict[str, tuple[int, int]] = {}  # marker -> (searched from, found at or -1)
+
+    def find(self, mark: str, position: int) -> int:
+        """The first occurrence of `mark` at or after `position` (-1 if none); `position` never decreases."""
+        searched, at = self._found.get(mark, (-1, -1))
+        if searched < 0 or (at >= 0 and at < position):
+            at = self.text.find(mark, position)
+            self._found[mark] = (position, at)
+        return at
+
+
+def _next_marker(markers: _Markers, pos: int, mode: str) -> tuple[int, int, str] | None:
+    """The first block marker at or after `pos` that ends `mode` or opens a block from it: (start, end, the mode
+    after it), or None."""
     if mode != OUTSIDE:
         mark = FENCE_MARK if mode == FENCE else THINK_CLOSE
-        start = text.find(mark, pos)
+        start = markers.find(mark, pos)
         return None if start < 0 else (start, start + len(mark), OUTSIDE)
-    found = [(text.find(mark, pos), mark, new) for mark, new in ((FENCE_MARK, FENCE), (THINK_OPEN, THINK))]
+    found = [(markers.find(mark, pos), mark, new) for mark, new in ((FENCE_MARK, FENCE), (THINK_OPEN, THINK))]
     starts = [(start, start + len(mark), new) for start, mark, new in found if start >= 0]
     return min(starts) if starts else None
 
@@ -205,9 +258,10 @@ def _scan(text: str, mode: str, stops: Sequence[str], keep: int) -> tuple[int | 
     limit = max(0, len(text) - keep)
     best: int | None = None
     settle: tuple[int, str] | None = None
+    markers = _Markers(text)
     start = 0  # where the current mode began; stops that begin from here up to the next marker's end see it
     while best is None or start < best:
-        marker = _next_marker(text, start, mode)
+        marker = _next_marker(markers, start, mode)
         stretch_end = marker[1] if marker else len(text)
         if mode == OUTSIDE:
             for stop in stops:
@@ -230,13 +284,15 @@ class StopScanner:
     (the caller's text is still tentative, e.g. a decoded tail whose last character may change). The scanner keeps
     only the last characters that a later stop string or block marker can still involve, so a call costs what its
     `text` and the longest stop string cost, whatever the length of the completion. Once a stop has fired the
-    scanner's state is unspecified: start a new one for a new completion.
+    scanner's state is unspecified: start a new one for a new completion. `thinking_open`: the completion begins
+    inside a thinking block (the prompt opened it: `opens_thinking`).
     """
 
-    def __init__(self, stops: Sequence[str]):
+    def __init__(self, stops: Sequence[str], *, thinking_open: bool = False):
         self.stops = tuple(stop for stop in stops if stop)
+        self.thinking_open = thinking_open
         self._keep = max([len(THINK_CLOSE), *map(len, self.stops)]) - 1
-        self._mode = OUTSIDE
+        self._mode = THINK if thinking_open else OUTSIDE
         self._kept = ""  # the committed text from the settled position on
         self._offset = 0  # offset of `_kept` in the whole completion
 
@@ -267,12 +323,15 @@ class StopDetector:
     random token ids); the cut text always comes from one full decode. A decoder that is not local, such as
     SentencePiece's ByteFallback (Llama 2, Mistral), which shows a whole run of byte tokens as U+FFFD once any
     byte of it is invalid UTF-8, can show the detector other text inside such runs. A run of tokens that never
-    completes a character keeps growing the decoded tail (and the cost of a step).
+    completes a character keeps growing the decoded tail (and the cost of a step). `thinking_open`: as
+    `StopScanner`'s.
     """
 
-    def __init__(self, decode: Callable[[Sequence[int]], str], stops: Sequence[str]):
+    def __init__(
+        self, decode: Callable[[Sequence[int]], str], stops: Sequence[str], *, thinking_open: bool = False
+    ):
         self._decode = decode
-        self._scanner = StopScanner(stops)
+        self._scanner = StopScanner(stops, thinking_open=thinking_open)
         self.ids: list[int] = []
         self.text: str | None = None  # set when a stop string fires
         self._context = 0  # first token of the decoded window: the last commit that added text, and after
@@ -289,7 +348,10 @@ class StopDetector:
         end = self._scanner.scan(pending, commit=not tentative)
         if end is not None:  # the text is cut from one full decode, so it is a prefix of decode(ids) always
             full = self._decode(self.ids)
-            self.text = cut_at_stop(full, self._scanner.stops) or full[:end]
+            self.text = (
+                cut_at_stop(full, self._scanner.stops, thinking_open=self._scanner.thinking_open)
+                or full[:end]
+            )
             return True
         if not tentative:
             if pending:  # tokens that decode to nothing (skipped special tokens) are no context on their own

@@ -18,7 +18,8 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
   (0 = off) and `top_p` (nucleus) filter them. A row ends at an eos token (the tokenizer's and the model's
   generation config's `eos_token_id`s, e.g. `<|im_end|>`), when a stop string fires in its decoded completion
   (the stop rule of `pettingllms.backends.base.cut_at_stop`: never inside a ``` fenced block or a
-  `<think>` block), or after `max_new_tokens` tokens; an ended row leaves the batch and its cache, so each
+  `<think>` block; a prompt that ends by opening one, `base.opens_thinking`, starts the completion inside it),
+  or after `max_new_tokens` tokens; an ended row leaves the batch and its cache, so each
   decoding step costs what the rows still generating need. Stop strings are looked for incrementally
   (`base.StopDetector`: each step decodes the row's last few tokens, not its whole completion), with the
   result re-decoding the whole completion every step would give.
@@ -42,7 +43,7 @@ from typing import Any
 
 import torch
 
-from pettingllms.backends.base import Generation, SamplingConfig, StopDetector
+from pettingllms.backends.base import Generation, SamplingConfig, StopDetector, prompt_ids_open_thinking
 from pettingllms.backends.chat import chat_prompt_ids
 from pettingllms.backends.shared_prefix import cache_keyword, prefill
 from pettingllms.backends.weights import WeightStream, mapping_stream
@@ -196,7 +197,12 @@ class HFPolicy:
         completions: list[list[int]] = [[] for _ in rows]
         logprobs: list[list[float]] = [[] for _ in rows]
         texts: list[str | None] = [None] * batch  # set when a row ends at a stop string
-        stops = [StopDetector(self._decode, sampling.stop) for _ in rows] if sampling.stop else None
+        thinking = [prompt_ids_open_thinking(self.tokenizer, ids) for ids in rows]
+        stops = (
+            [StopDetector(self._decode, sampling.stop, thinking_open=opened) for opened in thinking]
+            if sampling.stop
+            else None
+        )
         active = list(range(batch))  # the rows still generating, in the order of the batch's tensors
         for step in range(sampling.max_new_tokens):
             tokens = self._sample_next(logits, sampling)
@@ -230,6 +236,7 @@ class HFPolicy:
                 completion_ids=tuple(completions[i]),
                 logprobs=tuple(logprobs[i]),
                 truncated=texts[i] is None and completions[i][-1] not in self.eos_token_ids,
+                thinking_open=thinking[i],
             )
             for i in range(batch)
         ]

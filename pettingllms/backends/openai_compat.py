@@ -14,7 +14,9 @@ block too, unlike the model backends, which follow the stop rule of `pettingllms
 `local_stops=True` the stop strings are not sent: the server writes to the end of its turn (or `max_tokens`) and
 the text is cut here under the stop rule, at the cost of the tokens generated after the answer. A set
 `enable_thinking` is sent as `chat_template_kwargs` (vLLM's and SGLang's servers render it into the template);
-`Generation.truncated` is the server's `finish_reason == "length"`.
+`Generation.truncated` is the server's `finish_reason == "length"`. The prompt is rendered by the server, so a
+completion is read as starting outside any thinking block: for a model whose template opens `<think>` in the
+prompt, run the server's reasoning parser (vLLM's `--reasoning-parser`), which returns the answer alone.
 
 Failures: connection errors, timeouts, HTTP 408/409/429 and 5xx are retried up to `max_retries` times with
 exponential backoff (`backoff * 2**attempt` seconds, honouring a `Retry-After` header); other HTTP errors, and

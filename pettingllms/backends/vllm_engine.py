@@ -63,7 +63,13 @@ from typing import Any
 
 import numpy as np
 
-from pettingllms.backends.base import Generation, NumpySeeded, SamplingConfig, StopDetector
+from pettingllms.backends.base import (
+    Generation,
+    NumpySeeded,
+    SamplingConfig,
+    StopDetector,
+    prompt_ids_open_thinking,
+)
 from pettingllms.backends.chat import chat_prompt_ids
 from pettingllms.backends.weights import (
     DEFAULT_CHUNK_BYTES,
@@ -199,7 +205,10 @@ class VLLMPolicy(NumpySeeded):
             )
             return [list(output.outputs) for output in outputs]
 
-        return sample_with_stop_rule(run, encoded, n, sampling, self._decode, context=self.max_model_len)
+        thinking = [prompt_ids_open_thinking(self.tokenizer, ids) for ids in encoded]
+        return sample_with_stop_rule(
+            run, encoded, n, sampling, self._decode, context=self.max_model_len, thinking_open=thinking
+        )
 
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
@@ -386,6 +395,7 @@ class _Sample:
     logprobs: list[float] | None = dataclasses.field(default_factory=list)
     text: str | None = None  # set when a stop string fired under the stop rule
     ended: bool = False  # the last vLLM output ended at an eos or stop token (not at the budget)
+    thinking_open: bool = False  # the prompt opened a thinking block
 
     def absorb(self, completion: Any) -> bool:
         """Append a vLLM completion's tokens up to the one where the stop rule fires; return whether vLLM stopped
@@ -406,7 +416,14 @@ class _Sample:
         text = self.text if self.text is not None else decode(self.ids)
         logprobs = None if self.logprobs is None else tuple(self.logprobs)
         truncated = self.text is None and not self.ended  # the budget ended it
-        return Generation(text, tuple(self.prompt_ids), tuple(self.ids), logprobs, truncated=truncated)
+        return Generation(
+            text,
+            tuple(self.prompt_ids),
+            tuple(self.ids),
+            logprobs,
+            truncated=truncated,
+            thinking_open=self.thinking_open,
+        )
 
 
 def sample_with_stop_rule(
@@ -417,6 +434,7 @@ def sample_with_stop_rule(
     decode: Callable[[Sequence[int]], str],
     *,
     context: int | None = None,
+    thinking_open: Sequence[bool] = (),
 ) -> list[list[Generation]]:
     """`n` completions of each prompt (token ids), with stop strings applied under the stop rule of
     `pettingllms.backends.base.cut_at_stop`, as `HFPolicy` applies them.
@@ -431,11 +449,18 @@ def sample_with_stop_rule(
     a row whose prompt leaves fewer than `max_new_tokens` tokens gets what is left (it ends truncated, as at the
     budget). The text is decoded from the ids as `HFPolicy`
     decodes it (vLLM's own text holds back incomplete UTF-8 sequences, so it can differ for the same tokens).
+    `thinking_open[i]` (default False): prompt i opened a thinking block (`base.opens_thinking`), in which its
+    completions begin.
     """
     budget = sampling.max_new_tokens
+    opened = list(thinking_open) or [False] * len(encoded)
     samples = [
-        _Sample(list(ids), StopDetector(decode, sampling.stop) if sampling.stop else None)
-        for ids in encoded
+        _Sample(
+            list(ids),
+            StopDetector(decode, sampling.stop, thinking_open=open_) if sampling.stop else None,
+            thinking_open=open_,
+        )
+        for ids, open_ in zip(encoded, opened, strict=True)
         for _ in range(n)
     ]
 

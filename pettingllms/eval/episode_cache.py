@@ -7,7 +7,9 @@ writing it) is dropped with a message and its episode played again. Every row ca
 previous row's chain and its own content, so a changed, removed, reordered, inserted or duplicated row is detected
 when the file is read: any row that is not valid JSON, not an episode row, breaks the chain or repeats an episode
 raises `EpisodeCacheError` naming the file and the line (delete the file to play everything again). The chain
-catches accidents and naive edits, not someone who recomputes it.
+catches accidents and naive edits, not someone who recomputes it; so every field is also checked for what the
+metrics assume of it (`row_problems`: counts are whole numbers >= 0, at most an agent's steps; returns are finite
+numbers; a program's outcome is one of `PROGRAM_OUTCOMES`), whatever the chain says.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -65,6 +68,50 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 _OPTIONAL_FIELDS = frozenset({"truncated", "first_programs"})
 """Fields that rows written by earlier versions lack (read as None)."""
+
+
+PROGRAM_OUTCOMES = frozenset({"solves", "fails", "absent"})
+"""What `EpisodeRecord.first_programs` may say of an agent's first program (`Sample.program`)."""
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _counts(value: Any) -> bool:
+    """An agent -> whole number >= 0 mapping."""
+    return isinstance(value, dict) and all(isinstance(k, str) and _count(v) for k, v in value.items())
+
+
+def row_problems(row: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the values of a row whose fields have the right types (module docstring); []: none."""
+    problems = []
+    if not row["key"]:
+        problems.append("key is empty")
+    if not _count(row["turns"]):
+        problems.append(f"turns {row['turns']!r} is not a whole number >= 0")
+    for name in ("steps", "errors", "truncated"):
+        if row.get(name) is not None and not _counts(row[name]):
+            problems.append(f"{name} {row[name]!r} is not agent -> whole number >= 0")
+    if not problems:
+        for name in ("errors", "truncated"):
+            over = [agent for agent, n in (row.get(name) or {}).items() if n > row["steps"].get(agent, 0)]
+            if over:
+                problems.append(f"{name} of {over} exceed their steps")
+    if row["tokens"] is not None and not _count(row["tokens"]):
+        problems.append(f"tokens {row['tokens']!r} is not a whole number >= 0")
+    returns = row["returns"]
+    if not all(
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for k, v in returns.items()
+    ):
+        problems.append(f"returns {returns!r} are not agent -> finite number")
+    programs = row.get("first_programs")
+    if programs is not None and not all(
+        isinstance(k, str) and v in PROGRAM_OUTCOMES for k, v in programs.items()
+    ):
+        problems.append(f"first_programs {programs!r} are not agent -> one of {sorted(PROGRAM_OUTCOMES)}")
+    return problems
 
 
 def _typed(value: Any, types: tuple[type, ...]) -> bool:
@@ -119,6 +166,9 @@ class EpisodeCache:
         wrong = [name for name, types in _TYPES.items() if name in row and not _typed(row[name], types)]
         if wrong:
             raise self._error(number, f"fields {wrong} have the wrong type")
+        problems = row_problems(row)
+        if problems:
+            raise self._error(number, "; ".join(problems))
         first = seen.setdefault((row["run"], row["key"]), number)
         if first != number:
             raise self._error(

@@ -30,7 +30,7 @@ from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.cache_key import weights_digest
 from pettingllms.models.reference import check_model_reference
-from pettingllms.runs.layout import CheckpointLayout, RunLayout, evaluation_settings, open_run
+from pettingllms.runs.layout import CheckpointLayout, RunLayout, evaluation_settings, map_agents, open_run
 
 BASELINES = ("random", "oracle")
 
@@ -203,10 +203,20 @@ def _hf_policy(source: ModelSource, seed: int):
     return HFPolicy(model, tokenizer, seed=seed, max_batch_rows=64)
 
 
+def _say(message: str) -> None:
+    print(f"pettingllms-eval: {message}", file=sys.stderr)
+
+
 def _model_source(
-    spec: str, agent: str, env_id: str, workflow: str, env_kwargs: Mapping[str, Any]
+    spec: str,
+    agent: str,
+    env_id: str,
+    workflow: str,
+    env_kwargs: Mapping[str, Any],
+    base_of: Path | None = None,
 ) -> ModelSource:
-    """Where `agent`'s model for `spec` comes from."""
+    """Where `agent`'s model for `spec` comes from; `base_of`: the checkpoint of the LoRA run whose base `spec`
+    is (a base may not be a run itself: that would load unverified weights, or recurse)."""
     if spec in ("tiny", "tiny-untrained"):
         from pettingllms.models.warmstart import ensure_tiny_model
 
@@ -222,7 +232,12 @@ def _model_source(
 
         return ModelSource(str(ensure_smollm2()))
     path = Path(spec)
-    opened = open_run(path, lambda message: print(f"pettingllms-eval: {message}", file=sys.stderr))
+    opened = open_run(path, _say)
+    if opened is not None and base_of is not None:
+        raise ConfigError(
+            f"the LoRA run {base_of} names {spec!r} as its base model_name_or_path, which is a run or a checkpoint; "
+            "a base is a model: a folder with config.json, a Hugging Face id, tiny, qwen3-test or smollm2"
+        )
     if opened is not None:
         return _run_source(*opened, agent, env_id, workflow, env_kwargs)
     if path.is_dir() and (path / "config.json").is_file():
@@ -247,20 +262,29 @@ def _run_source(
     workflow: str,
     env_kwargs: Mapping[str, Any],
 ) -> ModelSource:
-    """`agent`'s model in a run's checkpoint: its own (per_role), the shared one, or base + its LoRA adapter."""
-    config = run.read_config()
-    policy = run.policy_of(agent)
+    """`agent`'s model in a run's checkpoint: its own (per_role), the shared one, or base + its LoRA adapter. The
+    settings come from the checkpoint's own config.json (covered by its manifest); every folder it names lies
+    inside the checkpoint."""
+    config = checkpoint.read_config(_say)
+    policy = map_agents(config.get("policy_layout"), config.get("agent_policies") or {}, [agent])[agent]
     evaluated = evaluation_settings(config, policy)
     settings = {"budget": evaluated["max_new_tokens"], "enable_thinking": evaluated["enable_thinking"]}
     if config.get("policy_layout") == "lora_per_role":
-        adapter = checkpoint.adapter(policy)
+        adapter = checkpoint.inside(checkpoint.adapter(policy))
         if not adapter.is_dir():
             raise ConfigError(
                 f"checkpoint {checkpoint.folder} has no adapter for agent {agent!r} ({adapter} missing)"
             )
-        base = _model_source(config.get("model_name_or_path", "tiny"), agent, env_id, workflow, env_kwargs)
+        base = _model_source(
+            str(config.get("model_name_or_path", "tiny")),
+            agent,
+            env_id,
+            workflow,
+            env_kwargs,
+            checkpoint.folder,
+        )
         return ModelSource(base.path, str(adapter), **settings)
-    folder = checkpoint.model(policy)
+    folder = checkpoint.inside(checkpoint.model(policy))
     if not folder.is_dir():
         raise ConfigError(
             f"checkpoint {checkpoint.folder} has no model for agent {agent!r} ({folder.name} missing)"

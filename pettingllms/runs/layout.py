@@ -13,6 +13,7 @@ A run folder (`output_dir`):
 
 A checkpoint folder:
 
+    config.json            the run's config.json when the checkpoint was written (what its weights were trained under)
     policy_<name>/         policy <name>'s full model and tokenizer (layouts shared, per_role)
     peft/<name>/           policy <name>'s LoRA adapter (layout lora_per_role; the base model is the run's)
     optimizer_<name>.pt    scheduler_<name>.pt    generator_<name>.pt    (each policy's training state)
@@ -36,6 +37,8 @@ from pettingllms.core.errors import ConfigError, PettingLLMsError
 from pettingllms.runs import manifest
 
 _STEP = re.compile(r"^step_(\d+)$")
+POLICY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+"""What a policy may be called: it names files and folders of a checkpoint, so no `/`, no leading `.`."""
 
 
 class CheckpointError(PettingLLMsError):
@@ -46,9 +49,16 @@ def map_agents(
     policy_layout: str, agent_policies: Mapping[str, str], agents: Sequence[str]
 ) -> dict[str, str]:
     """agent -> policy name: "shared" for every agent (layout `shared`), or `agent_policies` (first matching name
-    or fnmatch pattern), or each agent's own name. An agent that no entry matches raises `ConfigError`."""
+    or fnmatch pattern), or each agent's own name. An agent that no entry matches raises `ConfigError`, and so
+    does a policy name that is not a `POLICY_NAME` (it names files in a checkpoint: `policy_<name>/`)."""
     if policy_layout == "shared":
         return dict.fromkeys(agents, "shared")
+    bad = [name for name in [*(agent_policies or {}).values(), *agents] if not POLICY_NAME.match(str(name))]
+    if bad:
+        raise ConfigError(
+            f"agent_policies {dict(agent_policies or {})}: policy names {bad} must match {POLICY_NAME.pattern} "
+            "(each names a folder of a checkpoint)"
+        )
     if not agent_policies:
         return {agent: agent for agent in agents}
     mapping, unmatched = {}, []
@@ -94,6 +104,27 @@ class CheckpointLayout:
     @property
     def state(self) -> Path:
         return self.folder / "state.json"
+
+    @property
+    def config(self) -> Path:
+        """The run's config.json as it was when this checkpoint was written (covered by the manifest)."""
+        return self.folder / "config.json"
+
+    def read_config(self, log: Callable[[str], None] = print) -> dict[str, Any]:
+        """The settings this checkpoint was trained under: its own copy of config.json, or, for a checkpoint
+        written before copies were kept, the run's config.json (said to `log`: nothing vouches for it)."""
+        if self.config.is_file():
+            return json.loads(self.config.read_text())
+        log(
+            f"checkpoint {self.folder} holds no config.json (an older version): using {self.run.config}, unverified"
+        )
+        return self.run.read_config()
+
+    def inside(self, path: Path) -> Path:
+        """`path`, when it lies inside this checkpoint's folder once links are followed; else `ConfigError`."""
+        if not path.resolve().is_relative_to(self.folder.resolve()):
+            raise ConfigError(f"{path} leads outside checkpoint {self.folder} (to {path.resolve()})")
+        return path
 
     @property
     def adapters(self) -> Path:
@@ -213,11 +244,6 @@ class RunLayout:
 
     def read_config(self) -> dict[str, Any]:
         return json.loads(self.config.read_text())
-
-    def policy_of(self, agent: str) -> str:
-        """The name of the policy that served `agent` in this run (from its saved layout and agent_policies)."""
-        config = self.read_config()
-        return map_agents(config.get("policy_layout"), config.get("agent_policies") or {}, [agent])[agent]
 
 
 def open_run(path: Path, log: Callable[[str], None] = print) -> tuple[RunLayout, CheckpointLayout] | None:

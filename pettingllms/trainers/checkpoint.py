@@ -63,6 +63,8 @@ def save(
             torch.save(generators[0] if world.size == 1 else generators, staging.generator(name))
     if world.is_main:
         staging.state.write_text(json.dumps(dataclasses.asdict(loop)))
+        if run.config.is_file():  # the settings these weights were trained under, covered by the manifest
+            shutil.copyfile(run.config, staging.config)
         manifest.write(staging.folder)
         if (
             final.folder.exists()

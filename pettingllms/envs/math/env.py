@@ -66,6 +66,8 @@ from pettingllms.data.math.schema import MathProblem, problem_from_dict
 
 PARSE_ERROR_PENALTY = 0.1
 SHOWN_CHARS = 3_000
+"""The most characters of a tool's code, its output, or any agent's answer that an observation shows (cut with a
+`[truncated]` mark): an answer is the agent's own text, and a 32 KB `\\boxed{}` would crowd out the prompt."""
 EVALUATION_SETS = ("math500", "aime2024", "aime2025", "olympiadbench")
 
 
@@ -238,10 +240,10 @@ class MathEnv(TextAECEnv):
         parts += ["## Problem", self.problem.problem.strip()]
         if self.workflow == "ensemble":
             if self.answers.get(AGGREGATOR) is not None:
-                parts.append(f"## The team's answer so far\n\\boxed{{{self.answers[AGGREGATOR]}}}")
+                parts.append(f"## The team's answer so far\n{_boxed(self.answers[AGGREGATOR])}")
             if agent == AGGREGATOR and self.proposals:
                 parts.append(f"## The reasoners' answers this turn ({len(self.proposals)})")
-                parts += [f"{name}: \\boxed{{{answer}}}" for name, answer in self.proposals.items()]
+                parts += [f"{name}: {_boxed(answer)}" for name, answer in self.proposals.items()]
             parts += ["## Your answer", self._answer_format(agent)]
             return "\n".join(parts)
         whose = {
@@ -249,7 +251,7 @@ class MathEnv(TextAECEnv):
             "tool": "Your previous" if agent == "tool" else "The tool agent's",
         }
         if self.answers.get("reasoner") is not None:
-            parts.append(f"## {whose['reasoner']} answer\n\\boxed{{{self.answers['reasoner']}}}")
+            parts.append(f"## {whose['reasoner']} answer\n{_boxed(self.answers['reasoner'])}")
         if self.tool_run is not None:
             code, output = self.tool_run
             parts += [f"## {whose['tool']} code", "```python", truncate(code.rstrip(), SHOWN_CHARS), "```"]
@@ -302,3 +304,8 @@ class MathEnv(TextAECEnv):
     def random_answer(self, agent: str, rng: np.random.Generator) -> str:
         """A random integer in `\\boxed{}` (the random baseline; both agents accept the format)."""
         return f"\\boxed{{{int(rng.integers(-10, 101))}}}"
+
+
+def _boxed(answer: str) -> str:
+    """An agent's answer as an observation shows it: `\\boxed{...}` around at most `SHOWN_CHARS` of it."""
+    return f"\\boxed{{{truncate(answer, SHOWN_CHARS)}}}"
