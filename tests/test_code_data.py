@@ -507,7 +507,7 @@ def test_bundled_data_file_is_generated_from_the_specs(bundled):
 
 
 @needs_bwrap
-@pytest.mark.slow  # ~2,100 sandbox runs re-validating committed data: CI runs the slow tests in a step of their own
+@pytest.mark.slow  # ~2,100 sandbox runs re-validating committed data: CI runs this module in its slow step
 def test_every_bundled_reference_passes_all_its_hidden_tests(sandbox, bundled):
     tests = [(p, t) for p in bundled for t in p.tests]
     results = sandbox.run_batch([Program(p.reference, stdin=t.input) for p, t in tests])

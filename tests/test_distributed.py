@@ -154,7 +154,7 @@ def test_a_two_rank_run_resumes_exactly_and_writes_each_checkpoint_once(tiny_mod
             torch.testing.assert_close(_final_weights(interrupted, policy)[name], value, rtol=0, atol=0)
     step = whole / "checkpoints" / "step_2"
     assert sorted(p.name for p in step.iterdir()) == sorted(
-        ["manifest.json", "state.json"]
+        ["config.json", "manifest.json", "state.json"]
         + [
             f"{kind}_{policy}.pt"
             for kind in ("generator", "optimizer", "scheduler")

@@ -1,8 +1,8 @@
 """Every paper config dry-runs on a laptop: `--model_name_or_path qwen3-test` (Qwen3's real tokenizer, template and
 attention geometry, random weights) with counts and lengths overridden small trains one step, checkpoints, and
 `pettingllms-eval` plays the run's checkpoint: templating, thinking, stop strings, parsing, probes, the update and
-the evaluation all on the real tokenizer. The README's dry-run command is `DRY_RUN` below. All ten take ~3 minutes
-(CI's slow step); one is in the default run."""
+the evaluation all on the real tokenizer. The README's dry-run command is `DRY_RUN` below. All ten take ~10 minutes
+on 2 cores (`-m slow`, outside CI); one is in the default run, which CI also runs in `.venv-vllm`."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ DRY_RUN = (
 qwen3_home = test_qwen3_tokenizer.qwen3_home
 
 
-@pytest.mark.slow  # ~1 minute: bf16 autocast on this CPU is slow; CI runs it in both environments
+@pytest.mark.slow  # ~1 minute: bf16 autocast on this CPU is slow; CI runs it in .venv-vllm
 def test_a_paper_config_dry_runs_in_mixed_precision_with_qwen3_test(qwen3_home, tmp_path):
     """`--bf16 true` as the paper configs run (CPU autocast here): float32 master weights, the update under bf16
     autocast, sampling from a bf16 copy synced after the update, on Qwen3's real tokenizer and template."""
@@ -58,6 +58,7 @@ def test_the_paper_config_keeps_its_settings_and_bounds_its_sampler(config):
     args = parse(["--config", str(config), "--bf16", "false", "--use_cpu", "true", "--output_dir", "unused"])
     assert args.enable_thinking is False and args.max_completion_length == 4096
     assert args.max_generation_rows is not None and args.max_generation_rows <= 64
+    assert args.micro_batching == "tokens"  # the update packs rows by length
     assert args.model_name_or_path.startswith("Qwen/Qwen3-")
 
 

@@ -227,3 +227,29 @@ def test_a_lora_adapter_gets_trls_gradient_through_the_shared_prefix(tiny_model,
     updater.model.zero_grad()
     updater.accumulate_gradients(grouped_samples())
     assert_same(gradients(updater.model), reference)
+
+
+def test_micro_batches_packed_by_tokens_hold_every_sample_once_within_counts_bound():
+    from pettingllms.trainers.micro_batches import by_count, by_tokens, padded_tokens
+
+    samples = unequal_samples() + grouped_samples()
+    longest = max(len(s.generation.prompt_ids) for s in samples) + max(
+        len(s.generation.completion_ids) for s in samples
+    )
+    for rows in (1, 2, 3, 4, 20):
+        packed, counted = by_tokens(samples, rows), by_count(samples, rows)
+        assert sorted(id(s) for chunk in packed for s in chunk) == sorted(map(id, samples))
+        assert all(padded_tokens(chunk) <= rows * longest for chunk in packed)
+        assert len(packed) <= len(counted)
+    assert [len(chunk) for chunk in by_tokens(samples, 2)] != [len(chunk) for chunk in by_count(samples, 2)]
+
+
+@pytest.mark.parametrize("loss_type", ("grpo", "dapo", "bnpo"))
+def test_micro_batches_packed_by_tokens_give_the_gradient_of_one_batch(tiny_model, tmp_path, loss_type):
+    updater = updater_for(tiny_model, tmp_path, loss_type, batch_size=4)
+    batch = unequal_samples() + grouped_samples()
+    reference = trl_gradients(updater, batch)
+    updater.args.per_device_train_batch_size, updater.args.micro_batching = 3, "tokens"
+    updater.model.zero_grad()
+    updater.accumulate_gradients(batch)
+    assert_same(gradients(updater.model), reference)

@@ -198,3 +198,17 @@ def test_a_results_transcripts_file_is_read_only_inside_its_folder(tmp_path):
         ConfigError, match="not a valid pettingllms-eval/1 result: plan-path-v0: success_rate"
     ):
         build_view(output)
+
+
+def test_a_run_folder_of_the_wrong_shapes_is_one_clear_error(run_folder):
+    (run_folder / "metrics.jsonl").write_text("3\n")
+    with pytest.raises(ConfigError, match="every line of metrics.jsonl must be JSON objects"):
+        build_view(run_folder)
+    (run_folder / "config.json").write_text("{oops")
+    with pytest.raises(ConfigError, match=r"config\.json: not JSON"):
+        build_view(run_folder)
+    (run_folder / "config.json").write_text("{}")
+    (run_folder / "metrics.jsonl").unlink()
+    (run_folder / "rollouts" / "step_1.jsonl").write_text('{"prompt": "p"}\n')
+    with pytest.raises(ConfigError, match="step_1.jsonl: not a rollout dump"):
+        build_view(run_folder)

@@ -360,9 +360,8 @@ def _save(figure, path: Path) -> Path:
     return path
 
 
-def html_page(table: Table, plots: Sequence[Path], out_dir: Path) -> str:
-    """A static page with the table and the plots (relative links)."""
-    head = "".join(f"<th>{html.escape(visible(env))}</th>" for env in table.envs)
+def _html_rows(table: Table) -> list[str]:
+    """The table's rows as HTML, labels and cells escaped."""
     rows = []
     for label in table.labels:
         cells = "".join(
@@ -375,6 +374,13 @@ def html_page(table: Table, plots: Sequence[Path], out_dir: Path) -> str:
             f"<tr><th scope='row'>{html.escape(visible(label))}</th>{cells}"
             f"<td>{100 * table.mean(label):.1f}</td></tr>"
         )
+    return rows
+
+
+def html_page(table: Table, plots: Sequence[Path], out_dir: Path) -> str:
+    """A static page with the table and the plots (relative links)."""
+    head = "".join(f"<th>{html.escape(visible(env))}</th>" for env in table.envs)
+    rows = _html_rows(table)
     notes = (
         "<h2>Notes</h2>\n<ul id='notes'>"
         + "".join(f"<li>{html.escape(visible(note))}</li>" for note in table.notes)

@@ -84,8 +84,13 @@ def run_data(folder: Path) -> dict[str, Any]:
     run = RunLayout(folder)
     if not run.config.is_file():
         raise ConfigError(f"{folder}: not a run folder (no config.json)")
-    config = run.read_config()
+    try:
+        config = run.read_config()
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{run.config}: not JSON ({error})") from error
     metrics = _read_jsonl(run.metrics) if run.metrics.is_file() else []
+    if not isinstance(config, dict) or not all(isinstance(row, dict) for row in metrics):
+        raise ConfigError(f"{folder}: config.json and every line of metrics.jsonl must be JSON objects")
     prompts = _Prompts()
     steps = []
     dumps = run.root / "rollouts"

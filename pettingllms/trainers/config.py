@@ -27,6 +27,7 @@ from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
 from pettingllms.trainers.advantages import SCALE_REWARDS, TURN_BASELINES
 from pettingllms.trainers.devices import launched_world_size
 from pettingllms.trainers.inherited_fields import refused_settings
+from pettingllms.trainers.micro_batches import MICRO_BATCHINGS
 from pettingllms.trainers.trackers import TRACKERS, check_trackers
 
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
@@ -93,6 +94,15 @@ class ATGRPOConfig(GRPOConfig):
     )
     gradient_checkpointing: bool | None = dataclasses.field(
         default=None, metadata={"help": "Deprecated alias of activation_checkpointing (transformers 5)."}
+    )
+    micro_batching: str = dataclasses.field(
+        default="count",
+        metadata={
+            "help": "How an update cuts a policy's samples into micro-batches: 'count' (per_device_train_batch_size "
+            "rows in sample order) or 'tokens' (sorted by length and packed within per_device_train_batch_size x "
+            "(longest prompt + longest completion) padded tokens: never more padded tokens in a micro-batch or more "
+            "micro-batches than 'count', fewer forward passes when lengths vary). The gradient is the same."
+        },
     )
     instances_per_step: int = dataclasses.field(default=8, metadata={"help": "Training instances per step."})
     env_workers: int = dataclasses.field(
@@ -367,6 +377,7 @@ class ATGRPOConfig(GRPOConfig):
         self._check_choice("policy_layout", POLICY_LAYOUTS)
         self._check_choice("distributed", ("none", "ray"))
         self._check_choice("generation_backend", GENERATION_BACKENDS)
+        self._check_choice("micro_batching", MICRO_BATCHINGS)
         self._check_choice("workflow", ("mas", "single", "ensemble"))
         try:
             pettingllms.spec(self.env_id)  # a namespaced id (textarena/...) is resolved here

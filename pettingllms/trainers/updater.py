@@ -26,6 +26,7 @@ from pettingllms.trainers.activation_checkpointing import (
 )
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.devices import pin_device
+from pettingllms.trainers.micro_batches import micro_batches
 from pettingllms.trainers.sharding import (
     full_model_state,
     full_optimizer_state,
@@ -128,8 +129,9 @@ class PolicyUpdater(GRPOTrainerAdapter):
         """Add the gradient of the loss of all `samples`, as one batch, to `.grad`; return that loss (this rank's
         share of it under a launcher).
 
-        The samples are cut into micro-batches of `per_device_train_batch_size` and each micro-batch's loss is
-        weighted by its share of the batch, so that every sample weighs what it would in one batch however the
+        The samples are cut into micro-batches (`micro_batches`: by count, `per_device_train_batch_size` rows
+        each, or packed by a token budget of that many longest rows, `micro_batching`) and each micro-batch's loss
+        is weighted by its share of the batch, so that every sample weighs what it would in one batch however the
         cut falls: TRL divides each micro-batch's mean by the number of micro-batches, which gives a sample of
         a short last micro-batch up to `per_device_train_batch_size` times the weight of the others. The share
         is the micro-batch's fraction of the samples for the losses that average over sequences (grpo, sapo,
@@ -138,8 +140,7 @@ class PolicyUpdater(GRPOTrainerAdapter):
         over the ranks, the sharded model sums the gradients (`sharding`), and a rank with fewer micro-batches
         runs weightless ones until every rank has run as many.
         """
-        size = self.args.per_device_train_batch_size
-        chunks = [samples[start : start + size] for start in range(0, len(samples), size)]
+        chunks = micro_batches(samples, self.args.per_device_train_batch_size, self.args.micro_batching)
         total_samples, total_tokens = self.world.sum(
             [len(samples), sum(len(sample.generation.completion_ids) for sample in samples)]
         )
