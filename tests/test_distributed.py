@@ -230,6 +230,7 @@ def test_a_vllm_engine_sleeps_through_its_policys_update_and_wakes_before_the_sy
 
 
 @pytest.mark.vllm
+@pytest.mark.slow  # ~6 minutes: outside CI's 45-minute budget (the README lists it); run with -m vllm
 def test_each_rank_runs_its_own_vllm_engines_and_serves_the_updated_weights(tiny_model, tmp_path):
     """Under torchrun each rank starts one vLLM engine per policy, each in a process of its own that sees a world
     of one (where vLLM's sleep mode allows it: one sleeping engine per process), syncs it from the FSDP2 shards
