@@ -62,6 +62,7 @@ from pettingllms.trainers.devices import visible_gpus
 from pettingllms.trainers.learning_curve import CurveLabels, save_learning_curve
 from pettingllms.trainers.memory_plan import Hardware, apply_plan, plan_run
 from pettingllms.trainers.policy_set import PolicySet, build_policies
+from pettingllms.trainers.side_by_side import update_and_sync
 from pettingllms.trainers.trackers import Trackers
 
 TRAIN_SEED_BASE = 1_000_000
@@ -319,18 +320,20 @@ class ATGRPOTrainer:
         rollout_s = time.perf_counter() - start
         self._check_prompt_lengths(rollout)
         train_samples, stds = self._advantages(rollout.samples)
-        start = time.perf_counter()
         routed: dict[str, list[Sample]] = defaultdict(list)
         for sample in train_samples:
             routed[sample.policy].append(sample)
-        update_metrics = {name: policy.update(routed[name]) for name, policy in self.policies.handles.items()}
-        # a policy without samples on any rank was not updated: nothing to sync (the ranks decide together)
-        trained = self.world.sum([len(routed[name]) for name in self.policies.handles])
-        update_s, start = time.perf_counter() - start, time.perf_counter()
-        for count, policy in zip(trained, self.policies.handles.values(), strict=True):
-            if count:
-                policy.sync()
-        sync_s = time.perf_counter() - start
+        names = list(self.policies.handles)
+
+        def trained() -> dict[str, int]:  # over every rank: a policy no rank trained is not synced
+            return dict(zip(names, self.world.sum([len(routed[name]) for name in names]), strict=True))
+
+        phase = update_and_sync(self.policies.handles, routed, trained, self.world)
+        update_metrics = {  # each policy's own seconds; timing/update_s is the phase's wall time, syncs included
+            name: {**values, "update_s": phase.update_seconds[name], "sync_s": phase.sync_seconds.get(name, 0.0)}
+            for name, values in phase.metrics.items()
+        }
+        update_s, sync_s = phase.wall_seconds, sum(phase.sync_seconds.values())
         self.step += 1
         if args.dump_rollouts:
             self._dump(rollout)

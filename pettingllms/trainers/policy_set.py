@@ -68,6 +68,9 @@ class PolicyHandle(Protocol):
     """
 
     backend: SeededBackend
+    lane: str
+    """What this policy's update must not share in time: policies of one lane update one after another, of
+    different lanes side by side (`pettingllms.trainers.side_by_side`)."""
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]: ...
 
@@ -92,6 +95,11 @@ class LocalPolicy:
     sleeper: Any = None
     """A vLLM engine that sleeps while this policy's update runs (it frees the GPU memory they share) and wakes
     before `sync` loads the new weights into it."""
+
+    @property
+    def lane(self) -> str:
+        """Its device: two updates on one device compete for its memory and compute."""
+        return f"device:{self.updater.args.device}"
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         if self.sleeper is None:
@@ -118,6 +126,11 @@ class LocalPolicy:
 
 class AdapterPolicy(LocalPolicy):
     """A policy that is one LoRA adapter of a PEFT model shared by every policy of the run."""
+
+    @property
+    def lane(self) -> str:
+        """The shared PEFT model's: its updates switch that model's active adapter."""
+        return "lora-shared-model"
 
     def save_weights(self, checkpoint: CheckpointLayout) -> None:
         # PEFT writes an adapter not named "default" into a sub-folder named after it: peft/<name>/

@@ -167,6 +167,11 @@ class RayPolicy:
     backend: RemoteBackend
     worker: Any
 
+    @property
+    def lane(self) -> str:
+        """Its own: its update worker is an actor with resources of its own."""
+        return f"ray:{self.name}"
+
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         import ray
 

@@ -1,0 +1,94 @@
+"""The update phase of a step: every policy's update, each followed by its own sync, side by side where they can be.
+
+Every `PolicyHandle` names its `lane`: what it must not share in time with another policy. A policy in this process
+has its device's lane (two updates on one GPU would compete for its memory and compute, on the CPU for its
+cores); the LoRA adapters of one shared PEFT model share one lane (they switch its active adapter); a policy on Ray
+has a lane of its own (its update worker is an actor with its own GPU). `update_and_sync` runs each lane in a
+thread of its own: the policies of a lane one after another, each policy's sync right after its own update (its
+rollout server gets the new weights while other lanes still train), lanes at the same time. With one lane
+(everything on the CPU, or on one GPU) that is the serial order of `handles`, as before.
+
+Under a launcher (torchrun) every rank's collectives must come in one order, so the ranks update one policy after
+another, in `handles`' order, and sync after all of them, whatever the lanes (`world.size > 1`).
+
+A policy is synced when some rank trained it (`trained[name] > 0`): a policy without samples was not updated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pettingllms.parallel.world import SINGLE_PROCESS, World
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdatePhase:
+    """What the phase did: each policy's update metrics, its update and sync seconds, and the phase's wall time."""
+
+    metrics: dict[str, dict[str, float]]
+    update_seconds: dict[str, float]
+    sync_seconds: dict[str, float]
+    wall_seconds: float
+
+
+def lanes(handles: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Policy names by lane, in `handles`' order (module docstring)."""
+    by_lane: dict[str, list[str]] = {}
+    for name, handle in handles.items():
+        by_lane.setdefault(handle.lane, []).append(name)
+    return by_lane
+
+
+def update_and_sync(
+    handles: Mapping[str, Any],
+    routed: Mapping[str, Sequence[Any]],
+    trained: Callable[[], Mapping[str, int]] | Mapping[str, int],
+    world: World = SINGLE_PROCESS,
+) -> UpdatePhase:
+    """Update every policy on its `routed` samples and sync the trained ones (module docstring). `trained`: how
+    many samples each policy was trained on over every rank, or a function that asks the ranks (a collective, run
+    after the updates under a launcher)."""
+    start = time.perf_counter()
+    metrics: dict[str, dict[str, float]] = {}
+    updates: dict[str, float] = {}
+    syncs: dict[str, float] = {}
+
+    def update(name: str) -> None:
+        began = time.perf_counter()
+        metrics[name] = handles[name].update(routed.get(name, []))
+        updates[name] = time.perf_counter() - began
+
+    def sync(name: str) -> None:
+        began = time.perf_counter()
+        handles[name].sync()
+        syncs[name] = time.perf_counter() - began
+
+    if world.size > 1:
+        for name in handles:
+            update(name)
+        counts = trained() if callable(trained) else trained
+        for name in handles:
+            if counts[name]:
+                sync(name)
+    else:
+        counts = trained() if callable(trained) else trained
+
+        def lane(names: list[str]) -> None:
+            for name in names:
+                update(name)
+                if counts[name]:
+                    sync(name)
+
+        groups = list(lanes(handles).values())
+        if len(groups) == 1:
+            lane(groups[0])
+        else:
+            with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="update-lane") as pool:
+                for future in [pool.submit(lane, names) for names in groups]:
+                    future.result()  # an update's exception is raised here, after every lane has ended
+    ordered = {name: metrics[name] for name in handles}
+    return UpdatePhase(ordered, updates, syncs, time.perf_counter() - start)
