@@ -30,10 +30,10 @@ class TimedBackend:
     def __init__(self, backend):
         self.backend, self.seconds = backend, 0.0
 
-    def generate(self, prompts, n, sampling):
+    def generate(self, prompts, n, sampling, seeds=None):
         start = time.perf_counter()
         try:
-            return self.backend.generate(prompts, n, sampling)
+            return self.backend.generate(prompts, n, sampling, seeds)
         finally:
             self.seconds += time.perf_counter() - start
 
@@ -76,6 +76,7 @@ def rollout_overhead(make_backend, model: str) -> dict:
         dict.fromkeys(backends, sampling),
         num_generations=4,
         seed=0,
+        schedule="lockstep",  # one call at a time: the time inside generate is a part of the wall time
     )
     engine.collect(range(100, 104), {"split": "train"})  # warm-up
     for backend in backends.values():

@@ -158,7 +158,7 @@ def test_trajectory_turn_rollouts_carry_returns_to_go_grouped_by_turn_index():
     engine = RolloutEngine(env_fn, {"p": Scripted()}, {"plan": "p"}, {"p": SamplingConfig()}, num_generations=2,
                            grouping="trajectory_turn")  # fmt: skip
     rollout = engine.collect([1])
-    assert [(s.group_id, s.episode) for s in rollout.samples] == [("0/0/plan", 0), ("0/0/plan", 1), ("0/1/plan", 0),
+    assert [(s.group_id, s.episode) for s in rollout.samples] == [("0/0/plan", 0), ("0/1/plan", 0), ("0/0/plan", 1),
                                                                   ("0/1/plan", 1)]  # fmt: skip
     for episode, result in enumerate(rollout.episodes):
         steps = [s for s in rollout.samples if s.episode == episode]

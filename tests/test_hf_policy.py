@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import random
 
 import numpy as np
@@ -84,6 +85,64 @@ def test_seeding_is_private_and_reproducible(parts):
     assert torch.equal(torch_state, torch.get_rng_state())
     assert python_state == random.getstate()
     assert np.array_equal(numpy_state[1], np.random.get_state()[1])
+
+
+def test_request_seeds_make_a_prompts_samples_independent_of_the_rest_of_the_call(parts):
+    """With `seeds`, prompt i's n samples come from its own seed: the same alone, in another order, split over
+    calls, and from a policy built with another seed (the rollout engine's schedules rely on this)."""
+    together = ids(policy(parts, seed=1).generate(PROMPTS, 3, SAMPLED, seeds=[10, 20, 30]))
+    backend = policy(parts, seed=2)
+    alone = [
+        ids(backend.generate([prompt], 3, SAMPLED, seeds=[seed]))[0]
+        for prompt, seed in zip(PROMPTS, [10, 20, 30])
+    ]
+    reversed_order = ids(backend.generate(PROMPTS[::-1], 3, SAMPLED, seeds=[30, 20, 10]))[::-1]
+    assert together == alone == reversed_order
+    assert len({c for group in together for c in group}) > 3  # the n samples of a prompt still differ
+    assert ids(backend.generate(PROMPTS, 3, SAMPLED, seeds=[11, 20, 30]))[0] != together[0]
+    with pytest.raises(ValueError, match="2 seeds for 3 prompts"):
+        backend.generate(PROMPTS, 1, SAMPLED, seeds=[1, 2])
+
+
+def test_the_reserved_kv_cache_decodes_what_the_growing_cache_decodes(parts):
+    """The in-place cache (`kv_reserve`) against transformers' concatenating one, on rows that end at different
+    steps (a stop string and eos take rows out of the batch): the same tokens and log-probs."""
+    _, tokenizer = parts
+    free = policy(parts).generate(PROMPTS, 1, GREEDY)
+    # the commonest character of the free completions: rows stop at it after different numbers of tokens
+    stop = collections.Counter("".join(g.text for (g,) in free)).most_common(1)[0][0]
+    for sampling in (SamplingConfig(temperature=0.0, max_new_tokens=24, stop=(stop,)),
+                     SamplingConfig(temperature=1.0, max_new_tokens=24, stop=(stop,))):  # fmt: skip
+        fast = policy(parts, seed=3).generate(PROMPTS, 3, sampling, seeds=[1, 2, 3])
+        slow = policy(parts, seed=3, reserve_cache=False).generate(PROMPTS, 3, sampling, seeds=[1, 2, 3])
+        assert ids(fast) == ids(slow)
+        assert (
+            len({len(g.completion_ids) for group in fast for g in group}) > 1
+        )  # rows ended at different steps
+        for a, b in zip([g for group in fast for g in group], [g for group in slow for g in group]):
+            assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+
+
+def test_a_reserved_cache_layer_writes_in_place_and_doubles_when_full():
+    from transformers import DynamicCache
+
+    from pettingllms.backends.kv_reserve import ReservedLayer, reserve
+
+    cache = DynamicCache()
+    keys = torch.arange(2 * 1 * 3 * 2, dtype=torch.float32).reshape(2, 1, 3, 2)
+    cache.update(keys, -keys, 0)
+    assert reserve(cache, 1) == 1 and isinstance(cache.layers[0], ReservedLayer)
+    layer = cache.layers[0]
+    buffer = layer.key_buffer
+    step = torch.full((2, 1, 1, 2), 7.0)
+    cache.update(step, -step, 0)
+    assert layer.key_buffer is buffer and cache.get_seq_length() == 4  # written in place
+    cache.update(torch.cat([step, step], -2), -torch.cat([step, step], -2), 0)  # past the room: it doubles
+    assert layer.key_buffer.shape[-2] == 8 and cache.get_seq_length() == 6
+    torch.testing.assert_close(layer.keys, torch.cat([keys, step, step, step], -2))
+    torch.testing.assert_close(layer.values, -layer.keys)
+    cache.batch_select_indices(torch.tensor([1]))
+    torch.testing.assert_close(layer.keys, torch.cat([keys, step, step, step], -2)[1:])
 
 
 def test_greedy_is_deterministic_and_top_filters_reduce_to_it(parts):
@@ -235,7 +294,7 @@ class ScriptedSampler(HFPolicy):
         super().__init__(*parts)
         self.script, self.steps = list(script), 0
 
-    def _sample_next(self, logits, sampling):
+    def _sample_next(self, logits, sampling, generators):
         self.steps += 1
         return torch.full((logits.shape[0],), self.script[self.steps - 1], dtype=torch.long)
 

@@ -78,5 +78,9 @@ def test_it_trains_one_step(tmp_path_factory, tmp_path, one_torch_thread):
     from letters import build_imitation_model, train_one_step
 
     model = build_imitation_model(tmp_path_factory.mktemp("relay"), RECIPE_ID)
-    changed = train_one_step(model, tmp_path, RECIPE_ID, "--max_completion_length", "16")
+    # enough instances that each role has a group whose candidates differ in reward (a group without one trains
+    # nothing, and which groups have one depends on the sampled completions)
+    changed = train_one_step(
+        model, tmp_path, RECIPE_ID, "--max_completion_length", "16", "--instances_per_step", "6"
+    )
     assert changed == {"listener": True, "speaker": True}

@@ -493,7 +493,9 @@ def test_the_observer_sees_every_committed_step_and_changes_nothing():
     assert [s.to_row(0) for s in watched.samples] == [s.to_row(0) for s in plain.samples]
     committed = [s for s in watched.samples if s.committed]
     assert len(recorder.steps) == len(committed)
-    for (step, _), sample in zip(recorder.steps, committed):
+    # each episode's steps come in play order; episodes interleave as their requests return (async schedule)
+    observed = sorted((step for step, _ in recorder.steps), key=lambda step: step.instance)
+    for step, sample in zip(observed, committed, strict=True):
         chosen = step.candidates[step.chosen]
         assert (step.instance, step.turn, step.agent, step.prompt) == (
             sample.instance,

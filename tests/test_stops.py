@@ -305,7 +305,7 @@ def fake_vllm(script, eos, calls):
     def run(requests, decode, stops):
         calls.append(requests)
         outputs = []
-        for prompt, count, max_tokens in requests:
+        for prompt, count, max_tokens in [(r.ids, r.count, r.max_tokens) for r in requests]:
             done, ids, reason = len(prompt) - 1, [], (None, "length")
             for token in script[done : done + max_tokens]:
                 ids.append(token)
@@ -342,7 +342,7 @@ def fake_vllm(script, eos, calls):
 def test_vllm_completions_stopped_inside_a_block_are_continued_and_cut_by_the_rule(
     tokenizer, completion, cut, continuations, opened
 ):
-    from pettingllms.backends.vllm_engine import sample_with_stop_rule
+    from pettingllms.backends.vllm_engine import StopRuleRequest, sample_with_stop_rule
 
     def decode(ids):
         return tokenizer.decode(list(ids), skip_special_tokens=True)
@@ -368,18 +368,17 @@ def test_vllm_completions_stopped_inside_a_block_are_continued_and_cut_by_the_ru
         assert generation.thinking_open == opened and (
             not opened or generation.action == "<answer>R</answer>"
         )
-    assert len(calls) == 1 + continuations and calls[0] == [([7], 2, len(script))]
+    assert len(calls) == 1 + continuations and calls[0] == [StopRuleRequest([7], 2, len(script))]
     for requests in calls[1:]:  # each sample goes on from its own tokens, for the budget left
         assert all(
-            prompt[0] == 7 and count == 1 and len(prompt) - 1 + left == len(script)
-            for prompt, count, left in requests
+            r.ids[0] == 7 and r.count == 1 and len(r.ids) - 1 + r.max_tokens == len(script) for r in requests
         )
 
 
 def test_a_vllm_prompt_near_the_engines_context_gets_the_room_left_and_ends_truncated(tokenizer):
     """The engine's `max_model_len` is the planned longest row; a longer prompt than planned gets a shorter
     completion (marked truncated, as at the budget), not a crashed step; a continuation stops at the context too."""
-    from pettingllms.backends.vllm_engine import sample_with_stop_rule
+    from pettingllms.backends.vllm_engine import StopRuleRequest, sample_with_stop_rule
 
     def decode(ids):
         return tokenizer.decode(list(ids), skip_special_tokens=True)
@@ -392,8 +391,8 @@ def test_a_vllm_prompt_near_the_engines_context_gets_the_room_left_and_ends_trun
     (group,) = sample_with_stop_rule(
         lambda requests: engine(requests, decode, sampling.stop), [[7]], 1, sampling, decode, context=1 + room
     )
-    assert calls[0] == [([7], 1, room)]
-    assert all(len(prompt) + left <= 1 + room for requests in calls for prompt, _, left in requests)
+    assert calls[0] == [StopRuleRequest([7], 1, room)]
+    assert all(len(r.ids) + r.max_tokens <= 1 + room for requests in calls for r in requests)
     (generation,) = group
     assert list(generation.completion_ids) == script[:room] and generation.truncated
 

@@ -77,6 +77,30 @@ def test_sampling_is_seeded_by_the_policy_and_returns_n_distinct_logprobbed_samp
     assert all(len(g.logprobs) == len(g.completion_ids) for group in first for g in group)
 
 
+def test_concurrent_calls_share_the_engine_and_request_seeds_fix_each_prompts_samples(engine, prompts):
+    """Calls from several threads at once go through one engine (continuous batching across calls): each returns
+    its own prompts' completions, and with request seeds those are the completions of one call with every prompt,
+    whatever the grouping, and those of the HF backend's seeding rule (the j-th of n seeded seed + j) in vLLM."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=12)
+    seeds = [100 + 7 * i for i in range(len(prompts))]
+    together = engine.generate(prompts, 3, sampling, seeds)
+    steps = engine.engine_steps
+    with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
+        apart = list(
+            pool.map(lambda i: engine.generate([prompts[i]], 3, sampling, [seeds[i]])[0], range(len(prompts)))
+        )
+    assert engine.engine_steps > steps
+    ids = [[g.completion_ids for g in group] for group in together]
+    assert [[g.completion_ids for g in group] for group in apart] == ids
+    assert all(len(set(group)) > 1 for group in ids)  # the n samples of a prompt differ
+    other = engine.generate(prompts[:1], 3, sampling, [seeds[0] + 1])
+    assert [g.completion_ids for g in other[0]][:2] == ids[0][
+        1:
+    ]  # sample j of seed s is sample j + 1 of s - 1
+
+
 def test_a_large_seeded_batch_runs_on_cpu(engine, prompts):
     """Many long seeded prompts at once: with chunked prefill vLLM's CPU path crashed ("CPU Generator does not use
     offset") when it rewound a partially prefilled request's generator."""

@@ -1,8 +1,11 @@
 """The policy-backend interface, and a scripted backend for tests and baselines.
 
 A backend turns prompts (agents' observations) into sampled completions. The rollout engine calls
-`generate(prompts, n=K, sampling=...)` once per agent step for all instances at once and gets, for each prompt,
-`n` `Generation`s. Backends that serve a trainable model also return token ids (and optionally log-probs) so that
+`generate(prompts, n=K, sampling=..., seeds=...)` with the prompts that are ready (one state's, or several
+episodes' batched together) and gets, for each prompt, `n` `Generation`s. `seeds` (one per prompt) make a prompt's
+completions depend on its own seed alone, not on the other prompts of the call or on earlier calls: the engine
+then gets the same samples whatever order its requests are served in. A backend whose `generate` has no `seeds`
+parameter is called without it and draws from its own generator (`call_seeded`). Backends that serve a trainable model also return token ids (and optionally log-probs) so that
 the update needs no re-tokenization. Implementations: `ScriptedPolicy` (here), the in-process Hugging Face
 backend (`pettingllms.backends.hf`); vLLM, OpenAI-compatible and Ray-placed servers plug in behind the same
 method.
@@ -11,6 +14,8 @@ method.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -121,7 +126,8 @@ class StatePolicy(Protocol):
     """A policy that reads the environments' state rather than the prompt: the random and oracle baselines.
 
     The rollout engine calls `generate_from_state(envs, agent, n)` instead of `generate` for it: for each env (whose
-    `agent_selection` is `agent`), `n` `Generation`s. Such a policy serves no trainable model.
+    `agent_selection` is `agent`), `n` `Generation`s; with `seeds=` where the method takes them (`call_seeded`).
+    Such a policy serves no trainable model.
     """
 
     def generate_from_state(self, envs: Sequence[Any], agent: str, n: int) -> list[list[Generation]]: ...
@@ -147,11 +153,17 @@ class SeededBackend(Protocol):
 
 @runtime_checkable
 class PolicyBackend(Protocol):
-    """Anything that samples completions: `generate(prompts, n, sampling) -> [[Generation] * n] * len(prompts)`."""
+    """Anything that samples completions: `generate(prompts, n, sampling) -> [[Generation] * n] * len(prompts)`,
+    optionally taking `seeds` (module docstring). `serves_concurrently = True` on a backend tells the engine that
+    overlapping calls are safe and batched by the backend itself (vLLM's engine loop, an HTTP endpoint)."""
 
     def generate(
         self, prompts: Sequence[str], n: int, sampling: SamplingConfig
     ) -> list[list[Generation]]: ...
+
+
+CALLING_THREAD = "calling-thread"
+"""A backend `lane` (read by `pettingllms.rollout.scheduler`): its calls run in the thread that runs the episodes."""
 
 
 class NumpySeeded:
@@ -172,16 +184,51 @@ class NumpySeeded:
 class ScriptedPolicy(NumpySeeded):
     """A backend driven by a Python function, for tests, baselines and demos.
 
-    `respond(prompt, rng) -> str` is called `n` times per prompt with one seeded `numpy.random.Generator`, so
-    the same seed gives the same completions.
+    `respond(prompt, rng) -> str` is called `n` times per prompt with a seeded `numpy.random.Generator`: the
+    policy's own (same seed, same calls, same completions), or with `seeds` one generator per prompt seeded by its
+    seed (same seed, same completions, whatever else the call holds).
     """
 
     def __init__(self, respond: Callable[[str, np.random.Generator], str], seed: int = 0):
         self.respond = respond
         self.rng = np.random.default_rng(seed)
 
-    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
-        return [[Generation(self.respond(prompt, self.rng)) for _ in range(n)] for prompt in prompts]
+    def generate(
+        self, prompts: Sequence[str], n: int, sampling: SamplingConfig, seeds: Sequence[int] | None = None
+    ) -> list[list[Generation]]:
+        generators = request_generators(self.rng, seeds, len(prompts))
+        return [
+            [Generation(self.respond(prompt, rng)) for _ in range(n)]
+            for prompt, rng in zip(prompts, generators, strict=True)
+        ]
+
+
+def request_generators(
+    own: np.random.Generator, seeds: Sequence[int] | None, count: int
+) -> list[np.random.Generator]:
+    """One NumPy generator per prompt: seeded by `seeds[i]`, or the backend's `own` generator for every prompt when
+    `seeds` is None."""
+    if seeds is None:
+        return [own] * count
+    if len(seeds) != count:
+        raise ValueError(f"{len(seeds)} seeds for {count} prompts")
+    return [np.random.default_rng(int(seed)) for seed in seeds]
+
+
+def call_seeded(method: Callable[..., Any], seeds: Sequence[int], *args: Any) -> Any:
+    """`method(*args, seeds=seeds)` where `method` has a `seeds` parameter, else `method(*args)` (a backend that
+    draws from its own generator)."""
+    if _takes_seeds(getattr(method, "__func__", method)):
+        return method(*args, seeds=list(seeds))
+    return method(*args)
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_seeds(function: Callable[..., Any]) -> bool:
+    try:
+        return "seeds" in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
 
 
 # ----------------------------------------------------------------- stop strings

@@ -9,11 +9,14 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
   `shared_prefix.prefill`: each token of the prompts' prefix tree is computed once, so the `n` samples of a group
   share one prompt computation and prompts that begin alike share their beginning; `max_batch_rows` may split a
   call into several batches, never inside a group.
-- Sampling is this module's own loop over that KV cache, with an `attention_mask` and `position_ids` that make the
-  padding invisible: under greedy decoding a prompt gets the same completion alone or in a batch (up to
-  floating-point ties). Random draws come only from the policy's `torch.Generator`, seeded at construction, so
-  two policies built with the same seed and called the same way return the same completions; global RNGs are
-  neither read nor changed.
+- Sampling is this module's own loop over that KV cache (room for the completion reserved once and each token
+  written in place, `kv_reserve`, unless `reserve_cache=False`), with an `attention_mask` and `position_ids` that
+  make the padding invisible: under greedy decoding a prompt gets the same completion alone or in a batch (up to
+  floating-point ties). Random draws come from the policy's `torch.Generator`, seeded at construction, so two
+  policies built with the same seed and called the same way return the same completions; with `seeds` (one per
+  prompt), the j-th completion of prompt i draws from a generator of its own seeded `seeds[i] + j` (vLLM seeds the
+  j-th of `n` the same way), so a prompt's completions do not depend on what else the call holds (up to the
+  floating-point effects of batching on the logits). Global RNGs are neither read nor changed.
 - `temperature == 0` is greedy (argmax); otherwise logits are divided by the temperature, then `top_k`
   (0 = off) and `top_p` (nucleus) filter them. A row ends at an eos token (the tokenizer's and the model's
   generation config's `eos_token_id`s, e.g. `<|im_end|>`), when a stop string fires in its decoded completion
@@ -43,8 +46,15 @@ from typing import Any
 
 import torch
 
-from pettingllms.backends.base import Generation, SamplingConfig, StopDetector, prompt_ids_open_thinking
+from pettingllms.backends.base import (
+    CALLING_THREAD,
+    Generation,
+    SamplingConfig,
+    StopDetector,
+    prompt_ids_open_thinking,
+)
 from pettingllms.backends.chat import chat_prompt_ids
+from pettingllms.backends.kv_reserve import reserve
 from pettingllms.backends.shared_prefix import cache_keyword, prefill
 from pettingllms.backends.weights import WeightStream, mapping_stream
 
@@ -70,6 +80,8 @@ class HFPolicy:
         seed: seed of the policy's own `torch.Generator`.
         device: where the model runs and the generator lives.
         max_batch_rows: the most rows (prompts x n) in one forward batch; None puts a whole call in one batch.
+        reserve_cache: decode into a KV cache with room reserved for the completion (`kv_reserve`), written in place;
+            False grows transformers' dynamic cache by concatenation (the whole cache copied every token).
     """
 
     def __init__(
@@ -80,6 +92,7 @@ class HFPolicy:
         device: str | torch.device = "cpu",
         *,
         max_batch_rows: int | None = None,
+        reserve_cache: bool = True,
     ):
         if tokenizer.chat_template is None:
             raise ValueError("the tokenizer has no chat template; HFPolicy renders prompts as chat messages")
@@ -90,6 +103,7 @@ class HFPolicy:
         self.tokenizer = tokenizer
         self.seed = seed
         self.max_batch_rows = max_batch_rows
+        self.reserve_cache = reserve_cache
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -98,6 +112,8 @@ class HFPolicy:
         self.pad_token_id = int(pad)
         self.eos_token_ids = _eos_ids(tokenizer, model)
         self._cache_keyword = cache_keyword(model)
+        self.forward_passes = 0
+        """Decoding forward passes run so far (one per new token of a batch; prefills not counted)."""
 
     @classmethod
     def from_pretrained(
@@ -118,6 +134,13 @@ class HFPolicy:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=dtype)
         return cls(model, tokenizer, seed=seed, device=device, **kwargs)
+
+    @property
+    def lane(self) -> str:
+        """Where the rollout engine runs its calls (`rollout.scheduler`): on the CPU in the engine's own thread,
+        else on one thread per device, in turn with the other HF backends of that device (they would only compete
+        for it)."""
+        return CALLING_THREAD if self.device.type == "cpu" else f"device:{self.device}"
 
     def reseed(self, seed: int) -> None:
         """Start the policy's generator afresh from `seed` (`SeededBackend`)."""
@@ -153,17 +176,25 @@ class HFPolicy:
         """The token ids of `prompt` as one user message with the generation prompt (what the model is fed)."""
         return chat_prompt_ids(self.tokenizer, prompt, enable_thinking=enable_thinking)
 
-    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+    def generate(
+        self, prompts: Sequence[str], n: int, sampling: SamplingConfig, seeds: Sequence[int] | None = None
+    ) -> list[list[Generation]]:
         """For each prompt, `n` sampled `Generation`s (see the module docstring)."""
         encoded = [self.prompt_ids(prompt, sampling.enable_thinking) for prompt in prompts]
-        return self.generate_from_ids(encoded, n, sampling)
+        return self.generate_from_ids(encoded, n, sampling, seeds)
 
     def generate_from_ids(
-        self, encoded: Sequence[Sequence[int]], n: int, sampling: SamplingConfig
+        self,
+        encoded: Sequence[Sequence[int]],
+        n: int,
+        sampling: SamplingConfig,
+        seeds: Sequence[int] | None = None,
     ) -> list[list[Generation]]:
         """`generate` for prompts given as token ids (already rendered: a multi-turn context, for instance)."""
         if n < 1:
             raise ValueError(f"n={n} must be positive")
+        if seeds is not None and len(seeds) != len(encoded):
+            raise ValueError(f"{len(seeds)} seeds for {len(encoded)} prompts")
         encoded = [list(ids) for ids in encoded]
         limit = getattr(self.model.config, "max_position_embeddings", None)
         longest = max((len(ids) for ids in encoded), default=0)
@@ -181,17 +212,27 @@ class HFPolicy:
                 for start in range(0, len(encoded), per_batch):
                     chunk = encoded[start : start + per_batch]
                     rows = [ids for ids in chunk for _ in range(n)]
-                    generations = self._sample(rows, sampling)
+                    row_seeds = (
+                        None
+                        if seeds is None
+                        else [int(seed) + j for seed in seeds[start : start + per_batch] for j in range(n)]
+                    )
+                    generations = self._sample(rows, sampling, row_seeds)
                     results += [generations[i * n : (i + 1) * n] for i in range(len(chunk))]
         finally:
             self.model.train(was_training)
         return results
 
     # ----------------------------------------------------------------- the sampling loop
-    def _sample(self, rows: list[list[int]], sampling: SamplingConfig) -> list[Generation]:
+    def _sample(
+        self, rows: list[list[int]], sampling: SamplingConfig, row_seeds: list[int] | None
+    ) -> list[Generation]:
         batch = len(rows)
+        generators = None if row_seeds is None else [self._generator(seed) for seed in row_seeds]
         start = prefill(self.model, rows, pad_token_id=self.pad_token_id, device=self.device)
         cache, attention, next_position = start.cache, start.attention_mask, start.next_positions
+        if self.reserve_cache:
+            reserve(cache, sampling.max_new_tokens)
         logits = start.last_logits
 
         completions: list[list[int]] = [[] for _ in rows]
@@ -205,7 +246,9 @@ class HFPolicy:
         )
         active = list(range(batch))  # the rows still generating, in the order of the batch's tensors
         for step in range(sampling.max_new_tokens):
-            tokens = self._sample_next(logits, sampling)
+            tokens = self._sample_next(
+                logits, sampling, None if generators is None else [generators[row] for row in active]
+            )
             chosen = torch.log_softmax(logits.float(), dim=-1).gather(-1, tokens[:, None])[:, 0]
             going = []
             for position, (row, token, logprob) in enumerate(zip(active, tokens.tolist(), chosen.tolist())):
@@ -243,6 +286,7 @@ class HFPolicy:
 
     def _forward(self, input_ids, attention, positions, cache) -> torch.Tensor:
         """Run the model on new tokens, extending `cache`; return the last position's logits, (batch, vocab)."""
+        self.forward_passes += 1
         output = self.model(
             input_ids=input_ids,
             attention_mask=attention,
@@ -253,8 +297,16 @@ class HFPolicy:
         )
         return output.logits[:, -1, :]
 
-    def _sample_next(self, logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
-        """The next token of every row: argmax at temperature 0, else a draw from the filtered distribution."""
+    def _generator(self, seed: int) -> torch.Generator:
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(seed)
+        return generator
+
+    def _sample_next(
+        self, logits: torch.Tensor, sampling: SamplingConfig, generators: list[torch.Generator] | None
+    ) -> torch.Tensor:
+        """The next token of every row: argmax at temperature 0, else a draw from the filtered distribution (from
+        the policy's generator, or row i's from `generators[i]`)."""
         if sampling.temperature == 0:
             return logits.argmax(dim=-1)
         scores = logits.float() / sampling.temperature
@@ -268,7 +320,14 @@ class HFPolicy:
             drop = (mass_before >= sampling.top_p).scatter(-1, order, mass_before >= sampling.top_p)
             scores = scores.masked_fill(drop, float("-inf"))
         probs = torch.softmax(scores, dim=-1)
-        return torch.multinomial(probs, 1, generator=self.generator)[:, 0]
+        if generators is None:
+            return torch.multinomial(probs, 1, generator=self.generator)[:, 0]
+        return torch.cat(
+            [
+                torch.multinomial(row[None], 1, generator=g)[:, 0]
+                for row, g in zip(probs, generators, strict=True)
+            ]
+        )
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)

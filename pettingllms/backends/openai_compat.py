@@ -3,8 +3,9 @@
 For evaluation and for frozen teammates (a trained coder with an API tester): it returns text only, no token ids,
 so it cannot be trained. Each prompt is one chat request (`messages=[{"role": "user", "content": prompt}]`) asking
 for `n` choices with the policy's sampling (`temperature`, `top_p`, `max_tokens`, `stop`; `top_k` is sent as an
-extra field only when set, as vLLM accepts it). Requests for different prompts run concurrently (at most
-`max_concurrency`). As with the model backends, a completion that ended at a stop string keeps it at the end of its
+extra field only when set, as vLLM accepts it; `seed` when the caller gives request seeds and the sampling is
+not greedy). Requests for different prompts run concurrently, at most `max_concurrency` in flight across every
+call (calls may overlap: `serves_concurrently`). As with the model backends, a completion that ended at a stop string keeps it at the end of its
 text: OpenAI-style servers drop it, so it is restored when the server names the matched string (vLLM's
 `stop_reason`, SGLang's `matched_stop`); a server that does not say which stop string matched returns the cut text.
 
@@ -26,6 +27,7 @@ answers without `n` choices, raise `EndpointError` with the status and the serve
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -86,14 +88,27 @@ class OpenAIPolicy:
         self.local_stops = local_stops
         self.requests = 0
         self.retries = 0
+        self._slots = threading.BoundedSemaphore(max_concurrency)
 
-    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+    serves_concurrently = True
+
+    def generate(
+        self, prompts: Sequence[str], n: int, sampling: SamplingConfig, seeds: Sequence[int] | None = None
+    ) -> list[list[Generation]]:
+        """`n` completions per prompt, one HTTP request per prompt (`seed` set from `seeds[i]` where given)."""
         if not prompts:
             return []
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"{len(seeds)} seeds for {len(prompts)} prompts")
+        request_seeds = [None] * len(prompts) if seeds is None else list(seeds)
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as executor:
-            return list(executor.map(lambda prompt: self._complete(prompt, n, sampling), prompts))
+            return list(
+                executor.map(
+                    lambda job: self._complete(job[0], n, sampling, job[1]), zip(prompts, request_seeds)
+                )
+            )
 
-    def _complete(self, prompt: str, n: int, sampling: SamplingConfig) -> list[Generation]:
+    def _complete(self, prompt: str, n: int, sampling: SamplingConfig, seed: int | None) -> list[Generation]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": str(prompt)}],
@@ -102,13 +117,16 @@ class OpenAIPolicy:
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_new_tokens,
         }
+        if seed is not None and sampling.temperature > 0:
+            body["seed"] = int(seed)
         if sampling.stop and not self.local_stops:
             body["stop"] = list(sampling.stop)
         if sampling.top_k:
             body["top_k"] = sampling.top_k
         if sampling.enable_thinking is not None:  # vLLM's and SGLang's servers pass these to the template
             body["chat_template_kwargs"] = {"enable_thinking": sampling.enable_thinking}
-        answer = self._post(body)
+        with self._slots:
+            answer = self._post(body)
         choices = sorted(answer.get("choices") or [], key=lambda choice: choice.get("index", 0))
         if len(choices) != n:
             raise EndpointError(f"{self.url} returned {len(choices)} choices for n={n}: {str(answer)[:300]}")

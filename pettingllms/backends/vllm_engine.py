@@ -13,9 +13,14 @@ run can switch backends without changing what the trainer sees:
   runs; `completion_ids` are every sampled token, the eos token or the token that
   completed a stop string included; `logprobs[i]` is the model's raw log-probability of `completion_ids[i]`
   (vLLM's default `logprobs_mode="raw_logprobs"`: before temperature, top-k and top-p);
-- every sampled request carries a seed drawn from the policy's own `numpy` generator (seeded at construction), so
-  the same seed and the same calls give the same completions; greedy requests draw nothing (as with `HFPolicy`,
-  a greedy evaluation does not shift later training samples); global RNGs are not used.
+- every sampled request carries a seed: `seeds[i]` for prompt i where the caller gives them (vLLM seeds the j-th of
+  its `n` completions `seeds[i] + j`, as `HFPolicy` does; a continuation under the stop rule is seeded from
+  `(seeds[i], j, round)`), else one drawn from the policy's own `numpy` generator (seeded at construction), so the
+  same seed and the same calls give the same completions; greedy requests draw nothing (as with `HFPolicy`, a
+  greedy evaluation does not shift later training samples); global RNGs are not used.
+- calls may come from several threads at once (`serves_concurrently`): each adds its requests to the one engine
+  and the callers take turns stepping it, so vLLM's continuous batching sees every request in flight and each call
+  returns as soon as its own requests have finished (`_EngineLoop`).
 
 Weights: the engine loads the model folder once; `sync_weights(model)` then pushes an updated `transformers`
 model's parameters into it (vLLM's worker method `reload_weights`, reached through the worker extension
@@ -54,9 +59,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,6 +87,7 @@ from pettingllms.backends.weights import (
     weight_chunks,
 )
 from pettingllms.core.errors import ConfigError
+from pettingllms.core.seeding import derive_seed
 
 CPU_KV_CACHE_BYTES = 1 << 30
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -90,6 +98,8 @@ WORKER_EXTENSION = "pettingllms.backends.vllm_worker.WeightSync"
 class VLLMPolicy(NumpySeeded):
     """Sample completions from a vLLM engine (see the module docstring for the contract).
 
+    `serves_concurrently`: `generate` may be called from several threads at once (module docstring).
+
     Args:
         model_path: a local folder holding a saved model and tokenizer (`save_pretrained`), or a Hugging Face
             id (`resolve_model`: its cached snapshot, downloaded once).
@@ -99,6 +109,8 @@ class VLLMPolicy(NumpySeeded):
         sleep_mode: free the engine's GPU memory between generations (`sleep` / `wake_up`; GPU only).
         device: where the engine's process runs (`cuda:N` of this process's GPUs; None: vLLM's choice).
     """
+
+    serves_concurrently = True
 
     def __init__(
         self,
@@ -141,6 +153,7 @@ class VLLMPolicy(NumpySeeded):
         placed = contextlib.nullcontext() if runs_in_process(options) else engine_process_environment(device)
         with placed:
             self.llm = LLM(**options)
+        self._loop = _EngineLoop(self.llm.llm_engine)
         self.sync_chunk_bytes = sync_chunk_bytes
         self.last_sync_chunks = 0
         self.sleeps = self.wakes = 0
@@ -159,12 +172,16 @@ class VLLMPolicy(NumpySeeded):
         return chat_prompt_ids(self.tokenizer, prompt, enable_thinking=enable_thinking)
 
     def generate(
-        self, prompts: Sequence[str], n: int, sampling: SamplingConfig, *, adapter: str | None = None
+        self,
+        prompts: Sequence[str],
+        n: int,
+        sampling: SamplingConfig,
+        seeds: Sequence[int] | None = None,
+        *,
+        adapter: str | None = None,
     ) -> list[list[Generation]]:
         """For each prompt, `n` sampled `Generation`s (see the module docstring), with the LoRA `adapter` if given
         (it must have been loaded by `sync_adapter`)."""
-        from vllm import SamplingParams
-
         if adapter is not None and adapter not in self._adapters:
             raise KeyError(
                 f"adapter {adapter!r} was never loaded (sync_adapter); loaded: {list(self._adapters)}"
@@ -181,34 +198,50 @@ class VLLMPolicy(NumpySeeded):
             )
         lora = self._adapters.get(adapter) if adapter is not None else None
 
-        def run(requests: list[tuple[list[int], int, int]]) -> list[list[Any]]:
-            params = [
-                SamplingParams(
-                    n=count,
-                    temperature=sampling.temperature,
-                    top_p=sampling.top_p,
-                    top_k=sampling.top_k,
-                    max_tokens=max_tokens,
-                    stop=list(sampling.stop) or None,
-                    include_stop_str_in_output=True,
-                    skip_special_tokens=True,
-                    logprobs=0,
-                    seed=int(self.rng.integers(2**31)) if sampling.temperature > 0 else None,
-                )
-                for _, count, max_tokens in requests
-            ]
-            outputs = self.llm.generate(
-                [{"prompt_token_ids": ids} for ids, _, _ in requests],
-                params,
-                use_tqdm=False,
-                lora_request=lora,
-            )
+        def run(requests: list[StopRuleRequest]) -> list[list[Any]]:
+            params = [self._params(request, sampling) for request in requests]
+            outputs = self._loop.run([{"prompt_token_ids": r.ids} for r in requests], params, lora)
             return [list(output.outputs) for output in outputs]
 
         thinking = [prompt_ids_open_thinking(self.tokenizer, ids) for ids in encoded]
         return sample_with_stop_rule(
-            run, encoded, n, sampling, self._decode, context=self.max_model_len, thinking_open=thinking
+            run,
+            encoded,
+            n,
+            sampling,
+            self._decode,
+            context=self.max_model_len,
+            thinking_open=thinking,
+            seeds=seeds,
         )
+
+    def _params(self, request: StopRuleRequest, sampling: SamplingConfig) -> Any:
+        """vLLM's `SamplingParams` of one request (module docstring)."""
+        from vllm import SamplingParams
+
+        return SamplingParams(
+            n=request.count,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k,
+            max_tokens=request.max_tokens,
+            stop=list(sampling.stop) or None,
+            include_stop_str_in_output=True,
+            skip_special_tokens=True,
+            logprobs=0,
+            seed=self._request_seed(request.seed, sampling),
+        )
+
+    @property
+    def engine_steps(self) -> int:
+        """Engine steps taken by `generate` calls so far (each returns what the engine core finished meanwhile)."""
+        return self._loop.steps
+
+    def _request_seed(self, seed: int | None, sampling: SamplingConfig) -> int | None:
+        """A request's vLLM seed: none when greedy, the caller's when given, else one from the policy's generator."""
+        if sampling.temperature == 0:
+            return None
+        return int(self.rng.integers(2**31)) if seed is None else int(seed)
 
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
@@ -373,8 +406,17 @@ class AdapterView(NumpySeeded):
     def __init__(self, engine: VLLMPolicy, adapter: str):
         self.engine, self.adapter = engine, adapter
 
-    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
-        return self.engine.generate(prompts, n, sampling, adapter=self.adapter)
+    serves_concurrently = True
+
+    def generate(
+        self, prompts: Sequence[str], n: int, sampling: SamplingConfig, seeds: Sequence[int] | None = None
+    ) -> list[list[Generation]]:
+        return self.engine.generate(prompts, n, sampling, seeds, adapter=self.adapter)
+
+    @property
+    def model_server(self) -> VLLMPolicy:
+        """The engine that serves every adapter (the rollout engine's server of this backend)."""
+        return self.engine
 
     @property
     def rng(self) -> np.random.Generator:
@@ -396,6 +438,7 @@ class _Sample:
     text: str | None = None  # set when a stop string fired under the stop rule
     ended: bool = False  # the last vLLM output ended at an eos or stop token (not at the budget)
     thinking_open: bool = False  # the prompt opened a thinking block
+    seed: tuple[int, int] | None = None  # (its prompt's seed, its index among the prompt's n)
 
     def absorb(self, completion: Any) -> bool:
         """Append a vLLM completion's tokens up to the one where the stop rule fires; return whether vLLM stopped
@@ -412,6 +455,11 @@ class _Sample:
         self.ended = completion.finish_reason == "stop" and not isinstance(completion.stop_reason, str)
         return completion.finish_reason == "stop" and isinstance(completion.stop_reason, str)
 
+    def continuation(self, max_tokens: int, rounds: int) -> StopRuleRequest:
+        """The request that goes on from this completion's tokens so far (`rounds`: its continuations so far)."""
+        seed = None if self.seed is None else derive_seed(self.seed[0], self.seed[1], rounds)
+        return StopRuleRequest(self.prompt_ids + self.ids, 1, max_tokens, seed)
+
     def generation(self, decode: Callable[[Sequence[int]], str]) -> Generation:
         text = self.text if self.text is not None else decode(self.ids)
         logprobs = None if self.logprobs is None else tuple(self.logprobs)
@@ -426,8 +474,19 @@ class _Sample:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class StopRuleRequest:
+    """One vLLM request of `sample_with_stop_rule`: `count` completions of the token ids `ids`, at most
+    `max_tokens` each, seeded `seed` (None: the engine's caller draws one, or the request is greedy)."""
+
+    ids: list[int]
+    count: int
+    max_tokens: int
+    seed: int | None = None
+
+
 def sample_with_stop_rule(
-    run: Callable[[list[tuple[list[int], int, int]]], list[list[Any]]],
+    run: Callable[[list[StopRuleRequest]], list[list[Any]]],
     encoded: Sequence[list[int]],
     n: int,
     sampling: SamplingConfig,
@@ -435,12 +494,13 @@ def sample_with_stop_rule(
     *,
     context: int | None = None,
     thinking_open: Sequence[bool] = (),
+    seeds: Sequence[int] | None = None,
 ) -> list[list[Generation]]:
     """`n` completions of each prompt (token ids), with stop strings applied under the stop rule of
     `pettingllms.backends.base.cut_at_stop`, as `HFPolicy` applies them.
 
-    `run(requests)` samples, for each request `(prompt ids, count, max_tokens)`, `count` vLLM completions (objects
-    with `token_ids`, `logprobs`, `finish_reason`, `stop_reason`) that stop at `sampling.stop`. vLLM stops at the
+    `run(requests)` samples, for each `StopRuleRequest`, `count` vLLM completions (objects with `token_ids`,
+    `logprobs`, `finish_reason`, `stop_reason`) that stop at `sampling.stop`. vLLM stops at the
     first occurrence of a stop string wherever it is; the tokens are read by `base.StopDetector`, which cuts them at
     the token where the rule fires (so the text, the ids and the log-probs end there, as `HFPolicy`'s do), and a
     completion that vLLM stopped at an occurrence the rule does not count is continued: its prompt and tokens so
@@ -450,26 +510,24 @@ def sample_with_stop_rule(
     budget). The text is decoded from the ids as `HFPolicy`
     decodes it (vLLM's own text holds back incomplete UTF-8 sequences, so it can differ for the same tokens).
     `thinking_open[i]` (default False): prompt i opened a thinking block (`base.opens_thinking`), in which its
-    completions begin.
+    completions begin. With `seeds`, prompt i's first request is seeded `seeds[i]` and the r-th continuation of its
+    j-th completion `derive_seed(seeds[i], j, r)`; without, every request's seed is None.
     """
     budget = sampling.max_new_tokens
-    opened = list(thinking_open) or [False] * len(encoded)
-    samples = [
-        _Sample(
-            list(ids),
-            StopDetector(decode, sampling.stop, thinking_open=open_) if sampling.stop else None,
-            thinking_open=open_,
-        )
-        for ids, open_ in zip(encoded, opened, strict=True)
-        for _ in range(n)
-    ]
+    if seeds is not None and len(seeds) != len(encoded):
+        raise ValueError(f"{len(seeds)} seeds for {len(encoded)} prompts")
+    samples = _new_samples(encoded, n, sampling, decode, list(thinking_open) or [False] * len(encoded), seeds)
 
     def room(ids: list[int], made: int) -> int:
         """Tokens a request of prompt + tokens so far `ids` may still sample."""
         return min(budget - made, context - len(ids)) if context is not None else budget - made
 
-    requests = [(list(ids), n, room(list(ids), 0)) for ids in encoded]
+    requests = [
+        StopRuleRequest(list(ids), n, room(list(ids), 0), None if seeds is None else int(seeds[index]))
+        for index, ids in enumerate(encoded)
+    ]
     owners = [samples[index * n : (index + 1) * n] for index in range(len(encoded))]
+    rounds = 0
     while requests:
         continued = []
         for group, completions in zip(owners, run(requests)):
@@ -477,12 +535,80 @@ def sample_with_stop_rule(
                 sample for sample, completion in zip(group, completions) if sample.absorb(completion)
             ]
         continued = [s for s in continued if room(s.prompt_ids + s.ids, len(s.ids)) > 0]
-        requests = [(s.prompt_ids + s.ids, 1, room(s.prompt_ids + s.ids, len(s.ids))) for s in continued]
+        rounds += 1
+        requests = [s.continuation(room(s.prompt_ids + s.ids, len(s.ids)), rounds) for s in continued]
         owners = [[sample] for sample in continued]
     return [
         [sample.generation(decode) for sample in samples[index * n : (index + 1) * n]]
         for index in range(len(encoded))
     ]
+
+
+def _new_samples(
+    encoded: Sequence[list[int]],
+    n: int,
+    sampling: SamplingConfig,
+    decode: Callable[[Sequence[int]], str],
+    opened: Sequence[bool],
+    seeds: Sequence[int] | None,
+) -> list[_Sample]:
+    """The `n` `_Sample`s of every prompt, prompt by prompt."""
+    return [
+        _Sample(
+            list(ids),
+            StopDetector(decode, sampling.stop, thinking_open=open_) if sampling.stop else None,
+            thinking_open=open_,
+            seed=None if seeds is None else (int(seeds[index]), j),
+        )
+        for index, (ids, open_) in enumerate(zip(encoded, opened, strict=True))
+        for j in range(n)
+    ]
+
+
+class _EngineLoop:
+    """One vLLM `LLMEngine` serving `run` calls from any number of threads (continuous batching across calls).
+
+    A call adds its requests (final outputs only) and, until they have all finished, steps the engine under the
+    loop's lock: whichever caller holds the lock steps for every request in flight, and keeps the finished outputs
+    of the others for them. Adding and stepping share the lock (vLLM's engine is not thread-safe). A call that
+    fails or is interrupted aborts its unfinished requests.
+    """
+
+    def __init__(self, engine: Any):
+        self.engine = engine
+        self.lock = threading.Lock()
+        self.ids = itertools.count()
+        self.finished: dict[str, Any] = {}
+        self.steps = 0
+
+    def run(self, prompts: Sequence[Any], params: Sequence[Any], lora: Any) -> list[Any]:
+        from vllm.sampling_params import RequestOutputKind
+
+        mine: dict[str, str] = {}  # external id -> the engine's id
+        try:
+            with self.lock:
+                for prompt, options in zip(prompts, params, strict=True):
+                    options.output_kind = RequestOutputKind.FINAL_ONLY
+                    external = str(next(self.ids))
+                    mine[external] = self.engine.add_request(external, prompt, options, lora_request=lora)
+            while True:
+                with self.lock:
+                    if all(external in self.finished for external in mine):
+                        return [self.finished.pop(external) for external in mine]
+                    self.steps += 1
+                    for output in self.engine.step():
+                        if output.finished:
+                            self.finished[output.request_id] = output
+        except BaseException:
+            with self.lock:
+                unfinished = [
+                    internal for external, internal in mine.items() if external not in self.finished
+                ]
+                for external in mine:
+                    self.finished.pop(external, None)
+                if unfinished:
+                    self.engine.abort_request(unfinished, internal=True)
+            raise
 
 
 def lora_rank_slot(rank: int) -> int:

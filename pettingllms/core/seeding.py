@@ -15,8 +15,9 @@ import hashlib
 
 import numpy as np
 
-SEEDING_VERSION = 1
-"""Bumped whenever a derivation changes (cached evaluations made under another version are not reused)."""
+SEEDING_VERSION = 2
+"""Bumped whenever a derivation changes (cached evaluations made under another version are not reused). 2: the
+rollout engine seeds every request (`pettingllms.rollout.engine`)."""
 
 
 def _word(part: int | str) -> int:

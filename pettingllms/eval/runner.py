@@ -1,11 +1,11 @@
 """Playing a suite: episodes in chunks through the rollout engine, cached so that a rerun resumes.
 
 `run_suite` splits the suite into fixed chunks of `chunk_size` episodes (chunk i always holds the same
-episodes), plays each chunk in lockstep with `RolloutEngine.evaluate` (one completion per step, the policies'
-evaluation sampling), and appends one `EpisodeRecord` per finished episode to the `EpisodeCache`
-(`pettingllms.eval.episode_cache`). Before a chunk is played, every backend is reseeded from `(seed, chunk index)`,
-so a chunk's episodes are the same whether the run was interrupted or not. Chunks whose episodes are all in the
-cache are skipped.
+episodes), plays each chunk with `RolloutEngine.evaluate` (one completion per step, the policies' evaluation
+sampling), and appends one `EpisodeRecord` per finished episode to the `EpisodeCache`
+(`pettingllms.eval.episode_cache`). A chunk's request seeds derive from `(seed, chunk index)`, and before it is
+played every backend is reseeded from them too (for backends that take no request seeds), so a chunk's episodes
+are the same whether the run was interrupted or not. Chunks whose episodes are all in the cache are skipped.
 """
 
 from __future__ import annotations
@@ -62,7 +62,11 @@ def run_suite(
         for name, backend in backends.items():
             if isinstance(backend, SeededBackend):
                 backend.reseed(derive_seed(seed, "eval", index, name))
-        rollout = engine.evaluate([e.seed for e in chunk], [dict(e.options) for e in chunk])
+        rollout = engine.evaluate(
+            [e.seed for e in chunk],
+            [dict(e.options) for e in chunk],
+            sample_seed=derive_seed(seed, "eval", index),
+        )
         records = [r for r in episode_records(chunk, rollout) if r.key not in played]
         if on_chunk is not None:
             on_chunk(chunk, rollout)

@@ -2,7 +2,8 @@
 
 AT-GRPO (`grouping="agent_turn"`), for every instance, turn and agent in workflow order:
 1. the prompt is the agent's observation of the one shared current state;
-2. K completions come from the agent's policy in one request (`n=K`), all instances batched together;
+2. K completions come from the agent's policy in one request (`n=K`), served with the other episodes' ready
+   requests (the schedule, below);
 3. each candidate is stepped on its own copy (`env.clone()`) of that state; its reward is
    `alpha * team + local`, where `local` is its own step's local reward and `team` is the team reward of the
    turn it starts: its own step's plus that of the later agents of the same turn answering greedily (n = 1,
@@ -45,25 +46,40 @@ Every committed step can be watched: `observer` receives a `CommittedStep` (the 
 candidates, the committed one) after each commit. An episode's `EpisodeResult.turns` is the number of turns in
 which its team acted (a first-turn success is 1).
 
-The engine is deterministic for a given seed: instances come from their seeds, candidates from the policies'
-own seeded generators, random commits from the engine's generator.
+Schedule (`pettingllms.rollout.scheduler`): each episode is a coroutine that asks for what it needs next (its
+agent's K candidates; the greedy probes of its K copies, all later agents' at once; its copies stepped in the pool)
+and goes on as soon as its own answers return. `schedule="async"` (the default) serves every request as it becomes
+ready, each policy's generator in a thread of its own (policies that share one model share it), so the policies of
+a per-role team generate at the same time and no episode waits for another's completions; a backend that batches
+concurrent calls itself (vLLM's engine, `serves_concurrently`) gets every ready request at once for its
+continuous batching. `schedule="lockstep"` serves rounds: every episode waits, then one call per policy, in turn.
+`schedule_stats` holds the last rollout's wall time and each server's calls, items and busy time.
+
+The engine is deterministic for a given seed, whatever the schedule, the order in which completions arrive and
+how requests are grouped into calls: instances come from their seeds; every `collect` draws one sample seed from
+the engine's generator (`evaluate` takes one), and prompt i of episode e is seeded `derive_seed(sample seed, e, i)`
+(a backend with a `seeds` parameter draws that prompt's completions from it alone: `backends.base`); an episode's
+random commits come from a generator of its own. Samples come in episode order, each episode's in play order; the
+observer sees each episode's steps in play order, episodes interleaved as their answers arrive.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 from pettingzoo import AECEnv
 
-from pettingllms.backends.base import Generation, PolicyBackend, SamplingConfig, StatePolicy
+from pettingllms.backends.base import Generation, PolicyBackend, SamplingConfig, StatePolicy, call_seeded
 from pettingllms.core.env import agent_role
 from pettingllms.core.errors import ConfigError
+from pettingllms.core.seeding import derive_seed
 from pettingllms.rollout.grouping import GROUPINGS, TRAJECTORY_GROUPINGS, group_key
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample
+from pettingllms.rollout.scheduler import SCHEDULES, Request, ScheduleStats, Server, run_episodes
 
 
 class StepPool(Protocol):
@@ -158,11 +174,14 @@ class RolloutEngine:
         grouping: "agent_turn" (AT-GRPO), "trajectory" (the baseline), or the ablations "agent" / "turn".
         commit: "greedy" (the best candidate), "random", or per-role pairs such as "tool=random" (`parse_commit`).
         team_credit: "turn" (a candidate's team reward includes its turn's greedy completion) or "step".
-        seed: seeds the engine's own generator (random commits).
+        seed: seeds the engine's own generator, which draws each `collect`'s sample seed (module docstring).
         pool: a `StepPool` (`pettingllms.pools`: worker processes or Ray actors) that steps the K candidate
             copies (None: in-process); results are the same either way.
         observer: called with a `CommittedStep` after every commit, in the order the engine commits (None: no
             observer; with one, each step's starting states are copied for it). It must not change what it reads.
+        schedule: "async" (requests served as they become ready) or "lockstep" (`pettingllms.rollout.scheduler`);
+            the samples are the same either way.
+        max_items_per_call: the most prompts a batching server takes in one call (None: every waiting one).
     """
 
     def __init__(
@@ -179,6 +198,8 @@ class RolloutEngine:
         seed: int = 0,
         pool: StepPool | None = None,
         observer: Observer | None = None,
+        schedule: str = "async",
+        max_items_per_call: int | None = None,
     ):
         if grouping not in GROUPINGS:
             raise ConfigError(f"grouping={grouping!r} is not supported; allowed values: {list(GROUPINGS)}")
@@ -189,6 +210,10 @@ class RolloutEngine:
             )
         if num_generations < 1:
             raise ConfigError(f"num_generations={num_generations} must be >= 1")
+        if schedule not in SCHEDULES:
+            raise ConfigError(
+                f"rollout_schedule={schedule!r} is not supported; allowed values: {list(SCHEDULES)}"
+            )
         unknown = sorted(set(agent_policy.values()) - set(policies))
         if unknown:
             raise ConfigError(
@@ -204,40 +229,65 @@ class RolloutEngine:
         self.rng = np.random.default_rng(seed)
         self.pool = pool
         self.observer = observer
+        self.schedule = schedule
+        self.max_items_per_call = max_items_per_call
+        self._server_of, self._servers = _servers(policies, sampling, pool)
         self.env_seconds = 0.0
         """Time spent stepping environments (candidates included) since it was last reset to 0."""
         self.probe_completions = 0
         """Greedy completions generated for turn credit (never trained on) since it was last reset to 0."""
+        self.schedule_stats = ScheduleStats()
+        """The last `collect` or `evaluate`'s wall time and each server's calls, items and busy time."""
+
+    def server_names(self) -> dict[Hashable, str]:
+        """Each server of `schedule_stats` named by the policies it serves ("tool+plan" for adapters of one model;
+        "env-pool" for the pool)."""
+        names: dict[Hashable, list[str]] = {}
+        for policy, key in self._server_of.items():
+            names.setdefault(key, []).append(policy)
+        return {**{key: "+".join(policies) for key, policies in names.items()}, _POOL: _POOL}
 
     def collect(self, seeds: Sequence[int], options: Mapping[str, Any] | None = None) -> Rollout:
-        """Play one instance per seed (reset with `seed` and `options`) and return every sample."""
+        """Play one instance per seed (reset with `seed` and `options`) and return every sample; the requests'
+        seeds derive from one sample seed drawn from the engine's generator."""
+        sample_seed = int(self.rng.integers(2**32))
         if self.grouping in TRAJECTORY_GROUPINGS:
-            return self._collect_trajectories(seeds, options)
+            return self._collect_trajectories(seeds, options, sample_seed)
         envs = [self._new_env(seed, options) for seed in seeds]
         belongs = [_Episode(index) for index in range(len(seeds))]
-        return self._play(envs, belongs, self.num_generations, self.grouping, self.team_credit)
+        return self._play(envs, belongs, self.num_generations, self.grouping, self.team_credit, sample_seed)
 
     def evaluate(
-        self, seeds: Sequence[int], options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
+        self,
+        seeds: Sequence[int],
+        options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        *,
+        sample_seed: int | None = None,
     ) -> Rollout:
         """Play one episode per seed with one completion per step (no candidates); samples included.
 
-        `options` are the reset options of every episode, or a sequence of them, one per seed.
+        `options` are the reset options of every episode, or a sequence of them, one per seed. The requests' seeds
+        derive from `sample_seed` (None: one drawn from the engine's generator).
         """
         per_episode = [options] * len(seeds) if options is None or isinstance(options, Mapping) else options
         if len(per_episode) != len(seeds):
             raise ConfigError(f"{len(per_episode)} option mappings for {len(seeds)} seeds")
+        if sample_seed is None:
+            sample_seed = int(self.rng.integers(2**32))
         envs = [self._new_env(seed, opts) for seed, opts in zip(seeds, per_episode, strict=True)]
-        return self._play(envs, [_Episode(index) for index in range(len(seeds))], 1, "agent_turn", "step")
+        belongs = [_Episode(index) for index in range(len(seeds))]
+        return self._play(envs, belongs, 1, "agent_turn", "step", sample_seed)
 
-    def _collect_trajectories(self, seeds: Sequence[int], options: Mapping[str, Any] | None) -> Rollout:
+    def _collect_trajectories(
+        self, seeds: Sequence[int], options: Mapping[str, Any] | None, sample_seed: int
+    ) -> Rollout:
         """K independent episodes per instance; every sample rewarded, once its episode has ended, with the
         episode's return (`trajectory`) or with its return-to-go: its step's reward and every later step's
         (`trajectory_turn`)."""
         k = self.num_generations
         envs = [self._new_env(seed, options) for seed in seeds for _ in range(k)]
         belongs = [_Episode(index // k, index) for index in range(len(envs))]
-        played = self._play(envs, belongs, 1, self.grouping, "step")
+        played = self._play(envs, belongs, 1, self.grouping, "step", sample_seed)
         if self.grouping == "trajectory":
             team_returns = [sum(episode.returns.values()) for episode in played.episodes]
             return Rollout(
@@ -246,7 +296,7 @@ class RolloutEngine:
             )
         remaining = [0.0] * len(envs)
         to_go = []
-        # samples are in play order (an episode's later steps after its earlier ones): sum them from the end
+        # each episode's samples are in play order (its later steps after its earlier ones): sum them from the end
         for sample in reversed(played.samples):
             remaining[sample.episode] += sample.step_reward
             to_go.append(dataclasses.replace(sample, reward=remaining[sample.episode]))
@@ -259,147 +309,153 @@ class RolloutEngine:
 
     # ----------------------------------------------------------------- the loop
     def _play(
-        self, envs: list[AECEnv], belongs: list[_Episode], n: int, grouping: str, team_credit: str
-    ) -> Rollout:
-        """Step every env to the end in lockstep, `n` candidates per agent step (n = 1: plain sampling), each
-        sample keyed by `grouping` and its candidates scored by `team_credit`."""
-        samples: list[Sample] = []
-        returns = [dict.fromkeys(env.possible_agents, 0.0) for env in envs]
-        turns_used = [0] * len(envs)
-        active = list(range(len(envs)))
-        while active:
-            waiting = _waiting_by_agent(envs, active)
-            active = [index for indices in waiting.values() for index in indices]
-            for agent, indices in waiting.items():
-                steps = self._act(envs, belongs, indices, agent, n, team_credit)
-                for index, step in zip(indices, steps, strict=True):
-                    paid = {agent: float(step.committed.rewards[agent]), **_settled(envs[index], agent)}
-                    samples.extend(_samples(step, self.agent_policy[agent], grouping, sum(paid.values())))
-                    for receiver, amount in paid.items():  # the env's rewards, not the candidate's score
-                        returns[index][receiver] += amount
-                    turns_used[index] = step.turn + 1
-        episodes = [
-            EpisodeResult(
-                belongs[index].instance, bool(env.unwrapped.success), turns_used[index], returns[index]
-            )
-            for index, env in enumerate(envs)
-        ]
-        return Rollout(samples, episodes)
-
-    def _act(
         self,
         envs: list[AECEnv],
-        belongs: Sequence[_Episode],
-        indices: Sequence[int],
-        agent: str,
+        belongs: list[_Episode],
         n: int,
+        grouping: str,
         team_credit: str,
-    ) -> list[CommittedStep]:
-        """`agent` acts in every env of `indices`: `n` candidates each, stepped on copies and scored, one
-        committed (it replaces `envs[index]`). Returns each env's `CommittedStep` (also given to the observer)."""
-        acting = [envs[index] for index in indices]
-        turns = [int(env.unwrapped.turn) for env in acting]  # the turn each step happens in
-        starts = [env.clone() for env in acting] if self.observer is not None else acting
-        prompts = [str(env.observe(agent)) for env in acting]
-        generations = self._generate(acting, agent, prompts, n)
-        stepped = self._step_all(acting, generations)
-        credits = self._turn_credit(agent, stepped) if team_credit == "turn" else None
-        committed = []
-        for position, (index, copies) in enumerate(zip(indices, stepped, strict=True)):
-            belong = belongs[index]
-            credit = None if credits is None else credits[position]
-            scored = self._score(agent, generations[position], copies, credit)
-            chosen = self._choose(agent, scored)
-            envs[index] = copies[chosen]
-            step = CommittedStep(
-                instance=belong.instance,
-                episode=belong.episode,
-                agent=agent,
-                turn=turns[position],
-                prompt=prompts[position],
-                start=starts[position],
-                candidates=scored,
-                chosen=chosen,
-                committed=envs[index],
-            )
-            committed.append(step)
-            if self.observer is not None:
-                self.observer(step)
-        return committed
+        sample_seed: int,
+    ) -> Rollout:
+        """Play every env to its end under the engine's schedule, `n` candidates per agent step (n = 1: plain
+        sampling), each sample keyed by `grouping` and its candidates scored by `team_credit`; the requests of
+        episode i are seeded from `(sample_seed, i)`. Samples come in episode order, each episode's in play order."""
+        episodes = [
+            self._episode(env, belong, n, grouping, team_credit, _RequestSeeds(sample_seed, index))
+            for index, (env, belong) in enumerate(zip(envs, belongs, strict=True))
+        ]
+        played, self.schedule_stats = run_episodes(
+            episodes, self._servers, schedule=self.schedule, max_items_per_call=self.max_items_per_call
+        )
+        if _POOL in self.schedule_stats.servers:
+            self.env_seconds += self.schedule_stats.servers[_POOL].busy_s
+        return Rollout(
+            [sample for samples, _ in played for sample in samples], [result for _, result in played]
+        )
 
-    def _step_all(
-        self, envs: Sequence[AECEnv], generations: Sequence[Sequence[Generation]]
-    ) -> list[list[AECEnv]]:
-        """Step one copy of `envs[i]` per candidate of `generations[i]`, in the pool if there is one.
+    def _episode(
+        self, env: AECEnv, belong: _Episode, n: int, grouping: str, team_credit: str, seeds: _RequestSeeds
+    ) -> Generator[list[Request], list[Any], tuple[list[Sample], EpisodeResult]]:
+        """One episode as a coroutine of the scheduler: its samples and result once it has ended."""
+        samples: list[Sample] = []
+        returns = dict.fromkeys(env.possible_agents, 0.0)
+        turns_used = 0
+        while (agent := _next_to_act(env)) is not None:
+            step = yield from self._act(env, belong, agent, n, team_credit, seeds)
+            env = step.committed
+            paid = {agent: float(env.rewards[agent]), **_settled(env, agent)}
+            samples.extend(_samples(step, self.agent_policy[agent], grouping, sum(paid.values())))
+            for receiver, amount in paid.items():  # the env's rewards, not the candidate's score
+                returns[receiver] += amount
+            turns_used = step.turn + 1
+        return samples, EpisodeResult(belong.instance, bool(env.unwrapped.success), turns_used, returns)
 
-        In-process, a single candidate (n = 1, plain sampling) steps the env itself; the pool returns stepped
-        copies, which are the same envs, so results do not depend on where the steps ran.
-        """
+    def _act(
+        self, env: AECEnv, belong: _Episode, agent: str, n: int, team_credit: str, seeds: _RequestSeeds
+    ) -> Generator[list[Request], list[Any], CommittedStep]:
+        """`agent` acts on `env`: `n` candidates, stepped on copies and scored, one committed (the episode goes on
+        from its copy). Returns the `CommittedStep` (also given to the observer)."""
+        turn = int(env.unwrapped.turn)  # the turn the step happens in
+        start = env.clone() if self.observer is not None else env
+        prompt = str(env.observe(agent))
+        ((generations,),) = yield [self._ask(agent, [env], [prompt], n, seeds, greedy=False)]
+        copies = yield from self._step(
+            [(env, generation.action) for generation in generations], in_place=n == 1
+        )
+        credits = (yield from self._turn_credit(agent, copies, seeds)) if team_credit == "turn" else None
+        scored = self._score(agent, generations, copies, credits)
+        chosen = self._choose(agent, scored, seeds.commits)
+        step = CommittedStep(
+            instance=belong.instance,
+            episode=belong.episode,
+            agent=agent,
+            turn=turn,
+            prompt=prompt,
+            start=start,
+            candidates=scored,
+            chosen=chosen,
+            committed=copies[chosen],
+        )
+        if self.observer is not None:
+            self.observer(step)
+        return step
+
+    def _ask(
+        self,
+        agent: str,
+        envs: Sequence[AECEnv],
+        prompts: Sequence[str],
+        n: int,
+        seeds: _RequestSeeds,
+        *,
+        greedy: bool,
+    ) -> Request:
+        """The request for `n` generations per prompt from `agent`'s policy (`greedy`: temperature 0), each prompt
+        with the next seed of its episode."""
+        policy = self.agent_policy[agent]
+        state_policy = isinstance(self.policies[policy], StatePolicy)
+        items = tuple(_Ask(env, prompt, seeds.next()) for env, prompt in zip(envs, prompts, strict=True))
+        return Request(self._server_of[policy], (policy, agent if state_policy else None, n, greedy), items)
+
+    def _step(
+        self, jobs: Sequence[tuple[AECEnv, str]], *, in_place: bool
+    ) -> Generator[list[Request], list[Any], list[AECEnv]]:
+        """Each `(env, action)` job's env after `step(action)`: on a copy (the env itself when `in_place`), or in
+        the pool, which returns stepped copies (the same envs: results do not depend on where steps ran)."""
+        if self.pool is not None:
+            (stepped,) = yield [Request(_POOL, "step", tuple(jobs))]
+            return stepped
         start = time.perf_counter()
-        if self.pool is None:
-            stepped = []
-            for env, candidates in zip(envs, generations, strict=True):
-                copies = [env.clone() if len(candidates) > 1 else env for _ in candidates]
-                for copy, generation in zip(copies, candidates, strict=True):
-                    copy.step(generation.action)
-                stepped.append(copies)
-        else:
-            jobs = [
-                (env, generation.action)
-                for env, candidates in zip(envs, generations, strict=True)
-                for generation in candidates
-            ]
-            flat = iter(self.pool.step_all(jobs))
-            stepped = [[next(flat) for _ in candidates] for candidates in generations]
+        stepped = []
+        for env, action in jobs:
+            copy = env if in_place else env.clone()
+            copy.step(action)
+            stepped.append(copy)
         self.env_seconds += time.perf_counter() - start
         return stepped
 
-    def _generate(
-        self, envs: Sequence[AECEnv], agent: str, prompts: Sequence[str], n: int, *, greedy: bool = False
-    ) -> list[list[Generation]]:
-        """`n` generations per env for `agent` from its policy (`greedy`: temperature 0)."""
-        policy = self.agent_policy[agent]
-        backend = self.policies[policy]
-        if isinstance(backend, StatePolicy):
-            return backend.generate_from_state(envs, agent, n)
-        sampling = self.sampling[policy]
-        return backend.generate(
-            prompts, n, dataclasses.replace(sampling, temperature=0.0) if greedy else sampling
-        )
-
-    def _turn_credit(self, agent: str, stepped: Sequence[Sequence[AECEnv]]) -> list[list[_TurnCredit]]:
-        """For every candidate copy of `stepped`, what the rest of its turn adds: the team rewards and the direct
-        payments to `agent` of the later agents of the turn answering greedily, in lockstep, on a probe copy (the
-        copies stay untouched)."""
-        credits = [
-            [_TurnCredit(float(copy.infos[agent]["reward_team"])) for copy in copies] for copies in stepped
-        ]
+    def _turn_credit(
+        self, agent: str, copies: Sequence[AECEnv], seeds: _RequestSeeds
+    ) -> Generator[list[Request], list[Any], list[_TurnCredit]]:
+        """For every candidate copy, what the rest of its turn adds: the team rewards and the direct payments to
+        `agent` of the later agents of the turn answering greedily on a probe copy (the copies stay untouched).
+        The probes of all copies that wait on one agent are one request, and every agent's is in flight at once."""
+        credits = [_TurnCredit(float(copy.infos[agent]["reward_team"])) for copy in copies]
         probes = [
-            (row, column, copy.clone(), copy.infos[agent]["step_turn"])
-            for row, copies in enumerate(stepped)
-            for column, copy in enumerate(copies)
+            (column, copy.clone(), copy.infos[agent]["step_turn"]) for column, copy in enumerate(copies)
         ]
         while probes:
-            waiting: dict[str, list[tuple[int, int, AECEnv, int]]] = {}
-            for probe in probes:
-                env, turn = probe[2], probe[3]
+            waiting: dict[str, list[tuple[int, AECEnv, int]]] = {}
+            for column, env, turn in probes:
                 next_agent = _next_to_act(env)
                 if next_agent is not None and env.unwrapped.turn == turn:  # a later agent of the same turn
-                    waiting.setdefault(next_agent, []).append(probe)
+                    waiting.setdefault(next_agent, []).append((column, env, turn))
+            if not waiting:
+                break
+            requests = [
+                self._ask(
+                    next_agent,
+                    [env for _, env, _ in group],
+                    [str(env.observe(next_agent)) for _, env, _ in group],
+                    1,
+                    seeds,
+                    greedy=True,
+                )
+                for next_agent, group in waiting.items()
+            ]
+            answers = yield requests
+            groups = [(next_agent, probe) for next_agent, group in waiting.items() for probe in group]
+            actions = [generations[0].action for answer in answers for generations in answer]
+            self.probe_completions += len(groups)
+            jobs = [(env, action) for (_, (_, env, _)), action in zip(groups, actions, strict=True)]
+            stepped = yield from self._step(jobs, in_place=True)
             probes = []
-            for next_agent, group in waiting.items():
-                envs = [env for _, _, env, _ in group]
-                prompts = [str(env.observe(next_agent)) for env in envs]
-                generations = self._generate(envs, next_agent, prompts, 1, greedy=True)
-                self.probe_completions += len(envs)
-                for (row, column, _, turn), (after,) in zip(
-                    group, self._step_all(envs, generations), strict=True
-                ):
-                    credits[row][column] = credits[row][column].plus(
-                        float(after.infos[next_agent]["reward_team"]),
-                        float(after.infos.get(agent, {}).get("reward_paid", 0.0)),
-                    )
-                    probes.append((row, column, after, turn))
+            for (next_agent, (column, _, turn)), after in zip(groups, stepped, strict=True):
+                credits[column] = credits[column].plus(
+                    float(after.infos[next_agent]["reward_team"]),
+                    float(after.infos.get(agent, {}).get("reward_paid", 0.0)),
+                )
+                probes.append((column, after, turn))
         return credits
 
     def _score(
@@ -421,12 +477,73 @@ class RolloutEngine:
             scored.append(ScoredCandidate(generation, info, copy.unwrapped.alpha * team + local, team, local))
         return tuple(scored)
 
-    def _choose(self, agent: str, scored: Sequence[ScoredCandidate]) -> int:
+    def _choose(self, agent: str, scored: Sequence[ScoredCandidate], rng: np.random.Generator) -> int:
         """The committed candidate's index: the best (the first maximum, a deterministic tie-break) or, where the
-        agent's role commits at random, one drawn uniformly from the engine's generator."""
+        agent's role commits at random, one drawn uniformly from the episode's own generator `rng`."""
         if self.commit_modes.get(agent_role(agent), self.commit_modes["*"]) == "greedy":
             return int(np.argmax([candidate.reward for candidate in scored]))
-        return int(self.rng.integers(len(scored)))
+        return int(rng.integers(len(scored)))
+
+
+_POOL = "env-pool"
+"""The scheduler's name of the env pool's server."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ask:
+    """One prompt of a generation request: the state it shows (what a `StatePolicy` reads), its text, its seed."""
+
+    env: AECEnv
+    prompt: str
+    seed: int
+
+
+class _RequestSeeds:
+    """The seeds of one episode: its i-th prompt is seeded `derive_seed(base, episode, i)` and its random commits
+    come from a generator of its own, so an episode's draws do not depend on when its requests are served."""
+
+    def __init__(self, base: int, episode: int):
+        self.base, self.episode, self.count = base, episode, 0
+        self.commits = np.random.default_rng(derive_seed(base, episode, "commit"))
+
+    def next(self) -> int:
+        seed = derive_seed(self.base, self.episode, self.count)
+        self.count += 1
+        return seed
+
+
+@dataclasses.dataclass(frozen=True)
+class _PolicyServer:
+    """The scheduler's server of one model: the backends of the policies it serves (several for LoRA adapters of
+    one model), called with each prompt's seed where the backend takes request seeds."""
+
+    backends: Mapping[str, PolicyBackend | StatePolicy]
+    sampling: Mapping[str, SamplingConfig]
+    concurrent: bool
+    lane: Hashable | None
+
+    def serve(self, shape: Any, items: Sequence[_Ask]) -> list[list[Generation]]:
+        policy, agent, n, greedy = shape
+        backend = self.backends[policy]
+        seeds = [item.seed for item in items]
+        if isinstance(backend, StatePolicy):
+            return call_seeded(backend.generate_from_state, seeds, [item.env for item in items], agent, n)
+        sampling = self.sampling[policy]
+        if greedy:
+            sampling = dataclasses.replace(sampling, temperature=0.0)
+        return call_seeded(backend.generate, seeds, [item.prompt for item in items], n, sampling)
+
+
+@dataclasses.dataclass(frozen=True)
+class _PoolServer:
+    """The scheduler's server of the env pool: a call steps every job in the pool's workers (a lane of its own)."""
+
+    pool: StepPool
+    concurrent: bool = False
+    lane: Hashable | None = None
+
+    def serve(self, shape: Any, items: Sequence[tuple[AECEnv, str]]) -> list[AECEnv]:
+        return self.pool.step_all(list(items))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -446,16 +563,6 @@ def _next_to_act(env: AECEnv) -> str | None:
     while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
         env.step(None)
     return env.agent_selection if env.agents else None
-
-
-def _waiting_by_agent(envs: Sequence[AECEnv], indices: Sequence[int]) -> dict[str, list[int]]:
-    """The envs of `indices` whose episode goes on, grouped by the agent to act next (in first-seen order)."""
-    waiting: dict[str, list[int]] = {}
-    for index in indices:
-        agent = _next_to_act(envs[index])
-        if agent is not None:
-            waiting.setdefault(agent, []).append(index)
-    return waiting
 
 
 def _samples(step: CommittedStep, policy: str, grouping: str, step_reward: float) -> list[Sample]:
@@ -493,3 +600,36 @@ def _settled(env: AECEnv, agent: str) -> dict[str, float]:
         for other, info in env.infos.items()
         if other != agent and info.get("reward_local")
     }
+
+
+def _servers(
+    policies: Mapping[str, PolicyBackend | StatePolicy],
+    sampling: Mapping[str, SamplingConfig],
+    pool: StepPool | None,
+) -> tuple[dict[str, Hashable], dict[Hashable, Server]]:
+    """Policy name -> its server's key, and key -> server: one server per model (`model_server(backend)`: the
+    LoRA adapters of one model share it), on the model's `lane` (its device: `HFPolicy.lane`), plus the pool's."""
+    server_of: dict[str, Hashable] = {}
+    grouped: dict[Hashable, dict[str, PolicyBackend | StatePolicy]] = {}
+    for name, backend in policies.items():
+        key = id(model_server(backend))
+        server_of[name] = key
+        grouped.setdefault(key, {})[name] = backend
+    servers: dict[Hashable, Server] = {}
+    for key, backends in grouped.items():
+        served = model_server(next(iter(backends.values())))
+        servers[key] = _PolicyServer(
+            backends,
+            {name: sampling[name] for name in backends if name in sampling},
+            bool(getattr(served, "serves_concurrently", False)),
+            getattr(served, "lane", None),
+        )
+    if pool is not None:
+        servers[_POOL] = _PoolServer(pool)
+    return server_of, servers
+
+
+def model_server(backend: Any) -> Any:
+    """What serves `backend`'s generations: its `model_server` (the one model behind several LoRA adapters), else
+    the backend itself."""
+    return getattr(backend, "model_server", backend)

@@ -62,7 +62,8 @@ from pettingllms.trainers.devices import visible_gpus
 from pettingllms.trainers.learning_curve import CurveLabels, save_learning_curve
 from pettingllms.trainers.memory_plan import Hardware, apply_plan, plan_run
 from pettingllms.trainers.policy_set import PolicySet, build_policies
-from pettingllms.trainers.side_by_side import update_and_sync
+from pettingllms.trainers.rollout_ahead import RolloutAhead, TimedRollout
+from pettingllms.trainers.side_by_side import UpdatePhase, update_and_sync
 from pettingllms.trainers.trackers import Trackers
 
 TRAIN_SEED_BASE = 1_000_000
@@ -133,6 +134,7 @@ class ATGRPOTrainer:
         self._check_thinking()
         self.pool = make_pool(args)
         self.engine = self._engine(train=True)
+        self.ahead = RolloutAhead(self._collect) if args.off_policy_steps else None
         self.trackers = Trackers(args, self.run, enabled=world.is_main)
         self.step = 0
         self.completions = 0
@@ -237,6 +239,7 @@ class ATGRPOTrainer:
             team_credit=self.args.team_credit,
             seed=self.world.seed(self.args.seed, "rollout_engine"),
             pool=self.pool,
+            schedule=self.args.rollout_schedule,
         )
 
     # ----------------------------------------------------------------- the loop
@@ -284,6 +287,8 @@ class ATGRPOTrainer:
     def close(self) -> None:
         """Stop the env pool, release the policies' Ray actors (if any) and the run folder's lock; the trainer is
         done afterwards."""
+        if self.ahead is not None:
+            self.ahead.close()
         if self.pool is not None:
             self.pool.close()
             self.pool = None
@@ -311,13 +316,17 @@ class ATGRPOTrainer:
         return samples_with_signal(samples, stds, per_agent=args.per_agent_advantages), stds
 
     def train_step(self) -> dict[str, Any]:
-        """One AT-GRPO step: rollout, advantages, routed updates."""
-        args = self.args
-        seeds = self.world.shard(training_seeds(args, self.step))
-        start = time.perf_counter()
-        with self.policies.full_weights():
-            rollout = self.engine.collect(seeds, {"split": "train"})
-        rollout_s = time.perf_counter() - start
+        """One AT-GRPO step: rollout, advantages, routed updates. With `off_policy_steps=1` the rollout may be the
+        one collected during the previous step's update, and the next step's may run during this one's
+        (`rollout_ahead`)."""
+        timed = (self.ahead.take(self.step) if self.ahead else None) or self._collect(self.step, self.step)
+        staleness = self.step - timed.version
+        if staleness > self.args.off_policy_steps:
+            raise RuntimeError(
+                f"step {self.step} would train on samples {staleness} updates old (off_policy_steps="
+                f"{self.args.off_policy_steps})"
+            )
+        rollout = timed.rollout
         self._check_prompt_lengths(rollout)
         train_samples, stds = self._advantages(rollout.samples)
         routed: dict[str, list[Sample]] = defaultdict(list)
@@ -328,16 +337,56 @@ class ATGRPOTrainer:
         def trained() -> dict[str, int]:  # over every rank: a policy no rank trained is not synced
             return dict(zip(names, self.world.sum([len(routed[name]) for name in names]), strict=True))
 
-        phase = update_and_sync(self.policies.handles, routed, trained, self.world)
-        update_metrics = {  # each policy's own seconds; timing/update_s is the phase's wall time, syncs included
-            name: {**values, "update_s": phase.update_seconds[name], "sync_s": phase.sync_seconds.get(name, 0.0)}
-            for name, values in phase.metrics.items()
-        }
-        update_s, sync_s = phase.wall_seconds, sum(phase.sync_seconds.values())
+        overlap = self.ahead is not None and self._next_rollout_may_overlap(len(rollout.samples))
+        if overlap:
+            self.ahead.start(self.step + 1, version=self.step)
+        phase = update_and_sync(
+            self.policies.handles,
+            routed,
+            trained,
+            self.world,
+            before_sync=self.ahead.wait if overlap else None,
+        )
         self.step += 1
-        if args.dump_rollouts:
+        if self.args.dump_rollouts:
             self._dump(rollout)
-        stats = StepStats.merge(self.world.gather(StepStats.of(rollout, stds, self.engine.probe_completions)))
+        return self._step_metrics(timed, stds, phase, staleness)
+
+    def _collect(self, step: int, version: int) -> TimedRollout:
+        """The rollout of step `step` (0-based) from generators holding `version` synced updates, with the engine's
+        counters of it (read and reset here: a rollout ahead runs in its own thread)."""
+        seeds = self.world.shard(training_seeds(self.args, step))
+        start = time.perf_counter()
+        with self.policies.full_weights():
+            rollout = self.engine.collect(seeds, {"split": "train"})
+        timed = TimedRollout(
+            rollout,
+            version,
+            time.perf_counter() - start,
+            self.engine.env_seconds,
+            self.engine.probe_completions,
+            self._idle_shares(),
+        )
+        self.engine.env_seconds, self.engine.probe_completions = 0.0, 0
+        return timed
+
+    def _next_rollout_may_overlap(self, sampled: int) -> bool:
+        """Whether the next step's rollout may run during this step's update: a next step follows, with no
+        evaluation or checkpoint between them (each of which needs the updated weights synced first)."""
+        args, number = self.args, self.step + 1  # this step's number once it is done
+        budget = args.max_completions
+        return not (
+            number >= args.max_steps
+            or (budget is not None and self.completions + sampled >= budget)
+            or (args.eval_every and number % args.eval_every == 0)
+            or (args.save_strategy == "steps" and number % args.save_steps == 0)
+        )
+
+    def _step_metrics(
+        self, timed: TimedRollout, stds: dict[str, float], phase: UpdatePhase, staleness: int
+    ) -> dict[str, Any]:
+        """A step's logged metrics (after `self.step` has counted it)."""
+        stats = StepStats.merge(self.world.gather(StepStats.of(timed.rollout, stds, timed.probe_completions)))
         self.completions += len(stats.samples)
         metrics = {
             "step": self.step,
@@ -349,23 +398,37 @@ class ATGRPOTrainer:
             "train/completions_total": self.completions,
             "train/groups_with_signal": sum(std > 0 for std in stats.group_stds),
             "train/probe_completions": stats.probe_completions,
-            "timing/rollout_s": rollout_s,
-            "timing/env_s": self.engine.env_seconds,
-            "timing/update_s": update_s,
-            "timing/sync_s": sync_s,
+            "train/staleness": staleness,
+            "timing/rollout_s": timed.seconds,
+            "timing/env_s": timed.env_seconds,
+            "timing/update_s": phase.wall_seconds,  # syncs included
+            "timing/sync_s": sum(phase.sync_seconds.values()),
+            **timed.idle_shares,
         }
         if self.pool is not None:
             metrics.update({"pool/restarts": self.pool.restarts, "pool/retried_jobs": self.pool.retried_jobs})
-        self.engine.env_seconds = 0.0
-        self.engine.probe_completions = 0
         for agent in self.agents:
             rewards = [reward for name, reward, _ in stats.samples if name == agent]
             metrics[f"train/reward/{agent}"] = float(np.mean(rewards)) if rewards else 0.0
             cut = [truncated for name, _, truncated in stats.samples if name == agent]
             metrics[f"train/truncated/{agent}"] = float(np.mean(cut)) if cut else 0.0
-        for name, values in update_metrics.items():
-            metrics.update({f"policy/{name}/{key}": value for key, value in values.items()})
+        for name, values in phase.metrics.items():  # each policy's own seconds beside its update's figures
+            own = {
+                **values,
+                "update_s": phase.update_seconds[name],
+                "sync_s": phase.sync_seconds.get(name, 0.0),
+            }
+            metrics.update({f"policy/{name}/{key}": value for key, value in own.items()})
         return metrics
+
+    def _idle_shares(self) -> dict[str, float]:
+        """`timing/idle/<server>`: the share of the last rollout's wall time in which each of the engine's servers
+        (a policy's generator; the env pool) had no call running."""
+        stats, names = self.engine.schedule_stats, self.engine.server_names()
+        return {
+            f"timing/idle/{names[key]}": server.idle_share(stats.wall_s)
+            for key, server in stats.servers.items()
+        }
 
     def _check_prompt_lengths(self, rollout: Rollout) -> None:
         """Say once when a prompt is longer than the memory plan assumed (`plan_prompt_tokens`)."""

@@ -24,6 +24,7 @@ from pettingllms.backends.base import SamplingConfig
 from pettingllms.core.errors import ConfigError, PettingLLMsError
 from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
 from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
+from pettingllms.rollout.scheduler import SCHEDULES
 from pettingllms.trainers.advantages import SCALE_REWARDS, TURN_BASELINES
 from pettingllms.trainers.devices import launched_world_size
 from pettingllms.trainers.inherited_fields import refused_settings
@@ -82,6 +83,26 @@ class ATGRPOConfig(GRPOConfig):
             "help": "'turn': a candidate's team reward is that of its turn, completed greedily by the later agents "
             "of the turn (the tool agent is credited with the outcome its proposal leads to); 'step' (ablation): "
             "its own step's only."
+        },
+    )
+    rollout_schedule: str = dataclasses.field(
+        default="async",
+        metadata={
+            "help": "When the rollout's generation requests are served: 'async' (each policy's generator takes "
+            "requests as episodes make them, episodes advance as their own completions return, policies generate "
+            "at the same time) or 'lockstep' (every episode waits for each round of calls, one policy at a time; "
+            "the benchmark's anchor). Every request carries its own seed: the samples are the same either way."
+        },
+    )
+    off_policy_steps: int = dataclasses.field(
+        default=0,
+        metadata={
+            "help": "0: on-policy, each step's rollout with the weights it updates. 1: the next step's rollout runs "
+            "during this step's update, on the weights before it (one update stale; not across an evaluation or a "
+            "checkpoint, which wait for the update); its samples' sampling log-probabilities are the loss's old "
+            "log-probabilities, so the clipped ratio corrects for the staleness. Needs a training temperature of "
+            "1, the 'shared' or 'per_role' layout, no launcher or Ray, and a generator that stays awake during "
+            "updates (the HF backend, or vLLM on CPU)."
         },
     )
     activation_checkpointing: bool | None = dataclasses.field(
@@ -370,6 +391,7 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(str(error)) from None
         self._check_choice("eval_split", ("val", "eval"))
         self._check_choice("team_credit", TEAM_CREDITS)
+        self._check_choice("rollout_schedule", SCHEDULES)
         self._check_choice("turn_baseline", TURN_BASELINES)
         # TRL's documented aliases (its `GRPOConfig.__post_init__` maps them the same way); the help says so
         self.scale_rewards = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
@@ -476,10 +498,35 @@ class ATGRPOConfig(GRPOConfig):
             )
         if self.distributed == "ray" and not self.ray_policy_resources:
             raise ConfigError("ray_policy_resources must name at least one resource, e.g. {CPU: 1}")
+        self._check_off_policy()
         if self.resume and self.overwrite_output_dir:
             raise ConfigError(
                 "resume=True and overwrite_output_dir=True contradict each other: resume continues the run in "
                 "output_dir, overwrite_output_dir deletes it; choose one"
+            )
+
+    def _check_off_policy(self) -> None:
+        if self.off_policy_steps not in (0, 1):
+            raise ConfigError(
+                f"off_policy_steps={self.off_policy_steps} is not supported; allowed values: [0, 1]"
+            )
+        if not self.off_policy_steps:
+            return
+        temperatures = {"temperature": self.temperature} | {
+            f"policy_sampling[{policy!r}].temperature": overrides["temperature"]
+            for policy, overrides in self.policy_sampling.items()
+            if "temperature" in overrides
+        }
+        hot = {name: value for name, value in temperatures.items() if value != 1.0}
+        if hot:
+            raise ConfigError(
+                f"off_policy_steps=1 needs training temperature 1 ({hot}): the generators return the model's raw "
+                "log-probabilities, the sampling distribution's only at temperature 1"
+            )
+        if self.policy_layout == "lora_per_role" or self.distributed == "ray":
+            raise ConfigError(
+                "off_policy_steps=1 supports policy_layout 'shared' or 'per_role' without distributed='ray' (its "
+                "rollout runs beside the update, on a copy of each policy's weights in this process)"
             )
 
     def _check_tiny_warm_start(self) -> None:
@@ -500,6 +547,7 @@ class ATGRPOConfig(GRPOConfig):
         unsupported = {
             "policy_layout='lora_per_role'": self.policy_layout == "lora_per_role",
             "distributed='ray'": self.distributed == "ray",
+            "off_policy_steps=1": self.off_policy_steps == 1,
         }
         if self.instances_per_step < ranks:
             raise ConfigError(

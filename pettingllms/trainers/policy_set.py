@@ -42,6 +42,7 @@ import torch
 from pettingllms.backends.base import Generation, SamplingConfig, SeededBackend
 from pettingllms.backends.hf import HFPolicy, load_pretrained
 from pettingllms.backends.weights import model_stream
+from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.parallel.world import current_world
 from pettingllms.rollout.samples import Sample
@@ -224,8 +225,9 @@ def build_policies(
 def _local_policy(args: ATGRPOConfig, name: str, path: str, updater: PolicyUpdater, seed: int) -> LocalPolicy:
     """Policy `name` in this process: its update worker and its generation backend (`generation_backend`)."""
     if args.generation_backend != "vllm":
-        # below float32, sampling runs on a copy in the compute dtype, synced after each update
-        copy = args.compute_dtype != torch.float32
+        # below float32, sampling runs on a copy in the compute dtype, synced after each update; off-policy, the
+        # copy keeps the weights before the update, which the overlapping rollout samples from
+        copy = args.compute_dtype != torch.float32 or args.off_policy_steps > 0
         model = load_pretrained(path, args.compute_dtype)[0] if copy else updater.model
         backend = HFPolicy(
             model,
@@ -246,6 +248,11 @@ def _local_policy(args: ATGRPOConfig, name: str, path: str, updater: PolicyUpdat
     # an engine kept in a torchrun rank's process joins the rank's process group, as vLLM needs there
     if current_world().size > 1 and runs_in_process(options):
         options.setdefault("distributed_executor_backend", "external_launcher")
+    if on_gpu and args.off_policy_steps:
+        raise ConfigError(
+            "off_policy_steps=1 with generation_backend='vllm' on a GPU is not supported: the engine sleeps through "
+            "the update that the next rollout would overlap; use generation_backend='hf' or off_policy_steps=0"
+        )
     engine = VLLMPolicy(path, seed=seed, engine_kwargs=options, sleep_mode=on_gpu, device=str(device))
     return LocalPolicy(name, updater, engine, functools.partial(_sync_copy, engine, updater.model), engine)
 
@@ -272,9 +279,16 @@ class AdapterBackend:
     def __init__(self, backend: HFPolicy, peft_model, adapter: str):
         self.backend, self.peft_model, self.adapter = backend, peft_model, adapter
 
-    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+    def generate(
+        self, prompts: Sequence[str], n: int, sampling: SamplingConfig, seeds: Sequence[int] | None = None
+    ) -> list[list[Generation]]:
         self.peft_model.set_adapter(self.adapter)
-        return self.backend.generate(prompts, n, sampling)
+        return self.backend.generate(prompts, n, sampling, seeds)
+
+    @property
+    def model_server(self) -> HFPolicy:
+        """The sampler of the shared model: the rollout engine serves one adapter of it at a time."""
+        return self.backend
 
     def reseed(self, seed: int) -> None:
         self.backend.reseed(seed)

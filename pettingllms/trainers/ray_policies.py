@@ -108,8 +108,10 @@ class RolloutServer:
         """Where the backend generates (`cuda:0` of the bundle's GPUs, or `cpu`)."""
         return str(getattr(self.policy, "device", "vllm"))
 
-    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
-        return self.policy.generate(prompts, n, sampling)
+    def generate(
+        self, prompts: Sequence[str], n: int, sampling: SamplingConfig, seeds: Sequence[int] | None = None
+    ) -> list[list[Generation]]:
+        return self.policy.generate(prompts, n, sampling, seeds)
 
     def load_weights(self, payload: bytes) -> None:
         """Load an update worker's weights (safetensors bytes of the full state) into the backend."""
@@ -138,10 +140,12 @@ class RemoteBackend:
 
     actor: Any
 
-    def generate(self, prompts: Sequence[str], n: int, sampling: SamplingConfig) -> list[list[Generation]]:
+    def generate(
+        self, prompts: Sequence[str], n: int, sampling: SamplingConfig, seeds: Sequence[int] | None = None
+    ) -> list[list[Generation]]:
         import ray
 
-        return ray.get(self.actor.generate.remote(list(prompts), n, sampling))
+        return ray.get(self.actor.generate.remote(list(prompts), n, sampling, seeds))
 
     def reseed(self, seed: int) -> None:
         import ray

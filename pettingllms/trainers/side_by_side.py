@@ -12,6 +12,9 @@ Under a launcher (torchrun) every rank's collectives must come in one order, so 
 another, in `handles`' order, and sync after all of them, whatever the lanes (`world.size > 1`).
 
 A policy is synced when some rank trained it (`trained[name] > 0`): a policy without samples was not updated.
+
+With `before_sync` (off-policy training: the next step's rollout still samples from the generators), every lane
+updates first, then `before_sync()` waits for that rollout, then every trained policy is synced.
 """
 
 from __future__ import annotations
@@ -48,10 +51,12 @@ def update_and_sync(
     routed: Mapping[str, Sequence[Any]],
     trained: Callable[[], Mapping[str, int]] | Mapping[str, int],
     world: World = SINGLE_PROCESS,
+    *,
+    before_sync: Callable[[], None] | None = None,
 ) -> UpdatePhase:
     """Update every policy on its `routed` samples and sync the trained ones (module docstring). `trained`: how
     many samples each policy was trained on over every rank, or a function that asks the ranks (a collective, run
-    after the updates under a launcher)."""
+    after the updates under a launcher). `before_sync`: run after every update and before the first sync."""
     start = time.perf_counter()
     metrics: dict[str, dict[str, float]] = {}
     updates: dict[str, float] = {}
@@ -80,15 +85,24 @@ def update_and_sync(
         def lane(names: list[str]) -> None:
             for name in names:
                 update(name)
-                if counts[name]:
+                if counts[name] and before_sync is None:
                     sync(name)
 
-        groups = list(lanes(handles).values())
-        if len(groups) == 1:
-            lane(groups[0])
-        else:
-            with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="update-lane") as pool:
-                for future in [pool.submit(lane, names) for names in groups]:
-                    future.result()  # an update's exception is raised here, after every lane has ended
+        _side_by_side(lane, list(lanes(handles).values()))
+        if before_sync is not None:
+            before_sync()
+            for name in handles:
+                if counts[name]:
+                    sync(name)
     ordered = {name: metrics[name] for name in handles}
     return UpdatePhase(ordered, updates, syncs, time.perf_counter() - start)
+
+
+def _side_by_side(lane: Callable[[list[str]], None], groups: list[list[str]]) -> None:
+    """Run `lane` on every group, each in a thread of its own (one group: in this thread)."""
+    if len(groups) == 1:
+        lane(groups[0])
+        return
+    with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="update-lane") as pool:
+        for future in [pool.submit(lane, names) for names in groups]:
+            future.result()  # an update's exception is raised here, after every lane has ended

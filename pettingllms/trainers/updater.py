@@ -162,7 +162,10 @@ class PolicyUpdater(GRPOTrainerAdapter):
             # the token-sum losses divide by num_items_in_batch / (steps_per_generation x ranks): make that this
             # chunk's tokens
             items = tokens * self.args.steps_per_generation * self.accelerator.num_processes
-            loss += self._micro_step(collate(chunk, self.processing_class, items), weight)
+            inputs = collate(
+                chunk, self.processing_class, items, sampling_logps=self.args.off_policy_steps > 0
+            )
+            loss += self._micro_step(inputs, weight)
         return loss
 
     def _micro_step(self, inputs: dict[str, torch.Tensor], weight: float) -> float:
@@ -222,8 +225,13 @@ def _weightless_inputs(tokenizer) -> dict[str, torch.Tensor]:
     }
 
 
-def collate(samples: Sequence[Sample], tokenizer, num_items: float) -> dict[str, torch.Tensor]:
-    """Left-pad prompts, right-pad completions; the completion mask covers exactly each sample's completion."""
+def collate(
+    samples: Sequence[Sample], tokenizer, num_items: float, *, sampling_logps: bool = False
+) -> dict[str, torch.Tensor]:
+    """Left-pad prompts, right-pad completions; the completion mask covers exactly each sample's completion. With
+    `sampling_logps` (off-policy training), `old_per_token_logps` holds each completion token's log-probability under
+    the weights that sampled it (`Generation.logprobs`, 0 on padding): TRL's clipped ratio is then the importance
+    ratio of the current weights over those."""
     pad = tokenizer.pad_token_id
     prompt_len = max(len(s.generation.prompt_ids) for s in samples)
     completion_len = max(max(len(s.generation.completion_ids) for s in samples), 1)
@@ -239,7 +247,7 @@ def collate(samples: Sequence[Sample], tokenizer, num_items: float) -> dict[str,
         if completion:
             completion_ids[row, : len(completion)] = torch.tensor(completion)
             completion_mask[row, : len(completion)] = 1
-    return {
+    batch = {
         "prompt_ids": prompt_ids,
         "prompt_mask": prompt_mask,
         "completion_ids": completion_ids,
@@ -247,3 +255,21 @@ def collate(samples: Sequence[Sample], tokenizer, num_items: float) -> dict[str,
         "advantages": torch.tensor([s.advantage for s in samples], dtype=torch.float32),
         "num_items_in_batch": torch.tensor(num_items, dtype=torch.float32),
     }
+    if sampling_logps:
+        batch["old_per_token_logps"] = _sampling_logps(samples, completion_len)
+    return batch
+
+
+def _sampling_logps(samples: Sequence[Sample], width: int) -> torch.Tensor:
+    """The samples' `Generation.logprobs`, right-padded with 0 to `width`; a sample without them is refused."""
+    logps = torch.zeros((len(samples), width), dtype=torch.float32)
+    for row, sample in enumerate(samples):
+        got = sample.generation.logprobs
+        if got is None or len(got) != len(sample.generation.completion_ids):
+            raise ValueError(
+                f"off-policy training needs every completion token's sampling log-probability; a sample of policy "
+                f"{sample.policy!r} has {0 if got is None else len(got)} for {len(sample.generation.completion_ids)} "
+                "tokens"
+            )
+        logps[row, : len(got)] = torch.tensor(got, dtype=torch.float32)
+    return logps
