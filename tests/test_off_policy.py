@@ -49,8 +49,14 @@ def test_the_next_rollout_samples_from_the_weights_before_the_update_and_stalene
         handle,
     ) in handles.items():  # the generator samples from a copy of the weights, synced after updates
         assert handle.backend.model is not trainer.policies.updaters[name].model
-    snapshots = [{name: handle.updater.model.state_dict() for name, handle in handles.items()}]
-    snapshots[0] = {n: {k: v.clone() for k, v in state.items()} for n, state in snapshots[0].items()}
+
+    def snapshot():  # every policy's trained weights now
+        return {
+            name: {k: v.detach().clone() for k, v in handle.updater.model.state_dict().items()}
+            for name, handle in handles.items()
+        }
+
+    snapshots = [snapshot()]
     collected = []
     collect = trainer.engine.collect
 
@@ -63,12 +69,7 @@ def test_the_next_rollout_samples_from_the_weights_before_the_update_and_stalene
     staleness = []
     while not trainer.finished:
         staleness.append(trainer.train_step()["train/staleness"])
-        snapshots.append(
-            {
-                name: {k: v.detach().clone() for k, v in h.updater.model.state_dict().items()}
-                for name, h in handles.items()
-            }
-        )
+        snapshots.append(snapshot())
     trainer.close()
     # step 3 is followed by a checkpoint: step 3's update runs alone, and step 4 samples after it
     assert staleness == [0, 1, 1, 0]
