@@ -68,7 +68,10 @@ def test_the_next_rollout_samples_from_the_weights_before_the_update_and_stalene
     trainer.engine.collect = recording_collect
     staleness = []
     while not trainer.finished:
-        staleness.append(trainer.train_step()["train/staleness"])
+        metrics = trainer.train_step()
+        staleness.append(metrics["train/staleness"])
+        # each generator's idle share of its step's rollout (the rollout ahead reports its own)
+        assert all(0.0 <= metrics[f"timing/idle/{name}"] <= 1.0 for name in handles)
         snapshots.append(snapshot())
     trainer.close()
     # step 3 is followed by a checkpoint: step 3's update runs alone, and step 4 samples after it
