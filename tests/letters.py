@@ -146,6 +146,20 @@ def run_interrupted(tiny_model, output_dir, *extra):
     return resumed
 
 
+def without_wall_clock(row: dict) -> dict:
+    """A metrics row without its wall-clock measures (keys naming time, `timing/...`, and seconds `..._s`), which
+    differ between two runs of the same seed."""
+    return {k: v for k, v in row.items() if "time" not in k and not k.startswith("timing") and not k.endswith("_s")}
+
+
+def metric_rows(folder) -> list[dict]:
+    """The rows of `folder/metrics.jsonl`, each without its wall-clock measures."""
+    import json
+    from pathlib import Path
+
+    return [without_wall_clock(json.loads(line)) for line in (Path(folder) / "metrics.jsonl").read_text().splitlines()]
+
+
 def unequal_samples():
     """Five samples of policy "plan" with unequal prompt and completion lengths and unequal advantages."""
     import torch

@@ -4,7 +4,6 @@ Marked `ray` (`.ci/run` installs Ray and runs them). The cluster is started here
 policies (two bundles of one CPU each) fit on a 2-core machine; the trainer joins it and leaves it running.
 """
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from letters import args_for, run_interrupted  # noqa: E402
+from letters import args_for, metric_rows, run_interrupted  # noqa: E402
 
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
@@ -36,13 +35,6 @@ def cluster():
     yield
     if started:
         ray.shutdown()
-
-
-def rows(folder):
-    return [
-        {k: v for k, v in json.loads(line).items() if "time" not in k and not k.startswith("timing")}
-        for line in (folder / "metrics.jsonl").read_text().splitlines()
-    ]
 
 
 def test_each_policy_gets_a_placement_group_with_its_server_and_worker(tiny_model, tmp_path):
@@ -114,15 +106,15 @@ def test_a_ray_run_matches_the_local_run_and_resumes_exactly(tiny_model, tmp_pat
         args_for(tiny_model, tmp_path / "straight", "--distributed", "ray"), log=lambda _: None
     )
     straight.train()
-    for ray_row, local_row in zip(rows(tmp_path / "straight")[:2], rows(tmp_path / "local")[:2]):
+    for ray_row, local_row in zip(metric_rows(tmp_path / "straight")[:2], metric_rows(tmp_path / "local")[:2]):
         # the evaluation at step 0 and step 1 (rollout before any update, then the update): identical
         assert {k: v for k, v in ray_row.items() if not k.startswith("pool/")} == local_row
-    final_local, final_ray = rows(tmp_path / "local")[-1], rows(tmp_path / "straight")[-1]
+    final_local, final_ray = metric_rows(tmp_path / "local")[-1], metric_rows(tmp_path / "straight")[-1]
     assert final_ray["train/reward"] == pytest.approx(final_local["train/reward"], abs=1e-6)
 
     flags = ("--distributed", "ray")
     run_interrupted(tiny_model, tmp_path / "resumed", *flags)
-    assert rows(tmp_path / "resumed")[-1] == rows(tmp_path / "straight")[-1]
+    assert metric_rows(tmp_path / "resumed")[-1] == metric_rows(tmp_path / "straight")[-1]
 
 
 def test_placement_needs_a_layout_whose_policies_are_separate_models(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from letters import LETTERS_ENV, args_for  # noqa: E402
+from letters import LETTERS_ENV, args_for, metric_rows  # noqa: E402
 
 import pettingllms  # noqa: E402
 from pettingllms.backends.shared_prefix import uses_activation_checkpointing  # noqa: E402
@@ -118,18 +118,9 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tiny_model, tmp_path):
         )
         assert all(torch.equal(a[key], b[key]) for key in a), f"policy {name} differs after resuming"
 
-    def rows(folder):
-        return [
-            {
-                k: v
-                for k, v in json.loads(line).items()
-                if "time" not in k and not k.startswith("timing") and not k.endswith("_s")  # seconds differ
-            }
-            for line in (folder / "metrics.jsonl").read_text().splitlines()
-        ]
 
-    assert rows(tmp_path / "straight")[-1] == rows(tmp_path / "resumed")[-1]
-    assert [r["step"] for r in rows(tmp_path / "resumed")] == [0, 1, 2]
+    assert metric_rows(tmp_path / "straight")[-1] == metric_rows(tmp_path / "resumed")[-1]
+    assert [r["step"] for r in metric_rows(tmp_path / "resumed")] == [0, 1, 2]
 
 
 @pytest.mark.parametrize(

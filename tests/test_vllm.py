@@ -16,7 +16,7 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 torch = pytest.importorskip("torch")
 pytest.importorskip("vllm")
 
-from letters import args_for, run_interrupted  # noqa: E402
+from letters import args_for, metric_rows, run_interrupted  # noqa: E402
 
 import pettingllms  # noqa: E402
 from pettingllms.backends.base import SamplingConfig  # noqa: E402
@@ -219,17 +219,10 @@ def trainer_prompts():
 
 def test_a_resumed_vllm_run_equals_an_uninterrupted_one(tiny_model, tmp_path):
     """The engine's request-seed generator is checkpointed: stopping after step 1 and resuming changes nothing."""
-    import json
-
     flags = ("--policy_layout", "shared", "--generation_backend", "vllm", "--eval_episodes", "1")
     ATGRPOTrainer(args_for(tiny_model, tmp_path / "straight", *flags), log=lambda _: None).train()
     run_interrupted(tiny_model, tmp_path / "resumed", *flags)
-
-    def last_row(folder):
-        row = json.loads((folder / "metrics.jsonl").read_text().splitlines()[-1])
-        return {k: v for k, v in row.items() if "time" not in k and not k.startswith("timing")}
-
-    assert last_row(tmp_path / "straight") == last_row(tmp_path / "resumed")
+    assert metric_rows(tmp_path / "straight")[-1] == metric_rows(tmp_path / "resumed")[-1]
 
 
 @pytest.fixture(scope="module")
