@@ -155,6 +155,29 @@ def test_greedy_is_deterministic_and_top_filters_reduce_to_it(parts):
     assert ids(policy(parts, seed=6).generate(PROMPTS, 2, top_p_tiny)) == greedy
 
 
+def test_a_call_cut_into_batches_buckets_its_prompts_by_length(parts, monkeypatch):
+    """With `max_batch_rows`, each batch holds prompts of neighbouring lengths (shortest first), and each prompt's
+    seeded samples are those of the uncut call, returned in the call's order."""
+    import pettingllms.backends.hf as hf
+
+    backend = policy(parts)
+    prompts = [PROMPTS[2], PROMPTS[1], PROMPTS[0], PROMPTS[1] + " again", PROMPTS[2] + " and more"]
+    seeds = [5, 6, 7, 8, 9]
+    whole = ids(backend.generate(prompts, 2, SAMPLED, seeds=seeds))
+    batches = []
+    recording = hf.prefill
+
+    def record(model, rows, **kwargs):
+        batches.append(sorted({len(row) for row in rows}))
+        return recording(model, rows, **kwargs)
+
+    monkeypatch.setattr(hf, "prefill", record)
+    cut = ids(policy(parts, max_batch_rows=4).generate(prompts, 2, SAMPLED, seeds=seeds))
+    assert cut == whole
+    lengths = sorted(len(backend.prompt_ids(prompt)) for prompt in prompts)
+    assert batches == [lengths[0:2], lengths[2:4], lengths[4:5]]
+
+
 def test_left_padding_does_not_change_greedy_completions(parts):
     backend = policy(parts)
     batched = backend.generate(PROMPTS, 2, GREEDY)

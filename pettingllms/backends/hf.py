@@ -79,7 +79,8 @@ class HFPolicy:
         tokenizer: its tokenizer, with a chat template and a pad or eos token.
         seed: seed of the policy's own `torch.Generator`.
         device: where the model runs and the generator lives.
-        max_batch_rows: the most rows (prompts x n) in one forward batch; None puts a whole call in one batch.
+        max_batch_rows: the most rows (prompts x n) in one forward batch; None puts a whole call in one batch. A
+            call cut into several batches fills them with its prompts shortest first (bucketed by length).
         reserve_cache: decode into a KV cache with room reserved for the completion (`kv_reserve`), written in place;
             False grows transformers' dynamic cache by concatenation (the whole cache copied every token).
     """
@@ -204,21 +205,23 @@ class HFPolicy:
                 f"max_position_embeddings={limit}"
             )
         per_batch = max(1, len(encoded) if self.max_batch_rows is None else self.max_batch_rows // n)
-        results: list[list[Generation]] = []
+        # a call cut into several batches takes its prompts shortest first (bucketed by length), so that a batch
+        # pads to prompts like its own; with request seeds a prompt's samples do not depend on its batch
+        order = list(range(len(encoded)))
+        if per_batch < len(encoded):
+            order.sort(key=lambda i: len(encoded[i]))
+        results: list[list[Generation]] = [[] for _ in encoded]
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.inference_mode():
-                for start in range(0, len(encoded), per_batch):
-                    chunk = encoded[start : start + per_batch]
-                    rows = [ids for ids in chunk for _ in range(n)]
-                    row_seeds = (
-                        None
-                        if seeds is None
-                        else [int(seed) + j for seed in seeds[start : start + per_batch] for j in range(n)]
-                    )
+                for start in range(0, len(order), per_batch):
+                    chunk = order[start : start + per_batch]
+                    rows = [encoded[i] for i in chunk for _ in range(n)]
+                    row_seeds = None if seeds is None else [int(seeds[i]) + j for i in chunk for j in range(n)]
                     generations = self._sample(rows, sampling, row_seeds)
-                    results += [generations[i * n : (i + 1) * n] for i in range(len(chunk))]
+                    for position, i in enumerate(chunk):
+                        results[i] = generations[position * n : (position + 1) * n]
         finally:
             self.model.train(was_training)
         return results
