@@ -2,10 +2,8 @@
 completions of 16-48 tokens but one row in eight of 256-384, on which packing by tokens pads less than cutting by
 count."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from scripts_loader import load_script
 
 torch = pytest.importorskip("torch")
 
@@ -13,11 +11,7 @@ from pettingllms.trainers.micro_batches import by_count, by_tokens, padded_token
 
 
 def load_benchmark():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_micro_batching.py"
-    spec = importlib.util.spec_from_file_location("bench_micro_batching", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_micro_batching", "benchmarks")
 
 
 def test_the_benchmarks_samples_are_seeded_and_long_tailed():

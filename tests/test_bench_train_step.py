@@ -1,10 +1,8 @@
 """The train-step benchmark's update floor computes the gradient `PolicyUpdater` computes (TRL's GRPO loss), so
 its tokens/s is a floor for the same work."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from scripts_loader import load_script
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
@@ -16,11 +14,7 @@ pytestmark = pytest.mark.usefixtures("letters_env")
 
 
 def load_benchmark():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_train_step.py"
-    spec = importlib.util.spec_from_file_location("bench_train_step", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_train_step", "benchmarks")
 
 
 @pytest.mark.parametrize("micro_batch", [2, 5])

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from scripts_loader import load_script
 
 import pettingllms
 from pettingllms.backends.base import SamplingConfig, cut_at_stop
@@ -483,15 +484,10 @@ def test_a_tool_completion_that_follows_the_prompts_example_runs_and_its_moves_a
 
 # ----------------------------------------------------------------- the benchmark's command, at a tiny budget
 def test_the_stop_detection_benchmark_runs_and_both_detectors_agree(tiny_model, tmp_path, monkeypatch):
-    import importlib.util
     import json
     import sys
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_stop_detection.py"
-    spec = importlib.util.spec_from_file_location("bench_stop_detection", path)
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_script("bench_stop_detection", "benchmarks")
     output = tmp_path / "stops.json"
     argv = [
         "bench",
@@ -514,15 +510,10 @@ def test_the_stop_detection_benchmark_runs_and_both_detectors_agree(tiny_model, 
 
 
 def test_the_final_cut_benchmark_runs_and_its_anchor_is_the_old_search(tmp_path, monkeypatch):
-    import importlib.util
     import json
     import sys
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_stop_cut.py"
-    spec = importlib.util.spec_from_file_location("bench_stop_cut", path)
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_script("bench_stop_cut", "benchmarks")
     text = benchmark.BLOCK * 50 + "<think>a</think>```x```<answer>R</answer>"
     with monkeypatch.context() as patched:  # the anchor cuts where the rule does
         from pettingllms.backends import base
