@@ -57,7 +57,7 @@ def collect_once(engine, backends, instances: int) -> dict:
     start = time.perf_counter()
     rollout = engine.collect(range(1000, 1000 + instances), {"split": "train"})
     wall = time.perf_counter() - start
-    stats, names = engine.schedule_stats, engine.server_names()
+    stats, names = rollout.schedule, engine.server_names()
     lengths = sorted(len(s.generation.completion_ids) for s in rollout.samples)
     budget = engine.sampling["tool"].max_new_tokens
     return {
@@ -73,7 +73,7 @@ def collect_once(engine, backends, instances: int) -> dict:
         "wall_s": wall,
         "rows": [s.to_row(0) for s in rollout.samples],
         "samples": len(rollout.samples),
-        "probe_completions": engine.probe_completions,
+        "probe_completions": rollout.probe_completions,
         "completion_tokens": sum(lengths),
         "length_quantiles": {q: lengths[int(q * (len(lengths) - 1))] for q in (0.0, 0.5, 0.9, 1.0)},
         "policies": {
@@ -114,7 +114,6 @@ def measure(make_backend, model: str, args) -> dict:
     runs: dict[str, list[dict]] = {schedule: [] for schedule in SCHEDULES}
     for _ in range(args.repeats):
         for schedule, engine in engines.items():
-            engine.probe_completions = 0
             runs[schedule].append(collect_once(engine, backends, args.instances))
     figures = {}
     for schedule, results in runs.items():

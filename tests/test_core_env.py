@@ -21,6 +21,22 @@ def test_every_built_in_env_implements_the_oracle_api(env_id):
     assert isinstance(env.unwrapped.random_answer(agent, np.random.default_rng(0)), str)
 
 
+@pytest.mark.parametrize("env_id", sorted(pettingllms.registry))
+def test_info_turn_is_the_turn_being_played_from_one_as_the_observation_shows_it(env_id):
+    """docs/environments.md: `info["turn"]` is the number the observation's header shows ("turn 1 of 4"), 1 after
+    `reset`; `env.unwrapped.turn` counts the turns completed, from 0."""
+    import re
+
+    env = pettingllms.make(env_id)
+    env.reset(seed=0)
+    for turn in (1, 2):
+        observation, _, _, _, info = env.last()
+        shown = int(re.search(r"turn (\d+) of", observation).group(1))
+        assert info["turn"] == shown == turn and env.unwrapped.turn == turn - 1
+        for _ in range(len(env.agents)):  # every agent of the turn answers something unusable
+            env.step("nonsense")
+
+
 def test_an_env_without_the_oracle_api_says_so():
     class Bare(TextAECEnv):
         pass

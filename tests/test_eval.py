@@ -256,6 +256,29 @@ def test_solving_program_rate_counts_each_tool_agents_first_step_by_hand():
     assert metrics.solving_program_rates([*records, record("e", None)]) == {}  # a row cached before the field
 
 
+def test_a_training_runs_evaluation_figures_by_hand():
+    """Two episodes: tool 3 + 1 steps with returns 0.5 + 0.3 and one cut step; plan 2 + 2 with returns 1.0 + 0.0."""
+    solved = EpisodeRecord("a", True, 2, {"tool": 3, "plan": 2}, {}, None, {"tool": 0.5, "plan": 1.0}, {"tool": 1},
+                           {"tool": "solves"})  # fmt: skip
+    failed = EpisodeRecord("b", False, 1, {"tool": 1, "plan": 2}, {}, None, {"tool": 0.3, "plan": 0.0}, {},
+                           {"tool": "fails"})  # fmt: skip
+    figures = metrics.training_evaluation_metrics([solved, failed], ["tool", "plan"])
+    assert figures == pytest.approx(
+        {
+            "eval/success_rate": 0.5,
+            "eval/reward/tool": 0.8 / 4,
+            "eval/truncated/tool": 1 / 4,
+            "eval/reward/plan": 1.0 / 4,
+            "eval/truncated/plan": 0.0,
+            "eval/solving_program/tool": 0.5,
+        }
+    )
+    assert metrics.summary_figures("after", figures) == {
+        "eval/success_rate_after": 0.5,
+        "eval/solving_program_after/tool": 0.5,
+    }
+
+
 class _ProgramTool:
     """The tool agent writes the warm start's correct solver program; the plan agent carries out its proposal."""
 

@@ -159,3 +159,21 @@ def test_importing_the_package_and_an_env_loads_no_model_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_trainers_public_names_import_from_the_package_without_loading_torch_until_used():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import pettingllms.trainers as t; light = 'torch' not in sys.modules; "
+        "from pettingllms.trainers import ATGRPOConfig, ATGRPOTrainer; "
+        "from pettingllms.trainers.config import ATGRPOConfig as C; from pettingllms.trainers.at_grpo import "
+        "ATGRPOTrainer as T; print(light, ATGRPOConfig is C and ATGRPOTrainer is T, sorted(t.__all__))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True True ['ATGRPOConfig', 'ATGRPOTrainer']"
+    with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
+        import pettingllms.trainers
+
+        pettingllms.trainers.Nothing  # noqa: B018

@@ -167,7 +167,9 @@ def credit_engine(team_credit):
 def test_a_tool_candidate_that_leads_to_success_outranks_one_that_does_not():
     turn_credit = credit_engine("turn")
     rollout = turn_credit.collect(range(5))
-    assert turn_credit.probe_completions == 5 * K  # one greedy plan answer per tool candidate
+    assert rollout.probe_completions == 5 * K  # one greedy plan answer per tool candidate
+    again = turn_credit.collect(range(5, 10))  # each rollout counts its own (nothing accumulates in the engine)
+    assert again.probe_completions == 5 * K and again.env_seconds > 0 and again.schedule.wall_s > 0
     compute_advantages(rollout.samples)
     tool = [s for s in rollout.samples if s.agent == "tool"]
     assert len(tool) == 5 * K  # every episode is solved in its first turn

@@ -137,9 +137,8 @@ def test_under_async_two_policies_generate_at_the_same_time_and_under_lockstep_o
             schedule=schedule,
             max_items_per_call=1,
         )
-        engine.collect(range(3))
+        stats = engine.collect(range(3)).schedule
         assert any(tool.met + plan.met) is overlap
-        stats = engine.schedule_stats
         names = engine.server_names()
         assert sorted(names[key] for key in stats.servers) == ["plan", "tool"]
         assert all(0.0 <= server.idle_share(stats.wall_s) <= 1.0 for server in stats.servers.values())

@@ -141,11 +141,10 @@ def test_the_update_is_the_hand_written_policy_gradient(tiny_model, tmp_path, lo
     assert_same(chunked_gradients(updater, 2), hand_gradients(updater, per_token))
 
 
-def test_an_entropy_bonus_with_a_sequence_mean_loss_is_refused(tiny_model, tmp_path):
-    args = args_for(tiny_model, tmp_path, "--loss_type", "grpo", "--entropy_coef", "0.01")
-    model, tokenizer = load_model(tiny_model)
-    with pytest.raises(ConfigError, match="entropy_coef"):
-        PolicyUpdater("plan", model, tokenizer, args)
+def test_an_entropy_bonus_with_a_sequence_mean_loss_is_refused_by_the_config(tiny_model, tmp_path):
+    with pytest.raises(ConfigError, match="entropy_coef with loss_type='grpo'"):
+        args_for(tiny_model, tmp_path, "--loss_type", "grpo", "--entropy_coef", "0.01")
+    assert args_for(tiny_model, tmp_path, "--loss_type", "dapo", "--entropy_coef", "0.01").entropy_coef == 0.01
 
 
 def test_log_probabilities_use_each_policys_own_sampling_temperature(tiny_model, tmp_path):

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 
 class PettingLLMsError(Exception):
-    """Base class for every error this package raises on purpose."""
+    """Base class of the errors this package raises on purpose, but two kinds (`tests/test_errors.py` holds the
+    list): the sandbox's `SandboxUnavailable`, since the sandbox is a leaf that imports nothing of the project, and
+    exceptions that never leave their module (a stale reply in the sandbox's pool, a candidate's failure inside the
+    judge's harness, a data row skipped by a loader, a text that is not a generated math problem)."""
 
 
 class UnknownEnvError(PettingLLMsError, KeyError):

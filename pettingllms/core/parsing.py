@@ -10,6 +10,8 @@ import re
 from collections import deque
 from collections.abc import Iterator
 
+from pettingllms.core.errors import PettingLLMsError
+
 MAX_MOVES = 200
 """At most this many moves are read from one answer; the rest is ignored (and reported)."""
 
@@ -21,7 +23,7 @@ _MOVE_WORDS = {"up": "U", "down": "D", "left": "L", "right": "R", "u": "U", "d":
 _SEPARATORS = re.compile(r"[\s,;]+")
 
 
-class ParseError(ValueError):
+class ParseError(PettingLLMsError, ValueError):
     """The text does not have the expected form; the message says what was expected."""
 
 

@@ -53,7 +53,8 @@ ready, each policy's generator in a thread of its own (policies that share one m
 a per-role team generate at the same time and no episode waits for another's completions; a backend that batches
 concurrent calls itself (vLLM's engine, `serves_concurrently`) gets every ready request at once for its
 continuous batching. `schedule="lockstep"` serves rounds: every episode waits, then one call per policy, in turn.
-`schedule_stats` holds the last rollout's wall time and each server's calls, items and busy time.
+Each `Rollout` returned carries its own counters: seconds spent stepping environments, turn-credit probe completions,
+and the schedule's wall time with each server's calls, items and busy time (`ScheduleStats`).
 
 The engine is deterministic for a given seed, whatever the schedule, the order in which completions arrive and
 how requests are grouped into calls: instances come from their seeds; every `collect` draws one sample seed from
@@ -79,7 +80,7 @@ from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.rollout.grouping import GROUPINGS, TRAJECTORY_GROUPINGS, group_key
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample
-from pettingllms.rollout.scheduler import SCHEDULES, Request, ScheduleStats, Server, run_episodes
+from pettingllms.rollout.scheduler import SCHEDULES, Request, Server, run_episodes
 
 
 class StepPool(Protocol):
@@ -171,7 +172,9 @@ class RolloutEngine:
         agent_policy: agent name -> policy name (every agent of the workflow must be mapped).
         sampling: policy name -> sampling settings.
         num_generations: K.
-        grouping: "agent_turn" (AT-GRPO), "trajectory" (the baseline), or the ablations "agent" / "turn".
+        grouping: one of `grouping.GROUPINGS`: "agent_turn" (AT-GRPO), "trajectory" (the baseline),
+            "trajectory_turn" (multi-turn GRPO), "anchor_state" (GiGPO), or the ablations "agent" / "turn"
+            (module docstring).
         commit: "greedy" (the best candidate), "random", or per-role pairs such as "tool=random" (`parse_commit`).
         team_credit: "turn" (a candidate's team reward includes its turn's greedy completion) or "step".
         seed: seeds the engine's own generator, which draws each `collect`'s sample seed (module docstring).
@@ -232,15 +235,9 @@ class RolloutEngine:
         self.schedule = schedule
         self.max_items_per_call = max_items_per_call
         self._server_of, self._servers = _servers(policies, sampling, pool)
-        self.env_seconds = 0.0
-        """Time spent stepping environments (candidates included) since it was last reset to 0."""
-        self.probe_completions = 0
-        """Greedy completions generated for turn credit (never trained on) since it was last reset to 0."""
-        self.schedule_stats = ScheduleStats()
-        """The last `collect` or `evaluate`'s wall time and each server's calls, items and busy time."""
 
     def server_names(self) -> dict[Hashable, str]:
-        """Each server of `schedule_stats` named by the policies it serves ("tool+plan" for adapters of one model;
+        """Each server of a rollout's `schedule` named by the policies it serves ("tool+plan" for adapters of one model;
         "env-pool" for the pool)."""
         names: dict[Hashable, list[str]] = {}
         for policy, key in self._server_of.items():
@@ -290,9 +287,9 @@ class RolloutEngine:
         played = self._play(envs, belongs, 1, self.grouping, "step", sample_seed)
         if self.grouping == "trajectory":
             team_returns = [sum(episode.returns.values()) for episode in played.episodes]
-            return Rollout(
-                [dataclasses.replace(s, reward=team_returns[s.episode]) for s in played.samples],
-                played.episodes,
+            return dataclasses.replace(
+                played,
+                samples=[dataclasses.replace(s, reward=team_returns[s.episode]) for s in played.samples],
             )
         remaining = [0.0] * len(envs)
         to_go = []
@@ -300,7 +297,7 @@ class RolloutEngine:
         for sample in reversed(played.samples):
             remaining[sample.episode] += sample.step_reward
             to_go.append(dataclasses.replace(sample, reward=remaining[sample.episode]))
-        return Rollout(to_go[::-1], played.episodes)
+        return dataclasses.replace(played, samples=to_go[::-1])
 
     def _new_env(self, seed: int, options: Mapping[str, Any] | None) -> AECEnv:
         env = self.env_fn()
@@ -320,28 +317,40 @@ class RolloutEngine:
         """Play every env to its end under the engine's schedule, `n` candidates per agent step (n = 1: plain
         sampling), each sample keyed by `grouping` and its candidates scored by `team_credit`; the requests of
         episode i are seeded from `(sample_seed, i)`. Samples come in episode order, each episode's in play order."""
+        tally = _Tally()
         episodes = [
-            self._episode(env, belong, n, grouping, team_credit, _RequestSeeds(sample_seed, index))
+            self._episode(env, belong, n, grouping, team_credit, _RequestSeeds(sample_seed, index), tally)
             for index, (env, belong) in enumerate(zip(envs, belongs, strict=True))
         ]
-        played, self.schedule_stats = run_episodes(
+        played, stats = run_episodes(
             episodes, self._servers, schedule=self.schedule, max_items_per_call=self.max_items_per_call
         )
-        if _POOL in self.schedule_stats.servers:
-            self.env_seconds += self.schedule_stats.servers[_POOL].busy_s
+        if _POOL in stats.servers:
+            tally.env_seconds += stats.servers[_POOL].busy_s
         return Rollout(
-            [sample for samples, _ in played for sample in samples], [result for _, result in played]
+            [sample for samples, _ in played for sample in samples],
+            [result for _, result in played],
+            env_seconds=tally.env_seconds,
+            probe_completions=tally.probe_completions,
+            schedule=stats,
         )
 
     def _episode(
-        self, env: AECEnv, belong: _Episode, n: int, grouping: str, team_credit: str, seeds: _RequestSeeds
+        self,
+        env: AECEnv,
+        belong: _Episode,
+        n: int,
+        grouping: str,
+        team_credit: str,
+        seeds: _RequestSeeds,
+        tally: _Tally,
     ) -> Generator[list[Request], list[Any], tuple[list[Sample], EpisodeResult]]:
         """One episode as a coroutine of the scheduler: its samples and result once it has ended."""
         samples: list[Sample] = []
         returns = dict.fromkeys(env.possible_agents, 0.0)
         turns_used = 0
         while (agent := _next_to_act(env)) is not None:
-            step = yield from self._act(env, belong, agent, n, team_credit, seeds)
+            step = yield from self._act(env, belong, agent, n, team_credit, seeds, tally)
             env = step.committed
             paid = {agent: float(env.rewards[agent]), **_settled(env, agent)}
             samples.extend(_samples(step, self.agent_policy[agent], grouping, sum(paid.values())))
@@ -351,7 +360,14 @@ class RolloutEngine:
         return samples, EpisodeResult(belong.instance, bool(env.unwrapped.success), turns_used, returns)
 
     def _act(
-        self, env: AECEnv, belong: _Episode, agent: str, n: int, team_credit: str, seeds: _RequestSeeds
+        self,
+        env: AECEnv,
+        belong: _Episode,
+        agent: str,
+        n: int,
+        team_credit: str,
+        seeds: _RequestSeeds,
+        tally: _Tally,
     ) -> Generator[list[Request], list[Any], CommittedStep]:
         """`agent` acts on `env`: `n` candidates, stepped on copies and scored, one committed (the episode goes on
         from its copy). Returns the `CommittedStep` (also given to the observer)."""
@@ -360,9 +376,11 @@ class RolloutEngine:
         prompt = str(env.observe(agent))
         ((generations,),) = yield [self._ask(agent, [env], [prompt], n, seeds, greedy=False)]
         copies = yield from self._step(
-            [(env, generation.action) for generation in generations], in_place=n == 1
+            [(env, generation.action) for generation in generations], tally, in_place=n == 1
         )
-        credits = (yield from self._turn_credit(agent, copies, seeds)) if team_credit == "turn" else None
+        credits = (
+            (yield from self._turn_credit(agent, copies, seeds, tally)) if team_credit == "turn" else None
+        )
         scored = self._score(agent, generations, copies, credits)
         chosen = self._choose(agent, scored, seeds.commits)
         step = CommittedStep(
@@ -398,10 +416,11 @@ class RolloutEngine:
         return Request(self._server_of[policy], (policy, agent if state_policy else None, n, greedy), items)
 
     def _step(
-        self, jobs: Sequence[tuple[AECEnv, str]], *, in_place: bool
+        self, jobs: Sequence[tuple[AECEnv, str]], tally: _Tally, *, in_place: bool
     ) -> Generator[list[Request], list[Any], list[AECEnv]]:
         """Each `(env, action)` job's env after `step(action)`: on a copy (the env itself when `in_place`), or in
-        the pool, which returns stepped copies (the same envs: results do not depend on where steps ran)."""
+        the pool, which returns stepped copies (the same envs: results do not depend on where steps ran). In-process
+        stepping time is added to `tally` (the pool's is its server's busy time)."""
         if self.pool is not None:
             (stepped,) = yield [Request(_POOL, "step", tuple(jobs))]
             return stepped
@@ -411,11 +430,11 @@ class RolloutEngine:
             copy = env if in_place else env.clone()
             copy.step(action)
             stepped.append(copy)
-        self.env_seconds += time.perf_counter() - start
+        tally.env_seconds += time.perf_counter() - start
         return stepped
 
     def _turn_credit(
-        self, agent: str, copies: Sequence[AECEnv], seeds: _RequestSeeds
+        self, agent: str, copies: Sequence[AECEnv], seeds: _RequestSeeds, tally: _Tally
     ) -> Generator[list[Request], list[Any], list[_TurnCredit]]:
         """For every candidate copy, what the rest of its turn adds: the team rewards and the direct payments to
         `agent` of the later agents of the turn answering greedily on a probe copy (the copies stay untouched).
@@ -446,9 +465,9 @@ class RolloutEngine:
             answers = yield requests
             groups = [(next_agent, probe) for next_agent, group in waiting.items() for probe in group]
             actions = [generations[0].action for answer in answers for generations in answer]
-            self.probe_completions += len(groups)
+            tally.probe_completions += len(groups)
             jobs = [(env, action) for (_, (_, env, _)), action in zip(groups, actions, strict=True)]
-            stepped = yield from self._step(jobs, in_place=True)
+            stepped = yield from self._step(jobs, tally, in_place=True)
             probes = []
             for (next_agent, (column, _, turn)), after in zip(groups, stepped, strict=True):
                 credits[column] = credits[column].plus(
@@ -496,6 +515,14 @@ class _Ask:
     env: AECEnv
     prompt: str
     seed: int
+
+
+@dataclasses.dataclass
+class _Tally:
+    """The counters of one rollout, added to by its episodes (one thread: the scheduler's)."""
+
+    env_seconds: float = 0.0
+    probe_completions: int = 0
 
 
 class _RequestSeeds:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from pettingllms.backends.base import Generation
+from pettingllms.rollout.scheduler import ScheduleStats
 
 ROW_FIELDS = (
     "group_id",
@@ -88,10 +89,15 @@ class EpisodeResult:
 
 @dataclasses.dataclass
 class Rollout:
-    """Every sample of a rollout, and how each committed episode ended."""
+    """Every sample of a rollout, how each committed episode ended, and what producing it took: seconds spent
+    stepping environments (candidates and probes included), the greedy turn-credit completions it generated (never
+    trained on), and its schedule's wall time with each server's calls, items and busy time."""
 
     samples: list[Sample]
     episodes: list[EpisodeResult]
+    env_seconds: float = 0.0
+    probe_completions: int = 0
+    schedule: ScheduleStats = dataclasses.field(default_factory=ScheduleStats)
 
     @property
     def success_rate(self) -> float:

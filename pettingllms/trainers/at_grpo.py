@@ -46,7 +46,7 @@ from pettingllms.backends.base import SamplingConfig, SeededBackend
 from pettingllms.backends.chat import supports_thinking_switch
 from pettingllms.core.errors import ConfigError
 from pettingllms.core.seeding import derive_seed
-from pettingllms.eval.metrics import solving_program_rates
+from pettingllms.eval.metrics import summary_figures, training_evaluation_metrics
 from pettingllms.eval.runner import run_suite
 from pettingllms.eval.suites import build_suite
 from pettingllms.parallel.world import current_world
@@ -249,7 +249,7 @@ class ATGRPOTrainer:
         self.trackers.begin(self.step)
         summary: dict[str, Any] = {}
         if self.step == 0:
-            summary.update(_named("before", self._log_metrics({"step": 0, **self.evaluate()})))
+            summary.update(summary_figures("before", self._log_metrics({"step": 0, **self.evaluate()})))
         progress = tqdm(
             total=args.max_steps,
             initial=self.step,
@@ -261,7 +261,7 @@ class ATGRPOTrainer:
             metrics = self.train_step()
             if self.finished:
                 metrics.update(self.evaluate())
-                summary.update(_named("after", metrics))
+                summary.update(summary_figures("after", metrics))
             elif args.eval_every and self.step % args.eval_every == 0:
                 metrics.update(self.evaluate())
             self._log_metrics(metrics)
@@ -353,22 +353,12 @@ class ATGRPOTrainer:
         return self._step_metrics(timed, stds, phase, staleness)
 
     def _collect(self, step: int, version: int) -> TimedRollout:
-        """The rollout of step `step` (0-based) from generators holding `version` synced updates, with the engine's
-        counters of it (read and reset here: a rollout ahead runs in its own thread)."""
+        """The rollout of step `step` (0-based) from generators holding `version` synced updates, timed."""
         seeds = self.world.shard(training_seeds(self.args, step))
         start = time.perf_counter()
         with self.policies.full_weights():
             rollout = self.engine.collect(seeds, {"split": "train"})
-        timed = TimedRollout(
-            rollout,
-            version,
-            time.perf_counter() - start,
-            self.engine.env_seconds,
-            self.engine.probe_completions,
-            self._idle_shares(),
-        )
-        self.engine.env_seconds, self.engine.probe_completions = 0.0, 0
-        return timed
+        return TimedRollout(rollout, version, time.perf_counter() - start)
 
     def _next_rollout_may_overlap(self, sampled: int) -> bool:
         """Whether the next step's rollout may run during this step's update: a next step follows, with no
@@ -386,7 +376,8 @@ class ATGRPOTrainer:
         self, timed: TimedRollout, stds: dict[str, float], phase: UpdatePhase, staleness: int
     ) -> dict[str, Any]:
         """A step's logged metrics (after `self.step` has counted it)."""
-        stats = StepStats.merge(self.world.gather(StepStats.of(timed.rollout, stds, timed.probe_completions)))
+        rollout = timed.rollout
+        stats = StepStats.merge(self.world.gather(StepStats.of(rollout, stds)))
         self.completions += len(stats.samples)
         metrics = {
             "step": self.step,
@@ -400,10 +391,10 @@ class ATGRPOTrainer:
             "train/probe_completions": stats.probe_completions,
             "train/staleness": staleness,
             "timing/rollout_s": timed.seconds,
-            "timing/env_s": timed.env_seconds,
+            "timing/env_s": rollout.env_seconds,
             "timing/update_s": phase.wall_seconds,  # syncs included
             "timing/sync_s": sum(phase.sync_seconds.values()),
-            **timed.idle_shares,
+            **self._idle_shares(rollout),
         }
         if self.pool is not None:
             metrics.update({"pool/restarts": self.pool.restarts, "pool/retried_jobs": self.pool.retried_jobs})
@@ -421,10 +412,10 @@ class ATGRPOTrainer:
             metrics.update({f"policy/{name}/{key}": value for key, value in own.items()})
         return metrics
 
-    def _idle_shares(self) -> dict[str, float]:
-        """`timing/idle/<server>`: the share of the last rollout's wall time in which each of the engine's servers
-        (a policy's generator; the env pool) had no call running."""
-        stats, names = self.engine.schedule_stats, self.engine.server_names()
+    def _idle_shares(self, rollout: Rollout) -> dict[str, float]:
+        """`timing/idle/<server>`: the share of `rollout`'s wall time in which each of the engine's servers (a
+        policy's generator; the env pool) had no call running."""
+        stats, names = rollout.schedule, self.engine.server_names()
         return {
             f"timing/idle/{names[key]}": server.idle_share(stats.wall_s)
             for key, server in stats.servers.items()
@@ -481,20 +472,12 @@ class ATGRPOTrainer:
             for name, state in saved.items():
                 backends[name].set_rng_state(state)
         metrics = {
-            "eval/success_rate": float(np.mean([record.success for record in records])),
+            **training_evaluation_metrics(records, self.agents),
             "timing/eval_s": time.perf_counter() - start,
         }
         self.log(
             f"step {self.step}: success {metrics['eval/success_rate']:.3f} ({metrics['timing/eval_s']:.0f} s)"
         )
-        for agent in self.agents:
-            steps = sum(record.steps.get(agent, 0) for record in records)
-            total = sum(record.returns.get(agent, 0.0) for record in records)
-            metrics[f"eval/reward/{agent}"] = total / steps if steps else 0.0
-            cut = sum((record.truncated or {}).get(agent, 0) for record in records)
-            metrics[f"eval/truncated/{agent}"] = cut / steps if steps else 0.0
-        for agent, rate in solving_program_rates(records).items():
-            metrics[f"eval/solving_program/{agent}"] = rate
         return metrics
 
     # ----------------------------------------------------------------- outputs
@@ -546,12 +529,12 @@ class StepStats:
     probe_completions: int
 
     @classmethod
-    def of(cls, rollout: Rollout, stds: dict[Any, float], probe_completions: int) -> StepStats:
+    def of(cls, rollout: Rollout, stds: dict[Any, float]) -> StepStats:
         return cls(
             [(s.agent, float(s.reward), bool(s.generation.truncated)) for s in rollout.samples],
             [bool(episode.success) for episode in rollout.episodes],
             [float(std) for std in stds.values()],
-            int(probe_completions),
+            rollout.probe_completions,
         )
 
     @classmethod
@@ -595,13 +578,3 @@ def make_pool(args: ATGRPOConfig):
 
         return RayEnvPool(args.env_workers or 2, address=args.ray_address)
     return EnvPool(args.env_workers) if args.env_workers else None
-
-
-def _named(moment: str, metrics: dict[str, Any]) -> dict[str, Any]:
-    """The summary's figures of an evaluation at `moment` ("before" or "after" training):
-    `eval/success_rate_<moment>` and `eval/solving_program_<moment>/<agent>`."""
-    named = {f"eval/success_rate_{moment}": metrics["eval/success_rate"]}
-    for key, value in metrics.items():
-        if key.startswith("eval/solving_program/"):
-            named[f"eval/solving_program_{moment}/{key.rsplit('/', 1)[1]}"] = value
-    return named

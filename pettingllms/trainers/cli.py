@@ -105,6 +105,8 @@ def _memory_plan(args, planning):
 def run_summary(summary: dict[str, float], output_dir: str) -> str:
     """The lines a finished run ends with: success before and after (rounded), what each tool agent's first
     programs did before and after (where the env runs programs), and where the run's files are."""
+    from pettingllms.eval.metrics import summary_lines
+
     before, after = summary.get("eval/success_rate_before"), summary.get("eval/success_rate_after")
     shown = [
         f"{value:.2f}" if value is not None else "(resumed: see metrics.jsonl)" for value in (before, after)
@@ -113,26 +115,11 @@ def run_summary(summary: dict[str, float], output_dir: str) -> str:
     return "\n".join(
         [
             f"evaluation success: {shown[0]} before training -> {shown[1]} after",
-            *_program_lines(summary),
+            *summary_lines(summary),
             f"run: {folder}  (metrics: {folder / 'metrics.jsonl'}, curve: {folder / 'learning_curve.png'}, "
             f"checkpoints: {folder / 'checkpoints'})",
         ]
     )
-
-
-def _program_lines(summary: dict[str, float]) -> list[str]:
-    """One line per agent whose first-turn programs the evaluations counted (`eval/solving_program_after/<agent>`)."""
-    lines = []
-    prefix = "eval/solving_program_after/"
-    for key in sorted(k for k in summary if k.startswith(prefix)):
-        agent = key[len(prefix) :]
-        before = summary.get(f"eval/solving_program_before/{agent}")
-        since = f"{before:.0%} before training" if before is not None else "before: see metrics.jsonl"
-        lines.append(
-            f"the {agent} agent's first answer is a program that solves the instance in {summary[key]:.0%} of "
-            f"evaluation episodes ({since})"
-        )
-    return lines
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ what each does here (`num_generations` is K; `learning_rate`, `lr_scheduler_type
 `epsilon`/`epsilon_high`, `beta` (KL against the run's start), `scale_rewards`, `temperature`/`top_p`/`top_k`/
 `max_completion_length`, `per_device_train_batch_size` (the update's micro-batch), `report_to` ('tensorboard',
 'wandb'), ...), and a refused field set away from its default raises `ConfigError` naming it and what to use
-instead. Every check of a config is in `__post_init__` and raises `ConfigError`; TRL's and transformers' own
-checks are re-raised as `ConfigError` too. `output_dir` may name other fields in braces, e.g.
+instead. Every check that needs only the settings is in `__post_init__` and raises `ConfigError`; TRL's and
+transformers' own checks are re-raised as `ConfigError` too. The few that need the machine or the models are raised,
+as `ConfigError` naming the field, where those become known: a policy's device (`devices`), the memory plan on GPUs
+(`memory_plan`), a chat template without the thinking switch (`at_grpo`), a tracker that is not installed
+(`trackers`), off-policy training with vLLM on a GPU (`policy_set`). `output_dir` may name other fields in braces, e.g.
 `runs/tiny/plan_path_{policy_layout}`.
 """
 
@@ -34,6 +37,9 @@ from pettingllms.trainers.trackers import TRACKERS, check_trackers
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
 GENERATION_BACKENDS = ("hf", "vllm")
 SAVE_STRATEGIES = ("steps", "no")
+SEQUENCE_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
+"""The `loss_type`s that average each sequence's tokens before averaging over sequences (the others average over
+tokens)."""
 
 
 @dataclasses.dataclass
@@ -463,6 +469,12 @@ class ATGRPOConfig(GRPOConfig):
                     )
 
     def _check_combinations(self) -> None:
+        if (self.entropy_coef != 0.0 or self.use_adaptive_entropy) and self.loss_type in SEQUENCE_MEAN_LOSSES:
+            raise ConfigError(
+                f"entropy_coef with loss_type={self.loss_type!r}: TRL's entropy bonus is a mean over tokens, which "
+                "micro-batches weighted by their share of the sequences cannot keep exact; use a loss_type that "
+                "averages over tokens (bnpo, dapo, cispo, vespo) or entropy_coef=0"
+            )
         if self.turn_baseline != "return_to_go" and self.grouping != "trajectory_turn":
             raise ConfigError(
                 f"turn_baseline={self.turn_baseline!r} needs grouping='trajectory_turn' (the other groupings have "

@@ -3,7 +3,7 @@
 
 `HONOURED` maps a field to how it acts here. `REFUSED` maps a field to what to use instead; `refused_settings`
 lists the refused fields a config sets away from their default, and `ATGRPOConfig` raises `ConfigError` naming
-the first. A TRL upgrade that adds a field fails `tests/test_inherited_fields.py` until the field is classified
+the first. A TRL upgrade that adds a field fails `tests/test_config_fields.py` until the field is classified
 here, so that no flag is ever a silent no-op.
 """
 
@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 from typing import Any
+
+_NO_VLLM_CORRECTION = (
+    "no sampler-vs-trainer correction is applied (with either generation backend, the loss's old "
+    "log-probabilities are the trained model's own, a ratio of 1 on-policy); --off_policy_steps 1 makes the "
+    "sampling log-probabilities the old ones, and the clipped ratio the truncated correction"
+)
 
 HONOURED: dict[str, str] = {
     # the run
@@ -121,11 +127,11 @@ REFUSED: dict[str, str] = {
     "vllm_gpu_memory_utilization": _VLLM + ", e.g. {gpu_memory_utilization: 0.3}",
     "vllm_max_model_length": _VLLM + ", e.g. {max_model_len: 4096}",
     "vllm_tensor_parallel_size": _VLLM + ", e.g. {tensor_parallel_size: 2}",
-    "vllm_importance_sampling_correction": "the rollout's log-probabilities are the trainer's own (no correction)",
-    "vllm_importance_sampling_mode": "the rollout's log-probabilities are the trainer's own (no correction)",
-    "vllm_importance_sampling_clip_max": "the rollout's log-probabilities are the trainer's own (no correction)",
-    "vllm_importance_sampling_clip_min": "the rollout's log-probabilities are the trainer's own (no correction)",
-    "vllm_importance_sampling_cap": "the rollout's log-probabilities are the trainer's own (no correction)",
+    "vllm_importance_sampling_correction": _NO_VLLM_CORRECTION,
+    "vllm_importance_sampling_mode": _NO_VLLM_CORRECTION,
+    "vllm_importance_sampling_clip_max": _NO_VLLM_CORRECTION,
+    "vllm_importance_sampling_clip_min": _NO_VLLM_CORRECTION,
+    "vllm_importance_sampling_cap": _NO_VLLM_CORRECTION,
     "off_policy_mask_threshold": "updates are on-policy (num_iterations=1): there is nothing off-policy to mask",
     "reward_weights": "rewards come from the environment: alpha mixes the team reward into each agent's own",
     "multi_objective_aggregation": "rewards come from the environment: alpha mixes team and local rewards",

@@ -8,8 +8,9 @@ model's device.
 - `per_role`: one model per policy (from `model_name_or_path` or `agent_models`); by default one policy per
   agent, named after it; `agent_policies` maps agents (names or fnmatch patterns) onto fewer policies, e.g. the
   proposers of an ensemble onto one policy and its aggregator onto another.
-- `lora_per_role`: one frozen base model with one LoRA adapter per agent, named after the agent; generation
-  activates the agent's adapter, and each update trains only that adapter (the others are frozen meanwhile).
+- `lora_per_role`: one frozen base model with one LoRA adapter per policy (by default one per agent, named after
+  it; `agent_policies` maps agents onto fewer adapters, as for `per_role`); generation activates the policy's
+  adapter, and each update trains only that adapter (the others are frozen meanwhile).
 
 With `distributed="ray"` (layouts `shared` and `per_role`) every policy's generation backend and update worker run
 as Ray actors in the policy's own placement group (`pettingllms.trainers.ray_policies`).

@@ -23,15 +23,12 @@ from pettingllms.rollout.samples import Rollout
 
 @dataclasses.dataclass(frozen=True)
 class TimedRollout:
-    """A step's rollout, its wall seconds, env-stepping seconds, turn-credit probes, each generator's idle share,
-    and the number of synced update phases (`version`) of the weights it was sampled with."""
+    """A step's rollout (its own counters included), its wall seconds, and the number of synced update phases
+    (`version`) of the weights it was sampled with."""
 
     rollout: Rollout
     version: int
     seconds: float
-    env_seconds: float
-    probe_completions: int
-    idle_shares: dict[str, float]
 
 
 class RolloutAhead:

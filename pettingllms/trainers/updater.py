@@ -17,14 +17,13 @@ from pathlib import Path
 import torch
 from datasets import Dataset
 
-from pettingllms.core.errors import ConfigError
 from pettingllms.parallel.world import current_world
 from pettingllms.rollout.samples import Sample
 from pettingllms.trainers.activation_checkpointing import (
     checkpointing_options,
     enable_activation_checkpointing,
 )
-from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.config import SEQUENCE_MEAN_LOSSES, ATGRPOConfig
 from pettingllms.trainers.devices import pin_device
 from pettingllms.trainers.micro_batches import micro_batches
 from pettingllms.trainers.sharding import (
@@ -36,7 +35,6 @@ from pettingllms.trainers.sharding import (
 )
 from pettingllms.trainers.trl_adapter import GRPOTrainerAdapter, reference_model_from
 
-SEQUENCE_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
 """TRL loss types that average over sequences; the others (bnpo, dapo, cispo, vespo) average over tokens."""
 
 _PLACEHOLDER = Dataset.from_dict({"prompt": ["(prompts come from the environments)"]})
@@ -90,12 +88,6 @@ class PolicyUpdater(GRPOTrainerAdapter):
         if self.world.size > 1:  # under a launcher: this policy is sharded over the ranks
             shard_model(self.model)
         self._chunk_weight = 1.0
-        if self.entropy_bonus_enabled and self.loss_type in SEQUENCE_MEAN_LOSSES:
-            raise ConfigError(
-                f"entropy_coef with loss_type={self.loss_type!r}: TRL's entropy bonus is a mean over tokens, which "
-                "micro-batches weighted by their share of the sequences cannot keep exact; use a loss_type that "
-                "averages over tokens (bnpo, dapo, cispo, vespo) or entropy_coef=0"
-            )
         self.create_optimizer_and_scheduler(num_training_steps=args.max_steps)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):

@@ -25,6 +25,8 @@ from types import MappingProxyType
 
 import numpy as np
 
+from pettingllms.core.errors import PettingLLMsError
+
 __all__ = [
     "MOVES",
     "GridFormatError",
@@ -54,7 +56,7 @@ _RGB_GOAL = (80, 200, 80)
 _RGB_AGENT = (220, 50, 50)
 
 
-class GridFormatError(ValueError):
+class GridFormatError(PettingLLMsError, ValueError):
     """A grid text could not be parsed; the message names the 1-based line/col and the problem."""
 
 

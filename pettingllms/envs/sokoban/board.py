@@ -17,6 +17,8 @@ from types import MappingProxyType
 
 import numpy as np
 
+from pettingllms.core.errors import PettingLLMsError
+
 MOVES = MappingProxyType({"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)})
 """Read-only mapping from a direction letter to its ``(drow, dcol)`` step."""
 
@@ -48,7 +50,7 @@ _PALETTE = np.array(
 )
 
 
-class LevelFormatError(ValueError):
+class LevelFormatError(PettingLLMsError, ValueError):
     """A level text is not a valid Sokoban level.
 
     ``line`` and ``column`` (1-based, counted in the text as given, blank

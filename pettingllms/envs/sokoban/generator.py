@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pettingllms.core.errors import PettingLLMsError
+
 from .board import Layout, SokobanState
 from .solver import DIRECTIONS, CellGraph
 
@@ -31,7 +33,7 @@ _P_CHANGE_DIRECTION = 0.35
 _OPPOSITE = tuple(DIRECTIONS.index({"U": "D", "D": "U", "L": "R", "R": "L"}[d]) for d in DIRECTIONS)
 
 
-class GenerationError(RuntimeError):
+class GenerationError(PettingLLMsError, RuntimeError):
     """No room with a long enough solution was found within ``max_attempts``."""
 
 

@@ -9,13 +9,15 @@ encoding serves the generator's backward search (``generator.py``).
 
 from __future__ import annotations
 
+from pettingllms.core.errors import PettingLLMsError
+
 from .board import MOVES, Layout, SokobanState
 
 DIRECTIONS = tuple(MOVES)
 """Direction letters in table order (U, D, L, R)."""
 
 
-class SolverLimitError(RuntimeError):
+class SolverLimitError(PettingLLMsError, RuntimeError):
     """The search would have to hold more than ``max_states`` states."""
 
 

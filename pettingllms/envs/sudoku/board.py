@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pettingllms.core.errors import PettingLLMsError
+
 __all__ = [
     "SIZES",
     "PuzzleFormatError",
@@ -50,7 +52,7 @@ _SEPARATORS = frozenset(" \t\r\n|-+")
 PLACED, CLEARED, OUT_OF_RANGE, GIVEN, CONFLICT = "placed", "cleared", "out_of_range", "given", "conflict"
 
 
-class PuzzleFormatError(ValueError):
+class PuzzleFormatError(PettingLLMsError, ValueError):
     """A puzzle text is malformed, inconsistent, or lacks a unique solution."""
 
 

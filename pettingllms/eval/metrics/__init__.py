@@ -101,3 +101,45 @@ def _flags(counts: dict[str, int], agent: str, steps: int) -> list[int]:
     """`steps` flags for `agent`, the first `counts[agent]` of them 1 (the order of `agents` in `summarize`)."""
     flagged = counts.get(agent, 0)
     return [1] * flagged + [0] * (steps - flagged)
+
+
+def training_evaluation_metrics(records: Sequence[Any], agents: Sequence[str]) -> dict[str, float]:
+    """What a training run logs of one evaluation's episode `records` (each with `success`, per-agent `steps`,
+    `returns`, `truncated` and `first_programs`): `eval/success_rate`; per agent of `agents`, `eval/reward/<agent>`
+    (return per step) and `eval/truncated/<agent>` (share of steps the budget cut); and, in envs whose tool agents
+    answer with programs, `eval/solving_program/<agent>` (`solving_program_rates`)."""
+    metrics = {"eval/success_rate": sum(bool(r.success) for r in records) / len(records) if records else 0.0}
+    for agent in agents:
+        steps = sum(record.steps.get(agent, 0) for record in records)
+        total = sum(record.returns.get(agent, 0.0) for record in records)
+        metrics[f"eval/reward/{agent}"] = total / steps if steps else 0.0
+        cut = sum((record.truncated or {}).get(agent, 0) for record in records)
+        metrics[f"eval/truncated/{agent}"] = cut / steps if steps else 0.0
+    for agent, rate in solving_program_rates(records).items():
+        metrics[f"eval/solving_program/{agent}"] = rate
+    return metrics
+
+
+def summary_figures(moment: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The run summary's figures of an evaluation at `moment` ("before" or "after" training), from
+    `training_evaluation_metrics`: `eval/success_rate_<moment>` and `eval/solving_program_<moment>/<agent>`."""
+    named = {f"eval/success_rate_{moment}": metrics["eval/success_rate"]}
+    for key, value in metrics.items():
+        if key.startswith("eval/solving_program/"):
+            named[f"eval/solving_program_{moment}/{key.rsplit('/', 1)[1]}"] = value
+    return named
+
+
+def summary_lines(summary: dict[str, float]) -> list[str]:
+    """One line per agent whose first-turn programs the evaluations counted (`summary_figures`' after/before)."""
+    lines = []
+    prefix = "eval/solving_program_after/"
+    for key in sorted(k for k in summary if k.startswith(prefix)):
+        agent = key[len(prefix) :]
+        before = summary.get(f"eval/solving_program_before/{agent}")
+        since = f"{before:.0%} before training" if before is not None else "before: see metrics.jsonl"
+        lines.append(
+            f"the {agent} agent's first answer is a program that solves the instance in {summary[key]:.0%} of "
+            f"evaluation episodes ({since})"
+        )
+    return lines
