@@ -54,7 +54,7 @@ LAYERS = (
     "trainers",
     "eval",
     "parallel",
-    "models.warmstart",
+    "warmstart",
     "rollout",
     "runs",
     "integrations",
@@ -67,17 +67,14 @@ LAYERS = (
     "sandbox",
     "testing",
 )
-"""The layers, top to bottom: a subpackage of `pettingllms`, or one module of it placed apart (the warm start, which
-evaluates through the rollout engine, sits above it; the rest of `models` is below the backends that load models)."""
+"""The layers, top to bottom: the subpackages of `pettingllms` (the warm start evaluates through the rollout engine,
+so it sits above it; `models` is below the backends that load models)."""
 
 
 def layer_of(module: str) -> str | None:
     """The layer of a `pettingllms` module (None: the package's top-level modules, the CLI, above every layer)."""
-    parts = module.split(".")[1:]
-    for depth in (2, 1):
-        if len(parts) >= depth and ".".join(parts[:depth]) in LAYERS:
-            return ".".join(parts[:depth])
-    return None
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
 
 
 def test_every_layer_imports_only_itself_and_the_layers_below_it():
@@ -95,7 +92,7 @@ def test_every_layer_imports_only_itself_and_the_layers_below_it():
 
 
 def test_the_layering_check_catches_an_upward_import():
-    assert layer_of("pettingllms.models.warmstart") == "models.warmstart"
+    assert layer_of("pettingllms.warmstart.build") == "warmstart"
     assert layer_of("pettingllms.models.tiny") == "models" and layer_of("pettingllms.cli") is None
     assert LAYERS.index(layer_of("pettingllms.rollout.engine")) < LAYERS.index(
         layer_of("pettingllms.core.env")
