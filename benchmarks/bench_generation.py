@@ -104,7 +104,7 @@ def main() -> int:
 
     from pettingllms.backends.base import SamplingConfig
     from pettingllms.backends.hf import HFPolicy
-    from pettingllms.models.warmstart import ensure_tiny_model
+    from pettingllms.warmstart.build import ensure_tiny_model
 
     model = str(ensure_tiny_model("plan-path-v0"))
     prompts = prompts_for(32)

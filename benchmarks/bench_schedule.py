@@ -149,7 +149,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from pettingllms.backends.hf import HFPolicy
-    from pettingllms.models.warmstart import ensure_tiny_model
+    from pettingllms.warmstart.build import ensure_tiny_model
 
     model = str(ensure_tiny_model("plan-path-v0"))
     makers = {"hf": lambda path, seed: HFPolicy.from_pretrained(path, seed=seed)}

@@ -100,7 +100,7 @@ def main() -> int:
 
     import pettingllms
     from pettingllms.backends.base import SamplingConfig, StopDetector
-    from pettingllms.models.warmstart import ensure_tiny_model
+    from pettingllms.warmstart.build import ensure_tiny_model
 
     model = args.model or str(ensure_tiny_model("plan-path-v0"))
     policy = load_policy(model, args.tokens)

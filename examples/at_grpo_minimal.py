@@ -27,14 +27,14 @@ import torch
 import pettingllms
 from pettingllms.backends.base import SamplingConfig
 from pettingllms.backends.hf import HFPolicy
-from pettingllms.models.demos import collect_demonstrations
 from pettingllms.models.tiny import build_model, config_for_tokenizer
 from pettingllms.models.tokenizer import train_tokenizer
-from pettingllms.models.training import supervised_fine_tune
 from pettingllms.rollout.engine import RolloutEngine
 from pettingllms.trainers.advantages import compute_advantages
 from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.updater import PolicyUpdater
+from pettingllms.warmstart.demos import collect_demonstrations
+from pettingllms.warmstart.sft import supervised_fine_tune
 
 
 def warm_started_model(demos, tokenizer, seed: int, steps: int):

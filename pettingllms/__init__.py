@@ -19,12 +19,15 @@ from pettingllms.core.errors import (
     UnknownEnvError,
     VersionNotFound,
 )
-from pettingllms.core.registration import EnvSpec, make, register, registry, spec
+from pettingllms.core.registration import EnvSpec, make, register, register_namespace, registry, spec
 from pettingllms.core.text import TextObservation
 from pettingllms.core.wrappers import ObservationTransform
 from pettingllms.integrations.gymnasium_env import register_gymnasium_ids
 
 register_gymnasium_ids()  # gymnasium.make("pettingllms/PlanPath-v0") and the other single-agent views
+# TextArena's games, `textarena/<game id>`, registered on first use (extra `textarena`); the bridge is a layer above
+# the built-in envs, so its namespace is registered here
+register_namespace("textarena/", "pettingllms.integrations.textarena_games:register_game")
 
 __version__ = "0.1.0"
 

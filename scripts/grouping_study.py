@@ -94,7 +94,7 @@ class Study:
 
     # ----------------------------------------------------------------- building blocks
     def warm_start(self, env_kwargs: dict) -> Path:
-        from pettingllms.models.warmstart import ensure_tiny_model
+        from pettingllms.warmstart.build import ensure_tiny_model
 
         tag = "group" + "_".join(str(v) for v in env_kwargs.values())
         settings = {**WARM_START, "demos_per_role": self.args.demos_per_role}

@@ -12,10 +12,10 @@
         # a candidate setting, compared with the domain's own on the validation split
 
 The miniature is built so that the paper's mechanism can exist: the team's tool agent can *compute*. Its warm
-start mixes programs (a compact solver that reads the board on standard input, `pettingllms.models.tool_programs`:
-a BFS for plan-path and Sokoban, backtracking for Sudoku, and imperfect variants of each) with direct answers,
-and the team's plan agent learns to keep a proposal that solves the puzzle and to answer from the board
-otherwise. The single agent cannot run code. Each workflow has its
+start mixes programs (a compact solver that reads the board on standard input,
+`pettingllms.warmstart.tool_programs`: a BFS for plan-path and Sokoban, backtracking for Sudoku, and imperfect
+variants of each) with direct answers, and the team's plan agent learns to keep a proposal that solves the puzzle
+and to answer from the board otherwise. The single agent cannot run code. Each workflow has its
 own warm start with the same number of demonstrations per role (`TEAM_WARM_START`, `SINGLE_WARM_START`), and the
 same SFT steps per role.
 
@@ -60,7 +60,7 @@ import numpy as np
 
 from pettingllms.eval.markdown import replace_section, seed_cell
 from pettingllms.eval.stats import paired_comparison
-from pettingllms.models.demos import PLAN_NOISE
+from pettingllms.warmstart.demos import PLAN_NOISE
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "miniature"
@@ -90,7 +90,7 @@ class Domain:
     paper: Mapping[str, str]  # the paper's figure (Qwen3-1.7B) per main row, where it reports one
     why: str  # why this setting
     sft_steps_per_role: int = 200  # each warm start's SFT steps per role (the team's: twice as many)
-    plan_noise: float = PLAN_NOISE  # the demonstrations' share of perturbed non-tool answers (models.demos)
+    plan_noise: float = PLAN_NOISE  # the demonstrations' share of perturbed non-tool answers (warmstart.demos)
 
 
 DOMAINS = {
@@ -148,9 +148,9 @@ MAIN_ROWS = (
     "mas+at-grpo-per-role",
 )
 PROGRAM_WORDS = {
-    "math-v0": "a program written for the problem at hand (`pettingllms.models.math_programs`: its numbers in a few "
-    "lines of `sympy` or `math`)",
-    None: "a compact solver program (`pettingllms.models.tool_programs`; it reads the board on standard input)",
+    "math-v0": "a program written for the problem at hand (`pettingllms.warmstart.math_programs`: its numbers "
+    "in a few lines of `sympy` or `math`)",
+    None: "a compact solver program (`pettingllms.warmstart.tool_programs`; it reads the board on standard input)",
 }
 """What the report calls the tool agent's demonstrated programs, per env (None: the puzzles')."""
 TEAM_INSTANCES = 8  # instances per step for the two-agent team; the single agent gets twice as many
@@ -203,7 +203,7 @@ class Study:
     def warm_start(self, workflow: str) -> Path:
         """The warm start of `workflow` ("mas" or "single"), built on first use (cached); `--demos_per_role` and
         `--warm_start_steps` (smoke runs) build a variant under its own tag, beside the study's."""
-        from pettingllms.models.warmstart import ensure_tiny_model
+        from pettingllms.warmstart.build import ensure_tiny_model
 
         settings = warm_start_settings(self.domain, workflow)
         settings.update(env_kwargs=self.env_kwargs, tag=self.domain.tag + setting_suffix(self.args))
@@ -294,8 +294,8 @@ class Study:
 
     def tool_completion_shares(self, model: Path) -> dict:
         """What `model` writes as the tool agent on the first turn of `--val_episodes` validation instances: the
-        share of programs and of the exact correct solver program (`pettingllms.models.demos.correct_program`),
-        greedy and sampled (temperature 1, 4 samples per instance)."""
+        share of programs and of the exact correct solver program
+        (`pettingllms.warmstart.demos.correct_program`), greedy and sampled (temperature 1, 4 samples per instance)."""
         from pettingllms.backends.base import SamplingConfig
         from pettingllms.backends.hf import HFPolicy
 
@@ -320,8 +320,8 @@ class Study:
         `policy`; instances are replayed from their seeds, so one env serves them all."""
         import pettingllms
         from pettingllms.backends.base import SamplingConfig
-        from pettingllms.models.demos import correct_program
-        from pettingllms.models.tool_programs import as_tool_call
+        from pettingllms.warmstart.demos import correct_program
+        from pettingllms.warmstart.tool_programs import as_tool_call
 
         env = pettingllms.make(self.env_id, workflow="mas", **self.env_kwargs)
         stop = tuple(env.unwrapped.STOP_STRINGS)

@@ -144,7 +144,7 @@ def main() -> int:
 
 
 def _warm_start() -> Path:
-    from pettingllms.models.warmstart import ensure_tiny_model
+    from pettingllms.warmstart.build import ensure_tiny_model
 
     return ensure_tiny_model(ENV_ID, env_kwargs=SETTING, log=print, **WARM_START)
 

@@ -60,7 +60,7 @@ def build_imitation_model(folder, env_id: str, episodes: int = 30, steps: int = 
 
     from pettingllms.models.tiny import build_model, config_for_tokenizer
     from pettingllms.models.tokenizer import train_tokenizer
-    from pettingllms.models.training import supervised_fine_tune
+    from pettingllms.warmstart.sft import supervised_fine_tune
 
     rng, env, conversations = np.random.default_rng(0), pettingllms.make(env_id), []
     for seed in range(episodes):
@@ -149,7 +149,11 @@ def run_interrupted(tiny_model, output_dir, *extra):
 def without_wall_clock(row: dict) -> dict:
     """A metrics row without its wall-clock measures (keys naming time, `timing/...`, and seconds `..._s`), which
     differ between two runs of the same seed."""
-    return {k: v for k, v in row.items() if "time" not in k and not k.startswith("timing") and not k.endswith("_s")}
+    return {
+        k: v
+        for k, v in row.items()
+        if "time" not in k and not k.startswith("timing") and not k.endswith("_s")
+    }
 
 
 def metric_rows(folder) -> list[dict]:
@@ -157,7 +161,10 @@ def metric_rows(folder) -> list[dict]:
     import json
     from pathlib import Path
 
-    return [without_wall_clock(json.loads(line)) for line in (Path(folder) / "metrics.jsonl").read_text().splitlines()]
+    return [
+        without_wall_clock(json.loads(line))
+        for line in (Path(folder) / "metrics.jsonl").read_text().splitlines()
+    ]
 
 
 def unequal_samples():

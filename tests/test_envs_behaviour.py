@@ -64,7 +64,7 @@ def test_tool_code_runs_in_the_sandbox_and_the_plan_agent_sees_it():
 @needs_bwrap
 @pytest.mark.parametrize("env_id", ["plan-path-v0", "sokoban-v0", "sudoku-v0"])
 def test_a_tool_program_reads_the_board_on_stdin_and_the_warm_starts_solver_solves_every_instance(env_id):
-    from pettingllms.models.tool_programs import PROGRAM_ENVS, PROGRAMS, as_tool_call
+    from pettingllms.warmstart.tool_programs import PROGRAM_ENVS, PROGRAMS, as_tool_call
 
     assert env_id in PROGRAM_ENVS
     programs = PROGRAMS[env_id]

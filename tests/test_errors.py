@@ -16,7 +16,7 @@ OUTSIDE = {
     "pettingllms.data.code.judge_harness.CandidateRaised": "runs inside the sandbox, in the judge's harness",
     "pettingllms.data.code.judge_candidate.Unsupported": "runs inside the sandbox, in the candidate's process",
     "pettingllms.data.code.schema.SkippedRow": "a loader's signal to skip a row, caught by the loaders",
-    "pettingllms.models.math_programs.UnknownProblem": "a text that is not a generated problem, caught by its callers",
+    "pettingllms.warmstart.math_programs.UnknownProblem": "a text that is not a generated problem, caught by its callers",
 }
 
 

@@ -284,7 +284,7 @@ class _ProgramTool:
 
     def generate_from_state(self, envs, agent, n):
         from pettingllms.backends.base import Generation
-        from pettingllms.models.tool_programs import PROGRAMS, as_tool_call
+        from pettingllms.warmstart.tool_programs import PROGRAMS, as_tool_call
 
         if agent == "tool":
             return [

@@ -1,40 +1,40 @@
-"""The package's layering, checked on its source (an AST walk of every module's imports, lazy ones included).
+"""The package's layering, checked on its source (`tests/layering.py`: an AST walk of every module's imports, lazy,
+relative and string ones included).
 
 - each layer of `LAYERS` (docs/architecture.md's diagram, top to bottom) imports only itself and the layers below
-  it;
-- envs, core, the sandbox and the env checks (`testing`) never import torch, trl, transformers or the trainers (environment users install
-  neither); of the bridges, the ones `import pettingllms` loads (gymnasium) are as light, and the TRL bridge
-  imports no trainer module;
+  it, and no top-level module (the CLI); the layers are the package's subpackages and the diagram lists them in
+  that order;
+- envs, core, the sandbox and the env checks (`testing`) never import torch, trl, transformers or the trainers
+  (environment users install neither); of the bridges, the ones `import pettingllms` loads (gymnasium) are as
+  light, and the TRL bridge imports no trainer module;
 - the sandbox imports nothing of the project (it is a leaf: the judge trusts only it);
 - rollout knows policies only through `pettingllms.backends.base`'s protocols, never a concrete backend, the
   pools or the trainers;
-- evaluation never imports trainer modules (runs are read through `pettingllms.runs`).
+- evaluation never imports trainer modules (runs are read through `pettingllms.runs`);
+- every module a string names (a lazy export, an entry point) exists.
+
+The checker itself is tested on small synthetic packages: each kind of upward import is reported, a clean module
+is not.
 """
 
 import ast
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
+from layering import (
+    LAYERS,
+    PACKAGE,
+    imports_in,
+    imports_of,
+    layer_of,
+    module_name,
+    module_references,
+    upward_imports,
+)
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pettingllms"
 HEAVY = ("torch", "trl", "transformers", "peft", "vllm", "accelerate", "datasets")
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports_of(path: Path) -> set[str]:
-    """Every module `path` imports, at any depth (function-level imports count)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
 
 
 def modules_under(*folders: str) -> list[Path]:
@@ -50,64 +50,155 @@ def violations(paths, forbidden) -> list[str]:
     ]
 
 
-LAYERS = (
-    "trainers",
-    "eval",
-    "parallel",
-    "models.warmstart",
-    "rollout",
-    "runs",
-    "integrations",
-    "backends",
-    "pools",
-    "models",
-    "envs",
-    "data",
-    "core",
-    "sandbox",
-    "testing",
-)
-"""The layers, top to bottom: a subpackage of `pettingllms`, or one module of it placed apart (the warm start, which
-evaluates through the rollout engine, sits above it; the rest of `models` is below the backends that load models)."""
-
-
-def layer_of(module: str) -> str | None:
-    """The layer of a `pettingllms` module (None: the package's top-level modules, the CLI, above every layer)."""
-    parts = module.split(".")[1:]
-    for depth in (2, 1):
-        if len(parts) >= depth and ".".join(parts[:depth]) in LAYERS:
-            return ".".join(parts[:depth])
-    return None
-
-
 def test_every_layer_imports_only_itself_and_the_layers_below_it():
-    upward = []
-    for path in PACKAGE.rglob("*.py"):
-        own = layer_of(module_name(path))
-        for name in sorted(imports_of(path)) if own is not None else ():
-            target = layer_of(name) if name.startswith("pettingllms.") else None
-            if target is not None and LAYERS.index(target) < LAYERS.index(own):
-                upward.append(f"{module_name(path)} ({own}) imports {name} ({target})")
-    assert upward == []
+    assert upward_imports() == []
     assert {
         path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()
-    } <= set(LAYERS)  # a new subpackage is placed in the diagram (and here) before it lands
+    } == set(LAYERS)  # a new subpackage is placed in the diagram (and in LAYERS) before it lands
 
 
-def test_the_layering_check_catches_an_upward_import():
-    assert layer_of("pettingllms.models.warmstart") == "models.warmstart"
-    assert layer_of("pettingllms.models.tiny") == "models" and layer_of("pettingllms.cli") is None
-    assert LAYERS.index(layer_of("pettingllms.rollout.engine")) < LAYERS.index(
-        layer_of("pettingllms.core.env")
+def test_the_architecture_diagram_lists_the_layers_in_their_order():
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    diagram = page.split("```")[1]
+    assert tuple(re.findall(r"^ (\w+)/ ", diagram, flags=re.MULTILINE)) == LAYERS
+
+
+def write_package(root: Path, modules: dict[str, str]) -> Path:
+    """A synthetic `pettingllms` under `root`: each dotted module name -> its source (a name ending in
+    `.__init__` is a package); every folder gets an `__init__.py`."""
+    for name, source in modules.items():
+        path = root.joinpath(*name.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+    for folder in (root / "pettingllms").rglob("*"):
+        if folder.is_dir() and not (folder / "__init__.py").exists():
+            (folder / "__init__.py").write_text("")
+    (root / "pettingllms" / "__init__.py").touch()
+    return root
+
+
+UPWARD = {
+    "absolute": "import pettingllms.trainers.trainer\n",
+    "relative": "from ..trainers import trainer\n",
+    "lazy": """
+        def train():
+            from pettingllms.trainers.trainer import Trainer
+        """,
+    "string": """
+        import importlib
+        trainer = importlib.import_module("pettingllms.trainers.trainer")
+        """,
+    "fstring": """
+        from importlib import import_module
+        def load(name):
+            return import_module(f"pettingllms.trainers.{name}")
+        """,
+    "table": """
+        import importlib
+        _EXPORTS = {"Trainer": "pettingllms.trainers.trainer"}
+        def __getattr__(name):
+            return getattr(importlib.import_module(_EXPORTS[name]), name)
+        """,
+    "entry_point": 'register_namespace("trainer/", "pettingllms.trainers.trainer:resolve")\n',
+    "cli": "from pettingllms import cli\n",
+}
+"""A `core` module per way of importing upward (`trainers`, or the top-level CLI), and its source."""
+
+CLEAN = """
+    import importlib
+    import os
+    import pettingllms
+    from pettingllms import make
+    from . import absolute
+    from .. import sandbox
+    from ..sandbox.server import serve
+    json = importlib.import_module("json")
+    NAME = "pettingllms: an error message"
+    """
+"""A `core` module that imports itself, a layer below, the package and other projects only."""
+
+
+def test_the_layering_check_reports_every_kind_of_upward_import_and_nothing_else(tmp_path):
+    root = write_package(
+        tmp_path,
+        {
+            "pettingllms.cli": "import pettingllms.trainers.trainer\n",  # the top level may import anything
+            "pettingllms.trainers.trainer": "from ..core import clean\n",  # downward
+            "pettingllms.sandbox.server": "",
+            "pettingllms.core.clean": CLEAN,
+            **{f"pettingllms.core.{kind}": source for kind, source in UPWARD.items()},
+        },
     )
+    expected = {
+        f"pettingllms.core.{kind} (core) imports {name}"
+        for kind, name in {
+            "absolute": "pettingllms.trainers.trainer (trainers)",
+            "relative": "pettingllms.trainers (trainers)",
+            "lazy": "pettingllms.trainers.trainer (trainers)",
+            "string": "pettingllms.trainers.trainer (trainers)",
+            "fstring": "pettingllms.trainers (trainers)",
+            "table": "pettingllms.trainers.trainer (trainers)",
+            "entry_point": "pettingllms.trainers.trainer (trainers)",
+            "cli": "pettingllms.cli (top level)",
+        }.items()
+    }
+    reported = upward_imports(root)
+    assert expected <= set(reported)
+    assert {line.split(" (")[0] for line in reported} == {f"pettingllms.core.{kind}" for kind in UPWARD}
 
 
-def test_the_walk_sees_lazy_imports():
-    """The checker itself: an import inside a function counts, and a forbidden one is reported."""
+def test_relative_imports_resolve_against_the_modules_own_package():
+    assert imports_in("pettingllms.core.env", "from . import text\nfrom .errors import ConfigError") == {
+        "pettingllms.core",
+        "pettingllms.core.text",
+        "pettingllms.core.errors",
+        "pettingllms.core.errors.ConfigError",
+    }
+    assert "pettingllms.core.env" in imports_in(
+        "pettingllms.core", "from .env import agent_role", is_package=True
+    )
+    assert "pettingllms.envs.sokoban" in imports_in("pettingllms.core.env", "from ..envs import sokoban")
+    with pytest.raises(ValueError, match="goes above"):
+        imports_in("pettingllms.core.env", "from ... import x")
+
+
+def test_the_walk_sees_lazy_string_and_other_projects_imports():
+    """On the real package: an import inside a function counts, the lazy tables' targets count, and a forbidden
+    one is reported."""
     assert "ray" in imports_of(PACKAGE / "pools" / "ray_cluster.py")  # imported inside `import_ray`
     assert violations([PACKAGE / "trainers" / "updater.py"], ("torch",)) == [
         "pettingllms.trainers.updater imports torch"
     ]
+    assert {"pettingllms.models.home", "pettingllms.models.qwen3_test"} <= imports_of(
+        PACKAGE / "models" / "__init__.py"
+    )
+    assert "pettingllms.envs.sokoban.env" in imports_of(PACKAGE / "envs" / "__init__.py")  # an entry point
+    assert imports_in("pettingllms.core.x", "__import__('torch')\nimportlib.import_module('.y')") == {
+        "torch",
+        "pettingllms.core.y",
+    }
+
+
+def test_every_module_a_string_names_exists():
+    """A lazy export or an entry point names a module (`a.b.c`) or an attribute of one (`a.b.C`) that is there."""
+    missing = []
+    for path in PACKAGE.rglob("*.py"):
+        for name in module_references(ast.parse(path.read_text())):
+            candidates = (name, name.rpartition(".")[0])
+            if not any(
+                (PACKAGE.parent.joinpath(*c.split(".")).with_suffix(".py")).is_file()
+                or (PACKAGE.parent.joinpath(*c.split(".")) / "__init__.py").is_file()
+                for c in candidates
+            ):
+                missing.append(f"{module_name(path)}: {name}")
+    assert missing == []
+
+
+def test_layers_are_the_subpackages_and_the_top_level_modules_are_above_them():
+    assert layer_of("pettingllms.warmstart.build") == "warmstart"
+    assert layer_of("pettingllms.models.tiny") == "models" and layer_of("pettingllms.make") is None
+    assert layer_of("pettingllms.cli", top_level={"cli"}) == "top level" and layer_of("torch") is None
+    assert LAYERS.index("rollout") < LAYERS.index("core")
 
 
 @pytest.mark.parametrize("folder", ["envs", "core", "sandbox", "pools", "runs", "testing"])

@@ -1,4 +1,4 @@
-"""The math tool programs (pettingllms.models.math_programs): for generated problems of every kind and
+"""The math tool programs (pettingllms.warmstart.math_programs): for generated problems of every kind and
 difficulty, the written program run in math-v0's sandbox prints the generator's exact answer, and its imperfect
 variants mostly do not."""
 
@@ -8,8 +8,8 @@ from markers import needs_bwrap
 
 import pettingllms
 from pettingllms.data.math.generator import DIFFICULTIES, KINDS, generate_problem
-from pettingllms.models.math_programs import VARIANTS, UnknownProblem, write_program
-from pettingllms.models.tool_programs import as_tool_call
+from pettingllms.warmstart.math_programs import VARIANTS, UnknownProblem, write_program
+from pettingllms.warmstart.tool_programs import as_tool_call
 
 
 def tool_answer_is_right(env, problem, program: str) -> bool:

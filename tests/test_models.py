@@ -20,10 +20,10 @@ import pettingllms  # noqa: E402
 from pettingllms.backends.base import SamplingConfig  # noqa: E402
 from pettingllms.backends.hf import HFPolicy  # noqa: E402
 from pettingllms.models import home  # noqa: E402
-from pettingllms.models.demos import collect_demonstrations, correct_program, perturb_answer  # noqa: E402
 from pettingllms.models.tiny import build_model, count_parameters, tiny_config  # noqa: E402
 from pettingllms.models.tokenizer import IM_END, IM_START, PAD_TOKEN, train_tokenizer  # noqa: E402
-from pettingllms.models.warmstart import ensure_tiny_model, read_manifest, tiny_model_dir  # noqa: E402
+from pettingllms.warmstart.build import ensure_tiny_model, read_manifest, tiny_model_dir  # noqa: E402
+from pettingllms.warmstart.demos import collect_demonstrations, correct_program, perturb_answer  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +129,8 @@ def test_demonstrations_stop_at_the_same_count_per_role():
 
 
 def test_the_correct_program_is_the_envs_solver_or_the_program_of_the_problem_at_hand():
-    from pettingllms.models.math_programs import write_program
-    from pettingllms.models.tool_programs import PROGRAMS
+    from pettingllms.warmstart.math_programs import write_program
+    from pettingllms.warmstart.tool_programs import PROGRAMS
 
     sudoku = pettingllms.make("sudoku-v0", workflow="mas")
     sudoku.reset(seed=0)
@@ -170,7 +170,7 @@ def test_the_plan_agent_is_taught_to_keep_a_solving_proposal_and_to_solve_a_wron
 
 @needs_bwrap
 def test_tool_demonstrations_mix_programs_imperfect_programs_and_answers_and_the_plan_copies_what_solves():
-    from pettingllms.models.tool_programs import BFS, BUGGY_BFS, as_tool_call
+    from pettingllms.warmstart.tool_programs import BFS, BUGGY_BFS, as_tool_call
 
     demos = collect_demonstrations(
         "plan-path-v0",
@@ -251,9 +251,9 @@ def test_a_tagged_warm_start_with_programs_lives_beside_the_default_and_counts_i
 def test_a_runs_warm_start_recipe_is_built_once_into_its_own_folder(monkeypatch, tmp_path):
     pytest.importorskip("trl")
     from pettingllms.core.errors import ConfigError
-    from pettingllms.models.warmstart import recipe_tag
     from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.model_source import starting_model
+    from pettingllms.warmstart.build import recipe_tag
 
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
     recipe = {"demos_per_role": 12, "sft_steps": 1, "batch_size": 8, "tool_programs": 0.5}
@@ -284,7 +284,7 @@ def test_a_runs_warm_start_recipe_is_built_once_into_its_own_folder(monkeypatch,
 @pytest.mark.usefixtures("one_torch_thread")
 def test_one_warm_start_can_cover_several_workflows(monkeypatch, tmp_path):
     """ "mas+single": episode i demonstrates workflow i mod 2, so the single agent's prompts are in the data too."""
-    from pettingllms.models.demos import collect_demonstrations
+    from pettingllms.warmstart.demos import collect_demonstrations
 
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
     folder = ensure_tiny_model(
@@ -317,7 +317,7 @@ def test_a_build_that_reports_its_phases_shows_the_fine_tuning_progress_and_a_si
 @needs_bwrap
 @pytest.mark.parametrize("env_id", ["sokoban-v0", "sudoku-v0"])
 def test_each_puzzles_tool_demonstrations_are_its_own_solver_and_its_variants(env_id):
-    from pettingllms.models.tool_programs import PROGRAMS, as_tool_call
+    from pettingllms.warmstart.tool_programs import PROGRAMS, as_tool_call
 
     programs = PROGRAMS[env_id]
     demos = collect_demonstrations(
@@ -331,8 +331,8 @@ def test_each_puzzles_tool_demonstrations_are_its_own_solver_and_its_variants(en
 
 @needs_bwrap
 def test_math_demonstrations_show_the_problems_program_and_the_reasoner_copies_a_right_tool_answer():
-    from pettingllms.models.math_programs import write_program
-    from pettingllms.models.tool_programs import as_tool_call
+    from pettingllms.warmstart.math_programs import write_program
+    from pettingllms.warmstart.tool_programs import as_tool_call
 
     demos = collect_demonstrations(
         "math-v0", range(40), np.random.default_rng(0), tool_programs=0.6, program_bugs=0.3, plan_noise=0.6
@@ -350,7 +350,7 @@ def test_math_demonstrations_show_the_problems_program_and_the_reasoner_copies_a
 
 
 def test_a_perturbed_math_answer_is_another_number():
-    from pettingllms.models.demos import perturb_number
+    from pettingllms.warmstart.demos import perturb_number
 
     rng = np.random.default_rng(0)
     for answer in ("\\boxed{0}", "\\boxed{1}", "\\boxed{-\\frac{25}{4}}", "\\boxed{17303}"):
@@ -362,22 +362,22 @@ def test_a_cached_build_is_questioned_only_for_settings_that_change_its_weights(
     import json
     import warnings
 
-    from pettingllms.models import warmstart
+    from pettingllms.warmstart import build
 
-    built = warmstart.WarmStartSettings(env_id="plan-path-v0", eval_episodes=0)
-    (tmp_path / warmstart.MANIFEST).write_text(json.dumps({"settings": built.to_json()}))
+    built = build.WarmStartSettings(env_id="plan-path-v0", eval_episodes=0)
+    (tmp_path / build.MANIFEST).write_text(json.dumps({"settings": built.to_json()}))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # another evaluation size is not another model: no warning
-        warmstart._warn_if_different(tmp_path, dataclasses.replace(built, eval_episodes=200))
+        build._warn_if_different(tmp_path, dataclasses.replace(built, eval_episodes=200))
     with pytest.warns(
         UserWarning, match=r"built with other settings: sft_steps=7 \(cached: \d+\); pass"
     ) as caught:
-        warmstart._warn_if_different(tmp_path, dataclasses.replace(built, sft_steps=7, eval_episodes=200))
+        build._warn_if_different(tmp_path, dataclasses.replace(built, sft_steps=7, eval_episodes=200))
     assert "eval_episodes" not in str(caught[0].message)
     older = {key: value for key, value in built.to_json().items() if key != "plan_noise"}  # before the field
-    (tmp_path / warmstart.MANIFEST).write_text(json.dumps({"settings": older}))
+    (tmp_path / build.MANIFEST).write_text(json.dumps({"settings": older}))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a field the build predates counts as its default
-        warmstart._warn_if_different(tmp_path, built)
+        build._warn_if_different(tmp_path, built)
     with pytest.warns(UserWarning, match=r"plan_noise=0.6 \(cached: 0.2\)"):
-        warmstart._warn_if_different(tmp_path, dataclasses.replace(built, plan_noise=0.6))
+        build._warn_if_different(tmp_path, dataclasses.replace(built, plan_noise=0.6))

@@ -198,8 +198,8 @@ def test_the_tool_agents_first_prompts_follow_the_agents_before_it_and_pair_with
     study, tmp_path, env_id
 ):
     import pettingllms
-    from pettingllms.models.math_programs import write_program
-    from pettingllms.models.tool_programs import PROGRAMS, as_tool_call
+    from pettingllms.warmstart.math_programs import write_program
+    from pettingllms.warmstart.tool_programs import PROGRAMS, as_tool_call
 
     args = argparse.Namespace(env=env_id, env_kwargs=None, runs=tmp_path / "runs", out=tmp_path / "rows.json",
                               val_episodes=3)  # fmt: skip

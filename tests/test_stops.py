@@ -433,7 +433,7 @@ def test_an_openai_server_stops_inside_code_unless_stops_are_applied_locally():
 # ----------------------------------------------------------------- the tool prompt and the rule agree
 def bfs_printing_an_answer() -> str:
     """The warm start's BFS program, printing its path inside answer tags, then a direct answer after the block."""
-    from pettingllms.models.tool_programs import BFS, as_tool_call
+    from pettingllms.warmstart.tool_programs import BFS, as_tool_call
 
     printing = BFS.replace(
         'print(" ".join(paths[goal]))', "print('<answer>' + ' '.join(paths[goal]) + '</answer>')"

@@ -118,7 +118,6 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tiny_model, tmp_path):
         )
         assert all(torch.equal(a[key], b[key]) for key in a), f"policy {name} differs after resuming"
 
-
     assert metric_rows(tmp_path / "straight")[-1] == metric_rows(tmp_path / "resumed")[-1]
     assert [r["step"] for r in metric_rows(tmp_path / "resumed")] == [0, 1, 2]
 
@@ -437,8 +436,8 @@ def test_periodic_evaluations_can_use_the_validation_split(tiny_model, tmp_path,
 
 
 def test_training_seeds_never_meet_the_warm_starts_demonstration_seeds():
-    from pettingllms.models.warmstart import WarmStartSettings
     from pettingllms.trainers.at_grpo import TRAIN_SEED_BASE, training_seeds
+    from pettingllms.warmstart.build import WarmStartSettings
 
     default = parse([])  # the embedded default run, on its recipe's warm start
     # demonstration episodes: seeds 0 .. episodes - 1, or, until each role has demos_per_role, at most that many

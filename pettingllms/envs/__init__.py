@@ -1,6 +1,6 @@
 """Registration of the built-in environments: one flat list, string entry points, nothing imported here."""
 
-from pettingllms.core.registration import register, register_namespace
+from pettingllms.core.registration import register
 
 register(
     id="sokoban-v0",
@@ -33,5 +33,3 @@ register(
     entry_point="pettingllms.envs.bargain.env:BargainEnv",
     description="A seller and a buyer haggle over a price: a general-sum game (a deal pays both, unevenly).",
 )
-# TextArena's games, `textarena/<game id>`, registered on first use (extra `textarena`)
-register_namespace("textarena/", "pettingllms.integrations.textarena_games:register_game")

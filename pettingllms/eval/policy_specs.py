@@ -218,7 +218,7 @@ def _model_source(
     """Where `agent`'s model for `spec` comes from; `base_of`: the checkpoint of the LoRA run whose base `spec`
     is (a base may not be a run itself: that would load unverified weights, or recurse)."""
     if spec in ("tiny", "tiny-untrained"):
-        from pettingllms.models.warmstart import ensure_tiny_model
+        from pettingllms.warmstart.build import ensure_tiny_model
 
         steps = {"sft_steps": 0} if spec == "tiny-untrained" else {}
         folder = ensure_tiny_model(env_id, env_kwargs=env_kwargs, workflow=workflow, eval_episodes=0, **steps)

@@ -202,7 +202,7 @@ class ATGRPOConfig(GRPOConfig):
     tiny_warm_start: dict[str, Any] | str | None = dataclasses.field(
         default_factory=dict,
         metadata={
-            "help": "How model_name_or_path='tiny' is warm-started: settings of pettingllms.models.warmstart "
+            "help": "How model_name_or_path='tiny' is warm-started: settings of pettingllms.warmstart.build "
             "(RECIPE_FIELDS), e.g. {tool_programs: 0.4, program_bugs: 0.4, sft_steps: 300}; {} is the env's "
             "default warm start. Each recipe is built once and cached in its own folder; policies that start "
             "from another model ignore it."
@@ -544,7 +544,7 @@ class ATGRPOConfig(GRPOConfig):
     def _check_tiny_warm_start(self) -> None:
         """`tiny_warm_start` names known settings (it is used only by policies that start from `tiny`, so that a
         config's recipe does not stand in the way of `--model_name_or_path` given on the command line)."""
-        from pettingllms.models.warmstart import recipe_tag
+        from pettingllms.warmstart.build import recipe_tag
 
         try:
             recipe_tag(self.tiny_warm_start)

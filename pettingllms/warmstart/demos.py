@@ -5,7 +5,7 @@ it records `Demo(agent, prompt=str(env.observe(agent)), target)` and then steps 
 answer:
 
 - a `tool` agent's target is, with probability `tool_programs`, a program that computes the answer
-  (`pettingllms.models.tool_programs`: the env's solver, or with probability `program_bugs` one of its
+  (`pettingllms.warmstart.tool_programs`: the env's solver, or with probability `program_bugs` one of its
   imperfect variants, uniformly), executed as written; otherwise the oracle's answer for the current state
   (`env.unwrapped.solution()`), executed as is or, with probability `tool_noise`, as a perturbed copy
   (`perturb_answer`: one move dropped, or replaced by a different move);
@@ -18,10 +18,10 @@ So the plan agent learns to keep a right proposal and to answer from the map whe
 puzzle unsolved, so later turns (with their "Last turn" report) appear too.
 
 `math-v0` (`MATH_ENV`) has no board: a `tool` program is written for the problem at hand
-(`pettingllms.models.math_programs.write_program`, or with probability `program_bugs` one of its `VARIANTS`),
-else the gold answer, perturbed with probability `tool_noise` (`perturb_number`); the `reasoner`'s target is the
-tool agent's latest answer when that answer is right, else the gold answer (the generator's exact one),
-perturbed with probability `plan_noise`.
+(`pettingllms.warmstart.math_programs.write_program`, or with probability `program_bugs` one of its
+`VARIANTS`), else the gold answer, perturbed with probability `tool_noise` (`perturb_number`); the
+`reasoner`'s target is the tool agent's latest answer when that answer is right, else the gold answer (the
+generator's exact one), perturbed with probability `plan_noise`.
 
 Everything random comes from the `numpy.random.Generator` passed in; the envs are seeded by their seeds.
 Perturbation assumes the answer is a space-separated list inside `<answer>...</answer>`; items outside
@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from pettingllms.core.env import agent_role
-from pettingllms.models import math_programs
-from pettingllms.models.tool_programs import PROGRAM_ENVS, PROGRAMS, as_tool_call
+from pettingllms.warmstart import math_programs
+from pettingllms.warmstart.tool_programs import PROGRAM_ENVS, PROGRAMS, as_tool_call
 
 MOVES = ("U", "D", "L", "R")
 ENSEMBLE_DEMO_SIZES = (1, 2, 3, 5, 7)
@@ -48,7 +48,7 @@ TOOL_NOISE = 0.3
 PLAN_NOISE = 0.2
 _ANSWER = re.compile(r"^<answer>(.*)</answer>$", re.DOTALL)
 MATH_ENV = "math-v0"
-"""The env whose tool programs are written per problem (`pettingllms.models.math_programs`)."""
+"""The env whose tool programs are written per problem (`pettingllms.warmstart.math_programs`)."""
 DEMO_PROGRAM_ENVS = (*PROGRAM_ENVS, MATH_ENV)
 """The environments whose tool agent can be shown programs (`tool_programs` > 0)."""
 

@@ -11,11 +11,12 @@ If the folder holds `warmstart.json` it is returned as is, even if it was built 
 names the differences; pass `rebuild=True` to rebuild). Otherwise it is built:
 
 1. demonstrations on training seeds `0 .. demo_episodes-1`, or from seed 0 on until every role has
-   `demos_per_role` of them (`pettingllms.models.demos`; `tool_programs`, `program_bugs`: the tool agent's
+   `demos_per_role` of them (`pettingllms.warmstart.demos`; `tool_programs`, `program_bugs`: the tool agent's
    share of programs and of imperfect ones among them);
 2. a byte-level BPE tokenizer trained on their prompts and targets (`pettingllms.models.tokenizer`);
 3. the tiny Qwen3 initialised from `seed` (`pettingllms.models.tiny`);
-4. supervised fine-tuning with TRL's `SFTTrainer`, loss on the assistant turn only (`pettingllms.models.training`);
+4. supervised fine-tuning with TRL's `SFTTrainer`, loss on the assistant turn only
+   (`pettingllms.warmstart.sft`);
 5. greedy success of the untrained and of the trained model, one episode on each of `eval_episodes`
    evaluation-split seeds (`RolloutEngine.evaluate`; skipped when `eval_episodes == 0`).
 
@@ -45,8 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from pettingllms.models import home, training
-from pettingllms.models.demos import PLAN_NOISE, TOOL_NOISE, collect_demonstrations
+from pettingllms.models import home
+from pettingllms.warmstart.demos import PLAN_NOISE, TOOL_NOISE, collect_demonstrations
+from pettingllms.warmstart.sft import library_versions, prompt_token_stats, supervised_fine_tune
 
 FORMAT_VERSION = 2
 DEFAULT_SFT_STEPS = 250
@@ -157,7 +159,7 @@ def ensure_tiny_model(
     join several workflows with "+" (e.g. "mas+single"): one model whose
     demonstrations alternate between them (episode i plays workflow i mod n), evaluated on the first; the
     comparisons of single agents with teams start from it. For the "ensemble" workflow `num_agents` is ignored: the demonstrations cycle through the
-    team sizes of `pettingllms.models.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size; `reward` is
+    team sizes of `pettingllms.warmstart.demos.ENSEMBLE_DEMO_SIZES`, so one model serves every size; `reward` is
     ignored too (it does not change the solver's demonstrations). With the defaults a build takes ~5 minutes on one CPU thread (SFT ~4, evaluation ~1).
     `log` receives a line as each phase of a build starts and ends, and fine-tuning shows a progress bar (None:
     silent).
@@ -246,7 +248,7 @@ def build_into(
     success_before = _greedy_success(model, tokenizer, s, sampling)
     lap("eval_before_s")
     log(f"  tiny model: supervised fine-tuning, {s.sft_steps} steps on {len(demos)} demonstrations")
-    sft = training.supervised_fine_tune(
+    sft = supervised_fine_tune(
         model,
         tokenizer,
         [demo.messages() for demo in demos],
@@ -324,13 +326,13 @@ def _manifest(s: WarmStartSettings, demos, tokenizer, model, sft, evaluation, ti
             "program_bugs": s.program_bugs,
             "tool_noise": TOOL_NOISE,
             "plan_noise": s.plan_noise,
-            "prompt_tokens": training.prompt_token_stats(tokenizer, demos),
+            "prompt_tokens": prompt_token_stats(tokenizer, demos),
         },
         "model": {"parameters": count_parameters(model), "vocab_size": len(tokenizer)},
         "sft": {"lr_scheduler": "warmup_stable_decay (no warm-up, cosine decay over the last 20%)", **sft},
         "evaluation": evaluation,
         "wall_time": timings,
-        "versions": training.library_versions(),
+        "versions": library_versions(),
     }
 
 
