@@ -11,9 +11,11 @@ Importing this package imports no environment module and no heavy dependency.
 """
 
 from pettingllms import envs as _envs  # noqa: F401  (registers the built-in environments)
+from pettingllms.core.adapter import AECEnvAdapter
 from pettingllms.core.errors import (
     ConfigError,
     DependencyNotInstalled,
+    EnvProtocolError,
     NameNotFound,
     PettingLLMsError,
     UnknownEnvError,
@@ -29,8 +31,10 @@ register_gymnasium_ids()  # gymnasium.make("pettingllms/PlanPath-v0") and the ot
 __version__ = "0.1.0"
 
 __all__ = [
+    "AECEnvAdapter",
     "ConfigError",
     "DependencyNotInstalled",
+    "EnvProtocolError",
     "EnvSpec",
     "NameNotFound",
     "ObservationTransform",
