@@ -108,7 +108,7 @@ def engine(env_fn, respond=digits, **kwargs) -> RolloutEngine:
 
 @pytest.mark.parametrize("env_id", ["plan-path-v0", "sokoban-v0", "sudoku-v0", "bargain-v0"])
 @pytest.mark.parametrize("workflow", ["mas", "single"])
-def test_every_text_aec_env_satisfies_the_protocol_wrapped_and_raw(env_id, workflow):
+def test_text_aec_envs_satisfy_the_protocol_wrapped_and_raw(env_id, workflow):
     env = pettingllms.make(env_id, workflow=workflow)
     env.reset(seed=0)
     for candidate in (env, env.unwrapped):
