@@ -11,9 +11,11 @@ Importing this package imports no environment module and no heavy dependency.
 """
 
 from pettingllms import envs as _envs  # noqa: F401  (registers the built-in environments)
+from pettingllms.core.adapter import AECEnvAdapter
 from pettingllms.core.errors import (
     ConfigError,
     DependencyNotInstalled,
+    EnvProtocolError,
     NameNotFound,
     PettingLLMsError,
     UnknownEnvError,
@@ -32,8 +34,10 @@ register_namespace("textarena/", "pettingllms.integrations.textarena_games:regis
 __version__ = "0.1.0"
 
 __all__ = [
+    "AECEnvAdapter",
     "ConfigError",
     "DependencyNotInstalled",
+    "EnvProtocolError",
     "EnvSpec",
     "NameNotFound",
     "ObservationTransform",

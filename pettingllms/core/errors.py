@@ -34,3 +34,8 @@ class DependencyNotInstalled(PettingLLMsError, ImportError):
 
 class ConfigError(PettingLLMsError, ValueError):
     """An argument has a value outside its allowed set; the message names the field and the allowed values."""
+
+
+class EnvProtocolError(PettingLLMsError, TypeError):
+    """An environment lacks members the rollout engine reads (`pettingllms.core.protocol.RolloutEnv`); the message
+    names each missing member and the fix."""

@@ -72,11 +72,11 @@ from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
-from pettingzoo import AECEnv
 
 from pettingllms.backends.base import Generation, PolicyBackend, SamplingConfig, StatePolicy, call_seeded
 from pettingllms.core.env import agent_role
 from pettingllms.core.errors import ConfigError
+from pettingllms.core.protocol import RolloutEnv, check_rollout_env
 from pettingllms.core.seeding import derive_seed
 from pettingllms.rollout.grouping import GROUPINGS, TRAJECTORY_GROUPINGS, group_key
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample
@@ -87,7 +87,7 @@ class StepPool(Protocol):
     """Where candidate copies are stepped outside this process (`pettingllms.pools`): `step_all` returns, in job
     order, each `(env, action)` job's env after `env.step(action)`, the same env stepping it here would give."""
 
-    def step_all(self, jobs: Sequence[tuple[AECEnv, str]]) -> list[AECEnv]: ...
+    def step_all(self, jobs: Sequence[tuple[RolloutEnv, str]]) -> list[RolloutEnv]: ...
 
 
 COMMITS = ("greedy", "random")
@@ -145,10 +145,10 @@ class CommittedStep:
     agent: str
     turn: int
     prompt: str
-    start: AECEnv
+    start: RolloutEnv
     candidates: tuple[ScoredCandidate, ...]
     chosen: int
-    committed: AECEnv
+    committed: RolloutEnv
 
 
 Observer = Callable[[CommittedStep], None]
@@ -167,7 +167,9 @@ class RolloutEngine:
     """Collects samples from environments built by `env_fn` (see the module docstring).
 
     Args:
-        env_fn: builds a fresh environment (e.g. `functools.partial(pettingllms.make, "plan-path-v0")`).
+        env_fn: builds a fresh environment (e.g. `functools.partial(pettingllms.make, "plan-path-v0")`) with the
+            members of `pettingllms.core.protocol.RolloutEnv`: every env built is checked once reset, and one that
+            lacks any is an `EnvProtocolError` naming them (a plain PettingZoo env: `pettingllms.AECEnvAdapter`).
         policies: policy name -> backend (a `PolicyBackend`, or a `StatePolicy` that reads the env's state).
         agent_policy: agent name -> policy name (every agent of the workflow must be mapped).
         sampling: policy name -> sampling settings.
@@ -189,7 +191,7 @@ class RolloutEngine:
 
     def __init__(
         self,
-        env_fn: Callable[[], AECEnv],
+        env_fn: Callable[[], RolloutEnv],
         policies: Mapping[str, PolicyBackend],
         agent_policy: Mapping[str, str],
         sampling: Mapping[str, SamplingConfig],
@@ -299,15 +301,18 @@ class RolloutEngine:
             to_go.append(dataclasses.replace(sample, reward=remaining[sample.episode]))
         return dataclasses.replace(played, samples=to_go[::-1])
 
-    def _new_env(self, seed: int, options: Mapping[str, Any] | None) -> AECEnv:
+    def _new_env(self, seed: int, options: Mapping[str, Any] | None) -> RolloutEnv:
+        """A fresh env from `env_fn`, reset; `EnvProtocolError` naming what it lacks of `RolloutEnv` (every env of
+        training and evaluation comes from here, so one that cannot be played fails before any generation)."""
         env = self.env_fn()
         env.reset(seed=int(seed), options=dict(options or {}))
+        check_rollout_env(env)
         return env
 
     # ----------------------------------------------------------------- the loop
     def _play(
         self,
-        envs: list[AECEnv],
+        envs: list[RolloutEnv],
         belongs: list[_Episode],
         n: int,
         grouping: str,
@@ -337,7 +342,7 @@ class RolloutEngine:
 
     def _episode(
         self,
-        env: AECEnv,
+        env: RolloutEnv,
         belong: _Episode,
         n: int,
         grouping: str,
@@ -361,7 +366,7 @@ class RolloutEngine:
 
     def _act(
         self,
-        env: AECEnv,
+        env: RolloutEnv,
         belong: _Episode,
         agent: str,
         n: int,
@@ -401,7 +406,7 @@ class RolloutEngine:
     def _ask(
         self,
         agent: str,
-        envs: Sequence[AECEnv],
+        envs: Sequence[RolloutEnv],
         prompts: Sequence[str],
         n: int,
         seeds: _RequestSeeds,
@@ -416,8 +421,8 @@ class RolloutEngine:
         return Request(self._server_of[policy], (policy, agent if state_policy else None, n, greedy), items)
 
     def _step(
-        self, jobs: Sequence[tuple[AECEnv, str]], tally: _Tally, *, in_place: bool
-    ) -> Generator[list[Request], list[Any], list[AECEnv]]:
+        self, jobs: Sequence[tuple[RolloutEnv, str]], tally: _Tally, *, in_place: bool
+    ) -> Generator[list[Request], list[Any], list[RolloutEnv]]:
         """Each `(env, action)` job's env after `step(action)`: on a copy (the env itself when `in_place`), or in
         the pool, which returns stepped copies (the same envs: results do not depend on where steps ran). In-process
         stepping time is added to `tally` (the pool's is its server's busy time)."""
@@ -434,7 +439,7 @@ class RolloutEngine:
         return stepped
 
     def _turn_credit(
-        self, agent: str, copies: Sequence[AECEnv], seeds: _RequestSeeds, tally: _Tally
+        self, agent: str, copies: Sequence[RolloutEnv], seeds: _RequestSeeds, tally: _Tally
     ) -> Generator[list[Request], list[Any], list[_TurnCredit]]:
         """For every candidate copy, what the rest of its turn adds: the team rewards and the direct payments to
         `agent` of the later agents of the turn answering greedily on a probe copy (the copies stay untouched).
@@ -444,7 +449,7 @@ class RolloutEngine:
             (column, copy.clone(), copy.infos[agent]["step_turn"]) for column, copy in enumerate(copies)
         ]
         while probes:
-            waiting: dict[str, list[tuple[int, AECEnv, int]]] = {}
+            waiting: dict[str, list[tuple[int, RolloutEnv, int]]] = {}
             for column, env, turn in probes:
                 next_agent = _next_to_act(env)
                 if next_agent is not None and env.unwrapped.turn == turn:  # a later agent of the same turn
@@ -481,7 +486,7 @@ class RolloutEngine:
         self,
         agent: str,
         generations: Sequence[Generation],
-        copies: Sequence[AECEnv],
+        copies: Sequence[RolloutEnv],
         credits: Sequence[_TurnCredit] | None,
     ) -> tuple[ScoredCandidate, ...]:
         """Every candidate scored: by its own step's reward (`credits` None) or by its turn (`credits`)."""
@@ -512,7 +517,7 @@ _POOL = "env-pool"
 class _Ask:
     """One prompt of a generation request: the state it shows (what a `StatePolicy` reads), its text, its seed."""
 
-    env: AECEnv
+    env: RolloutEnv
     prompt: str
     seed: int
 
@@ -569,7 +574,7 @@ class _PoolServer:
     concurrent: bool = False
     lane: Hashable | None = None
 
-    def serve(self, shape: Any, items: Sequence[tuple[AECEnv, str]]) -> list[AECEnv]:
+    def serve(self, shape: Any, items: Sequence[tuple[RolloutEnv, str]]) -> list[RolloutEnv]:
         return self.pool.step_all(list(items))
 
 
@@ -584,7 +589,7 @@ class _TurnCredit:
         return _TurnCredit(self.team + team, self.paid + paid)
 
 
-def _next_to_act(env: AECEnv) -> str | None:
+def _next_to_act(env: RolloutEnv) -> str | None:
     """Step past the agents that are done (PettingZoo's `step(None)`); the agent to act next, or None when the
     episode is over."""
     while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
@@ -619,7 +624,7 @@ def _samples(step: CommittedStep, policy: str, grouping: str, step_reward: float
     ]
 
 
-def _settled(env: AECEnv, agent: str) -> dict[str, float]:
+def _settled(env: RolloutEnv, agent: str) -> dict[str, float]:
     """The local rewards that `agent`'s step (just taken on `env`) paid to the other agents: a proposer's credit
     settled on what its team executed (`pettingllms.core.env`), or a direct payment in a general-sum game."""
     return {
