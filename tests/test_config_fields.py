@@ -204,18 +204,29 @@ def test_a_bad_flag_is_one_line_without_a_usage_dump(capsys, argv, expected):
     assert err.count("\n") == 1 and err.startswith(f"pettingllms-train: error: {expected}")
 
 
-def test_help_lists_the_at_grpo_fields_first_and_hides_the_refused_ones(capsys):
+def test_help_groups_the_at_grpo_fields_then_the_honoured_ones_by_theme_and_hides_the_refused_ones(capsys):
+    from pettingllms.trainers.arguments import OWN_THEMES
     from pettingllms.trainers.cli import main
+    from pettingllms.trainers.inherited_fields import HONOURED_THEMES
 
+    inherited = {field.name for field in dataclasses.fields(GRPOConfig)}
+    own = [field.name for field in dataclasses.fields(ATGRPOConfig) if field.name not in inherited]
+    themed = [name for _, names in OWN_THEMES for name in names]
+    assert sorted(themed) == sorted(own)  # every AT-GRPO field in exactly one theme
     with pytest.raises(SystemExit) as exited:
         main(["--help"])
     assert exited.value.code == 0
     text = capsys.readouterr().out
-    own, honoured = text.index("\nAT-GRPO:\n"), text.index("\ninherited from TRL / transformers, honoured")
-    assert own < text.index("--env_id") < text.index("--grouping") < honoured < text.index("--learning_rate")
+    titles = [f"\nAT-GRPO: {theme}:\n" for theme, _ in OWN_THEMES]
+    titles += [f"\ninherited from TRL / transformers, honoured: {theme}:\n" for theme, _ in HONOURED_THEMES]
+    positions = [text.index(title) for title in titles]
+    assert positions == sorted(positions)
+    for (theme, names), start, end in zip(OWN_THEMES, positions, positions[1:], strict=False):
+        assert all(start < text.index(f"--{name} ") < end for name in names), theme
+    assert positions[-2] < text.index("--temperature ") < positions[-1] < text.index("--learning_rate ")
     assert "--use_vllm" not in text and "--gradient_accumulation_steps" not in text
     assert f"{len(REFUSED)} further inherited" in text
-    assert len(text.splitlines()) < 400
+    assert len(text.splitlines()) < 420
 
 
 # ------------------------------------------------------------------ honoured fields, observed

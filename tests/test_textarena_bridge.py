@@ -54,6 +54,11 @@ def test_a_won_game_pays_textarenas_rewards_and_counts_as_player_0s_success():
     assert infos["player_0"]["reward_local"] == 1.0 and infos["player_0"]["reward_team"] == 0.0
     assert env.unwrapped.success and infos["player_1"]["success"]  # the episode's outcome: seat 0 won
     assert env.unwrapped.turn == 2  # five moves: two full rounds
+    env.reset(seed=0)
+    assert env.last()[4]["turn"] == 1  # the round being played, from 1, as the built-in envs count it
+    env.step("[0]")
+    env.step("[3]")
+    assert env.last()[4]["turn"] == 2 and env.last()[4]["step_turn"] == 0
 
 
 def test_splits_draw_different_games_and_a_clone_plays_on_alone():

@@ -233,13 +233,15 @@ class TextArenaEnv(AECEnv):
         self._texts[self.agent_selection] = str(text)
 
     def _info(self, reward: float) -> dict[str, Any]:
-        """`turn`: the round now (every player moved once per round); `step_turn`: the round of the latest move
-        (0 before any), as `pettingllms.core.env` defines both."""
+        """`turn`: the round being played, from 1 (every player moves once per round; `max_turns` once the rounds
+        are spent); `step_turn`: the 0-based round of the latest move (0 before any), as `pettingllms.core.env`
+        defines both."""
         step_turn = max(self._moves - 1, 0) // self.num_players
+        shown = self.turn + 1 if self.max_turns is None else min(self.turn + 1, self.max_turns)
         return {
             "reward_team": 0.0,
             "reward_local": reward,
-            "turn": self.turn,
+            "turn": shown,
             "step_turn": step_turn,
             "success": self.success,
         }

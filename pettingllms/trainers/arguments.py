@@ -30,7 +30,7 @@ from trl import GRPOConfig
 
 from pettingllms.core.errors import ConfigError
 from pettingllms.trainers.config import ATGRPOConfig
-from pettingllms.trainers.inherited_fields import HONOURED, REFUSED
+from pettingllms.trainers.inherited_fields import HONOURED, HONOURED_THEMES, REFUSED
 
 ENV_SETTINGS = ("env_kwargs", "tiny_warm_start")
 """A config's fields that belong to its `env_id` (see the module docstring)."""
@@ -78,6 +78,68 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return loaded
 
 
+OWN_THEMES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("the environment", ("env_id", "env_kwargs", "workflow", "alpha", "max_turns", "instances_per_step")),
+    (
+        "the rollout and its credit",
+        (
+            "grouping",
+            "commit",
+            "team_credit",
+            "drop_zero_variance_groups",
+            "per_agent_advantages",
+            "turn_baseline",
+            "rollout_schedule",
+            "off_policy_steps",
+            "max_completions",
+        ),
+    ),  # fmt: skip
+    (
+        "policies and models",
+        (
+            "policy_layout",
+            "model_name_or_path",
+            "tiny_warm_start",
+            "agent_policies",
+            "agent_models",
+            "lora_r",
+            "lora_alpha",
+        ),
+    ),  # fmt: skip
+    (
+        "generation",
+        (
+            "generation_backend",
+            "vllm_engine_kwargs",
+            "stop_strings",
+            "policy_sampling",
+            "policy_eval_sampling",
+            "enable_thinking",
+            "max_generation_rows",
+            "plan_prompt_tokens",
+        ),
+    ),  # fmt: skip
+    ("the update", ("micro_batching",)),
+    (
+        "devices, processes and clusters",
+        (
+            "policy_devices",
+            "env_workers",
+            "distributed",
+            "ray_address",
+            "ray_policy_resources",
+            "ray_placement_timeout",
+        ),
+    ),  # fmt: skip
+    (
+        "evaluation",
+        ("eval_every", "eval_episodes", "eval_split", "eval_temperature", "eval_max_completion_length"),
+    ),
+    ("the run folder", ("dump_rollouts", "resume", "resume_with_changes", "overwrite_output_dir")),
+)
+"""AT-GRPO's own fields by theme (`--help` groups them so; every field is in one theme, `tests/test_cli.py`)."""
+
+
 class ConfigParser(HfArgumentParser):
     """`HfArgumentParser` for `ATGRPOConfig` with grouped `--help` and one-line errors (module docstring)."""
 
@@ -98,25 +160,27 @@ class ConfigParser(HfArgumentParser):
         )
 
     def _add_dataclass_arguments(self, dtype: type) -> None:
-        own = self.add_argument_group("AT-GRPO")
-        honoured = self.add_argument_group("inherited from TRL / transformers, honoured by AT-GRPO")
+        themes = [(f"AT-GRPO: {theme}", names) for theme, names in OWN_THEMES]
+        themes += [
+            (f"inherited from TRL / transformers, honoured: {theme}", tuple(f))
+            for theme, f in HONOURED_THEMES
+        ]
+        groups = {}
+        for title, names in themes:
+            group = self.add_argument_group(title)
+            groups.update(dict.fromkeys(names, group))
         hints = typing.get_type_hints(dtype)
         inherited = {field.name for field in dataclasses.fields(GRPOConfig)}
-        fields = sorted(
-            dataclasses.fields(dtype), key=lambda field: field.name in inherited
-        )  # stable: ours first
-        for field in fields:
+        for field in dataclasses.fields(dtype):
             field = copy.copy(field)
             field.type = hints[field.name]
-            if field.name not in inherited:
-                self._parse_dataclass_field(own, field)
-            elif field.name in HONOURED:  # described in AT-GRPO's terms (dtype's own help where it overrides)
+            if field.name in inherited and field.name in HONOURED:
+                # described in AT-GRPO's terms (dtype's own help where it overrides)
                 help_text = field.metadata.get("help") if field.name in vars(dtype) else HONOURED[field.name]
                 field.metadata = MappingProxyType({**field.metadata, "help": help_text})
-                self._parse_dataclass_field(honoured, field)
-            else:  # refused: parsed so that setting it is explained, not listed
+            elif field.name in inherited:  # refused: parsed so that setting it is explained, not listed
                 field.metadata = MappingProxyType({**field.metadata, "help": argparse.SUPPRESS})
-                self._parse_dataclass_field(self, field)
+            self._parse_dataclass_field(groups.get(field.name, self), field)
 
     def error(self, message: str) -> typing.NoReturn:
         """argparse's errors (bad value, missing value) as one `ConfigError` line, without the usage dump."""

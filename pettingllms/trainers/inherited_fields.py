@@ -18,8 +18,7 @@ _NO_VLLM_CORRECTION = (
     "sampling log-probabilities the old ones, and the clipped ratio the truncated correction"
 )
 
-HONOURED: dict[str, str] = {
-    # the run
+_RUN: dict[str, str] = {
     "output_dir": "the run folder",
     "max_steps": "number of AT-GRPO steps",
     "seed": "every random stream of the run derives from it",
@@ -41,13 +40,15 @@ HONOURED: dict[str, str] = {
     "log_level": "transformers' log level",
     "log_level_replica": "transformers' log level on replicas",
     "disable_tqdm": "hide the step progress bar",
-    # sampling
+}
+_SAMPLING: dict[str, str] = {
     "num_generations": "K, the candidates sampled per (instance, turn, agent)",
     "max_completion_length": "token budget of one completion",
     "temperature": "training sampling temperature (policy_sampling overrides it per policy)",
     "top_p": "training nucleus sampling",
     "top_k": "training top-k sampling",
-    # the update: TRL's own loss, optimizer and scheduler
+}
+_UPDATE: dict[str, str] = {
     "per_device_train_batch_size": "micro-batch of one policy's update (one update = all its samples)",
     "learning_rate": "optimizer learning rate",
     "lr_scheduler_type": "transformers' scheduler",
@@ -87,6 +88,13 @@ HONOURED: dict[str, str] = {
     "cast_lm_head_to_fp32": "the LM head computed in float32",
     "router_aux_loss_coef": "mixture-of-experts load-balancing loss",
 }
+HONOURED_THEMES: tuple[tuple[str, dict[str, str]], ...] = (
+    ("the run", _RUN),
+    ("sampling", _SAMPLING),
+    ("the update: TRL's own loss, optimizer and scheduler", _UPDATE),
+)
+"""The honoured fields by theme (`pettingllms-train --help` groups them so)."""
+HONOURED: dict[str, str] = {name: text for _, fields in HONOURED_THEMES for name, text in fields.items()}
 """Inherited field -> what it does in an AT-GRPO run."""
 
 _EVALUATION = "evaluations are AT-GRPO's own: use eval_every, eval_episodes, eval_split, eval_temperature"
