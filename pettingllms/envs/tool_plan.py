@@ -45,6 +45,8 @@ from pettingllms.core.errors import ConfigError
 from pettingllms.core.parsing import ParseError, extract_answer, extract_python_block
 from pettingllms.core.splits import check_split, draw_in_split
 from pettingllms.core.text import truncate
+from pettingllms.envs.program_runs import ProgramRun, run_programs
+from pettingllms.sandbox import Program
 
 PARSE_ERROR_PENALTY = 0.1
 INVALID_ACTION_PENALTY = 0.05
@@ -259,13 +261,11 @@ class ToolPlanEnv(TextAECEnv):
 
     def _act_tool(self, agent: str, action: str) -> StepOutcome:
         code = extract_python_block(action)
-        output = status = None
+        run = None
         if code is None:
             actions, error = self._answer_actions(action)
         else:
-            output, status, answer_text, error = self._run_code(code)
-            actions, parse_error = self._parse_text(answer_text) if error is None else ([], None)
-            error = error or parse_error
+            run, actions, error = self._program_actions(code)
         simulated = self.state.copy()
         problems = self._run(simulated, actions)
         error = error or self._describe_problems(problems)
@@ -280,6 +280,8 @@ class ToolPlanEnv(TextAECEnv):
             if actions
             else f"no usable proposal ({error})"
         )
+        status = None if run is None else run.status
+        output = None if run is None else run.output
         self._proposals[agent] = Proposal(code, output, status, tuple(actions), summary)
         return StepOutcome(
             reward_local=-self._penalty(actions, problems),
@@ -307,30 +309,14 @@ class ToolPlanEnv(TextAECEnv):
             return [], "no <answer>...</answer> found: " + self.ANSWER_FORMAT
         return self._parse_text(answer)
 
-    def _run_code(self, code: str) -> tuple[str, str, str, str | None]:
-        """Run the tool agent's code; return (shown output, status, text to parse, error)."""
-        from pettingllms.sandbox import SandboxUnavailable, default_sandbox
-
-        try:
-            sandbox = self._sandbox if self._sandbox is not None else default_sandbox()
-            result = sandbox.run(
-                code,
-                stdin=self._board_text(self.state) + "\n",
-                timeout=self.tool_timeout,
-                memory_mb=self.tool_memory_mb,
-            )
-        except SandboxUnavailable as error:
-            return "", "unavailable", "", f"the code could not run: {error}"
-        shown = result.stdout + (("\n[stderr]\n" + result.stderr) if result.stderr else "")
-        if result.status != "ok":
-            return shown, result.status, "", f"the code did not finish cleanly (status {result.status})"
-        answer = extract_answer(result.stdout)
-        if answer is None:
-            lines = [line for line in result.stdout.splitlines() if line.strip()]
-            if not lines:
-                return shown, result.status, "", "the code printed nothing"
-            answer = lines[-1]
-        return shown, result.status, answer, None
+    def _program_actions(self, code: str) -> tuple[ProgramRun, list[Any], str | None]:
+        """Run the tool agent's code on the current board (its standard input); return the run, the actions it
+        answered and the error (`pettingllms.envs.program_runs`; its printed `<answer>` or last line)."""
+        stdin = self._board_text(self.state) + "\n"
+        [run] = run_programs(self._sandbox, [Program(code, stdin, self.tool_timeout, self.tool_memory_mb)])
+        answer, error = run.answer(extract_answer)
+        actions, parse_error = self._parse_text(answer) if answer is not None else ([], None)
+        return run, actions, error or parse_error
 
     def _run(self, state: Any, actions: list[Any]) -> list[str]:
         """Apply actions in order until solved, at most `max_moves_per_turn` of them (the rest are not applied);
