@@ -45,7 +45,7 @@ def jobs(instances: int = 16, k: int = 4) -> list[tuple]:
     for seed in range(instances):
         env = pettingllms.make("plan-path-v0")
         env.reset(seed=seed)
-        grid = env.unwrapped._board_text(env.unwrapped.state)
+        grid = env.unwrapped.puzzle.render_text(env.unwrapped.state)
         out += [(env, BFS.format(grid=grid))] * k
     return out
 

@@ -48,7 +48,7 @@ while queue:
 def test_tool_code_runs_in_the_sandbox_and_the_plan_agent_sees_it():
     env = pettingllms.make("plan-path-v0")
     env.reset(options={"grid": GRID})
-    board = env.unwrapped._board_text(env.unwrapped.state)
+    board = env.unwrapped.puzzle.render_text(env.unwrapped.state)
     env.step(BFS_TOOL.format(grid=board))
     info = env.infos["tool"]
     assert info["code_status"] == "ok" and "error" not in info and info["program"] == "solves"
@@ -88,7 +88,7 @@ def test_the_tool_programs_stdin_is_the_board_as_shown():
     env = pettingllms.make("plan-path-v0")
     env.reset(options={"grid": GRID})
     env.step("```python\nimport sys\nprint(repr(sys.stdin.read()))\n```")
-    board = env.unwrapped._board_text(env.unwrapped.state)
+    board = env.unwrapped.puzzle.render_text(env.unwrapped.state)
     assert repr(board + "\n") in env.observe("plan") and board in env.observe("tool")
 
 

@@ -108,7 +108,7 @@ def test_train_val_and_eval_instances_are_disjoint(env_id):
         found = set()
         for seed in range(150):
             env.reset(seed=seed, options={"split": split})
-            key = env._instance_key(env.initial_state)
+            key = env.puzzle.key(env.initial_state)
             assert pettingllms.core.splits.split_of(key) == split
             found.add(pettingllms.core.splits.canonical(key))
         keys[split] = found

@@ -359,8 +359,8 @@ def test_a_validation_suite_holds_other_grids_than_the_reported_one(tmp_path):
         keys = set()
         for episode in suite.episodes:
             env.reset(seed=episode.seed, options=dict(episode.options))
-            assert split_of(env._instance_key(env.initial_state)) == suite.split
-            keys.add(env._instance_key(env.initial_state))
+            assert split_of(env.puzzle.key(env.initial_state)) == suite.split
+            keys.add(env.puzzle.key(env.initial_state))
         grids[suite.split] = keys
     assert not grids["eval"] & grids["val"]
     with pytest.raises(ValueError, match="no validation split"):

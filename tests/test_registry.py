@@ -56,7 +56,7 @@ def test_register_rejects_duplicates_and_loads_string_entry_points():
             pettingllms.register("test-dummy-v3", entry_point="x:y")
         assert spec.name == "test-dummy" and spec.version == 3
         env = pettingllms.make("test-dummy-v3", obstacle_density=0.0)
-        assert env.unwrapped.size == 4 and env.unwrapped.obstacle_density == 0.0
+        assert env.unwrapped.puzzle.size == 4 and env.unwrapped.puzzle.obstacle_density == 0.0
     finally:
         pettingllms.core.registration._REGISTRY.pop("test-dummy-v3")
 

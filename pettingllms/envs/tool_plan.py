@@ -16,8 +16,8 @@ Each turn, in order:
 
 The episode terminates when the puzzle is solved and is truncated after `max_turns` turns.
 
-Rewards, with `potential(state)` defined per game (bounded; 1 iff solved), paid on change as
-`pettingllms.core.env` states:
+Rewards, with `potential(state)` defined per puzzle (`Puzzle.potential`: bounded; 1 iff solved), paid on change
+as `pettingllms.core.env` states:
 - `plan` (and the aggregator): its potential is the real state's, so its local reward is the progress its moves
   make, `potential(after) - potential(before)`.
 - `tool` (each tool agent of an ensemble): at its step its potential becomes its proposal's, simulated on a copy,
@@ -35,8 +35,8 @@ So every agent's return is at most `(1 - potential(start)) + alpha`, reached by 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Hashable, Sequence
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -45,6 +45,8 @@ from pettingllms.core.errors import ConfigError
 from pettingllms.core.parsing import ParseError, extract_answer, extract_python_block
 from pettingllms.core.splits import check_split, draw_in_split
 from pettingllms.core.text import truncate
+from pettingllms.envs.program_runs import ProgramRun, run_programs
+from pettingllms.sandbox import Program
 
 PARSE_ERROR_PENALTY = 0.1
 INVALID_ACTION_PENALTY = 0.05
@@ -65,14 +67,78 @@ class Proposal:
     summary: str
 
 
-class ToolPlanEnv(TextAECEnv):
-    """Base of the puzzle environments (see the module docstring).
+class Puzzle(Protocol):
+    """A puzzle that `ToolPlanEnv` plays: its texts, its instances and its rules, as functions of a state.
 
-    Subclasses implement the game hooks (`_generate`, `_load`, `_instance_key`, `_parse_actions`, `_apply`,
-    `_potential`, `_solved`, `_board_text`, `_board_rgb`, `_status`, `_format_actions`, `solution_actions`) and
-    set `TASK`, `ANSWER_FORMAT` and `INSTANCE_OPTION`.
+    A state is the puzzle's own mutable object with `copy()` (an independent copy) and `==`; actions are the
+    puzzle's own values (moves, placements). A puzzle holds its configuration only (the episode's states are the
+    env's), so it pickles and deep-copies with its env. Members that need more than the state take it as an
+    argument: the episode's start state (`start`), the random generator (`rng`).
+    """
+
+    task: str
+    """The task and the legend of the rendered state, shown in every observation above the state."""
+
+    answer_format: str
+    """How to write an answer, shown in every observation and in the error of an answer without one."""
+
+    instance_option: str
+    """The `reset(options=...)` key whose text `load` reads ("level", "puzzle", "grid")."""
+
+    def generate(self, rng: np.random.Generator) -> tuple[Any, list[Any] | None]:
+        """A new instance drawn with `rng` alone: its start state, and an optimal solution of that state when the
+        generator knows one (None: `solve` computes it when asked)."""
+
+    def load(self, text: str) -> Any:
+        """The start state that `text` (the value of `instance_option`) describes; `ConfigError` naming the option
+        when it is not a valid instance."""
+
+    def key(self, state: Any) -> Hashable:
+        """A key of the instance whose start state is `state` (equal for equal instances); its hash decides the
+        instance's split (`pettingllms.core.splits`)."""
+
+    def parse(self, text: str, state: Any) -> list[Any]:
+        """The actions written in `text` (an answer's inside, or a program's answer) for `state`; `ParseError`,
+        whose message the model sees, when it holds none."""
+
+    def apply(self, state: Any, action: Any) -> str | None:
+        """Apply one action to `state` in place; return why it could not be applied (`state` unchanged), or
+        None."""
+
+    def potential(self, state: Any, start: Any) -> float:
+        """How far `state` has come from the episode's `start`: bounded, and 1 iff `state` is solved."""
+
+    def solved(self, state: Any) -> bool:
+        """Whether `state` is solved."""
+
+    def solve(self, state: Any) -> list[Any]:
+        """An optimal action list that solves `state` (the oracle); [] when there is none to give."""
+
+    def random_actions(self, state: Any, rng: np.random.Generator) -> list[Any]:
+        """Random actions for `state` drawn with `rng` (the random baseline); count and values per puzzle."""
+
+    def render_text(self, state: Any) -> str:
+        """`state` as text: what observations show under "Current state", what `render()` draws in "ansi" mode,
+        and (plus a final newline) what a tool program reads on standard input."""
+
+    def render_rgb(self, state: Any) -> np.ndarray:
+        """`state` as an image (`render_mode="rgb_array"`): height x width x 3, uint8."""
+
+    def status(self, state: Any) -> str:
+        """One line on how far `state` is from solved, for observations and renders."""
+
+    def format_actions(self, actions: list[Any]) -> str:
+        """`actions` as an answer writes them, without the tags (e.g. "U R"); "" for none."""
+
+
+class ToolPlanEnv(TextAECEnv):
+    """Base of the puzzle environments (see the module docstring): plays the `Puzzle` it is given.
+
+    A puzzle env subclasses it, sets `metadata` (its name) and passes its puzzle, built from its own arguments,
+    to `__init__`; `reset(options=...)` understands "split" and the puzzle's `instance_option`.
 
     Args (besides `TextAECEnv`'s):
+        puzzle: the `Puzzle` played.
         sandbox: the `pettingllms.sandbox.Sandbox` that runs the tool agent's code (default: the shared one).
         tool_timeout: wall-clock limit of one program, seconds.
         tool_memory_mb: memory limit of one program.
@@ -93,16 +159,10 @@ class ToolPlanEnv(TextAECEnv):
     WORKFLOWS = {"mas": ("tool", "plan"), "single": ("plan",)}
     ENSEMBLE_PROPOSER = "tool"
     STOP_STRINGS = ("</answer>",)
-    TASK: ClassVar[str] = ""
-    ANSWER_FORMAT: ClassVar[str] = ""
-    INSTANCE_OPTION: ClassVar[str] = ""
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.RESET_OPTIONS = frozenset({"split", cls.INSTANCE_OPTION})
 
     def __init__(
         self,
+        puzzle: Puzzle,
         *,
         sandbox=None,
         tool_timeout: float = 5.0,
@@ -119,6 +179,8 @@ class ToolPlanEnv(TextAECEnv):
             raise ConfigError(
                 f"max_moves_per_turn={max_moves_per_turn!r} must be an integer >= 1 (or None: no cap)"
             )
+        self.puzzle = puzzle
+        self.RESET_OPTIONS = frozenset({"split", puzzle.instance_option})
         self.max_moves_per_turn = max_moves_per_turn
         self._sandbox = sandbox
         self.tool_timeout = float(tool_timeout)
@@ -126,51 +188,11 @@ class ToolPlanEnv(TextAECEnv):
         self.state: Any = None
         self.initial_state: Any = None
         self.split = "train"
+        self._start_solution: list[Any] | None = None  # the generator's solution of `initial_state`, if any
         self._proposals: dict[str, Proposal] = {}  # this turn's proposals, by tool agent
         self._last_turn_report: str | None = None
         self._headers: dict[str, str] = {}  # the fixed part of each agent's observation
         self._state_potential = 0.0  # potential of the real state, kept current
-
-    # ----------------------------------------------------------------- game hooks
-    def _generate(self, rng: np.random.Generator) -> Any:
-        raise NotImplementedError
-
-    def _load(self, text: str) -> Any:
-        raise NotImplementedError
-
-    def _instance_key(self, state: Any) -> Any:
-        raise NotImplementedError
-
-    def _parse_actions(self, text: str) -> list[Any]:
-        """Parse the inside of an answer; raise `ParseError` (message for the model)."""
-        raise NotImplementedError
-
-    def _apply(self, state: Any, action: Any) -> str | None:
-        """Apply one action in place; return why it could not be applied (state unchanged), or None."""
-        raise NotImplementedError
-
-    def _potential(self, state: Any) -> float:
-        raise NotImplementedError
-
-    def _solved(self, state: Any) -> bool:
-        raise NotImplementedError
-
-    def _board_text(self, state: Any) -> str:
-        raise NotImplementedError
-
-    def _board_rgb(self, state: Any) -> np.ndarray:
-        raise NotImplementedError
-
-    def _status(self, state: Any) -> str:
-        """One line on how far the state is from solved, for observations."""
-        raise NotImplementedError
-
-    def _format_actions(self, actions: list[Any]) -> str:
-        raise NotImplementedError
-
-    def solution_actions(self) -> list[Any]:
-        """An optimal action list that solves the current real state (the oracle)."""
-        raise NotImplementedError
 
     # ----------------------------------------------------------------- public helpers
     @property
@@ -189,38 +211,47 @@ class ToolPlanEnv(TextAECEnv):
         same for every agent."""
         return self.answer_text(self.solution_actions())
 
+    def solution_actions(self) -> list[Any]:
+        """An optimal action list that solves the current real state (the oracle): the generator's solution
+        while the state is the generated start, else the puzzle's `solve`."""
+        if self._start_solution is not None and self.state == self.initial_state:
+            return list(self._start_solution)
+        return self.puzzle.solve(self.state)
+
     def answer_text(self, actions: Sequence[Any]) -> str:
         """`actions` in the answer format, e.g. `<answer>U R</answer>`."""
-        return f"<answer>{self._format_actions(list(actions))}</answer>"
+        return f"<answer>{self.puzzle.format_actions(list(actions))}</answer>"
 
     def solves(self, actions: Sequence[Any]) -> bool:
         """Whether `actions`, executed in order from the current real state (on a copy, at most
         `max_moves_per_turn` of them), solve the puzzle this turn."""
         simulated = self.state.copy()
         self._run(simulated, list(actions))
-        return self._solved(simulated)
+        return self.puzzle.solved(simulated)
 
     def random_answer(self, agent: str, rng: np.random.Generator) -> str:
         """A random answer in the answer format (the random baseline): `random_actions`, formatted."""
-        return f"<answer>{self._format_actions(self.random_actions(rng))}</answer>"
+        return self.answer_text(self.random_actions(rng))
 
     def random_actions(self, rng: np.random.Generator) -> list[Any]:
-        """Uniformly random actions for the current state (count and values per game)."""
-        raise NotImplementedError
-
-    def _draw(self, split: str) -> Any:
-        """A generated instance of `split` (override to unpack what `_generate` returns)."""
-        return draw_in_split(self._generate, self._instance_key, self.np_random, split)
+        """Random actions for the current state (the puzzle's `random_actions`)."""
+        return self.puzzle.random_actions(self.state, rng)
 
     # ----------------------------------------------------------------- TextAECEnv hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
         self.split = check_split(options.get("split", "train"))
-        if options.get(self.INSTANCE_OPTION) is not None:
-            self.initial_state = self._load(options[self.INSTANCE_OPTION])
+        text, self._start_solution = options.get(self.puzzle.instance_option), None
+        if text is not None:
+            self.initial_state = self.puzzle.load(text)
         else:
-            self.initial_state = self._draw(self.split)
+            self.initial_state, self._start_solution = draw_in_split(
+                self.puzzle.generate,
+                lambda instance: self.puzzle.key(instance[0]),
+                self.np_random,
+                self.split,
+            )
         self.state = self.initial_state.copy()
-        self.success = self._solved(self.state)
+        self.success = self.puzzle.solved(self.state)
         self._state_potential = self._potential(self.state)
         self._proposals = {}
         self._last_turn_report = None
@@ -236,13 +267,13 @@ class ToolPlanEnv(TextAECEnv):
     def _act_plan(self, agent: str, action: str) -> StepOutcome:
         actions, error = self._answer_actions(action)
         problems = self._run(self.state, actions)
-        self.success = self._solved(self.state)
+        self.success = self.puzzle.solved(self.state)
         self._state_potential = self._potential(self.state)
         error = error or self._describe_problems(problems)
         ignored = len(actions) - len(actions[: self.max_moves_per_turn])
         self._last_turn_report = (
             f"Turn {self.turn + 1}: the {'aggregator' if agent == AGGREGATOR else 'plan agent'} answered "
-            f"{self._format_actions(actions) or '(nothing usable)'}"
+            f"{self.puzzle.format_actions(actions) or '(nothing usable)'}"
             + (f" (only the first {self.max_moves_per_turn} were carried out)" if ignored else "")
             + (f" ({error})." if error else ".")
         )
@@ -259,27 +290,26 @@ class ToolPlanEnv(TextAECEnv):
 
     def _act_tool(self, agent: str, action: str) -> StepOutcome:
         code = extract_python_block(action)
-        output = status = None
+        run = None
         if code is None:
             actions, error = self._answer_actions(action)
         else:
-            output, status, answer_text, error = self._run_code(code)
-            actions, parse_error = self._parse_text(answer_text) if error is None else ([], None)
-            error = error or parse_error
+            run, actions, error = self._program_actions(code)
         simulated = self.state.copy()
         problems = self._run(simulated, actions)
         error = error or self._describe_problems(problems)
+        solved = self.puzzle.solved(simulated)
         outcome = (
-            "it would solve the puzzle"
-            if self._solved(simulated)
-            else f"it would lead to: {self._status(simulated)}"
+            "it would solve the puzzle" if solved else f"it would lead to: {self.puzzle.status(simulated)}"
         )
         summary = (
-            f"proposed {self._format_actions(actions)}; simulated on a copy, {outcome}"
+            f"proposed {self.puzzle.format_actions(actions)}; simulated on a copy, {outcome}"
             + (f" ({error})" if error else "")
             if actions
             else f"no usable proposal ({error})"
         )
+        status = None if run is None else run.status
+        output = None if run is None else run.output
         self._proposals[agent] = Proposal(code, output, status, tuple(actions), summary)
         return StepOutcome(
             reward_local=-self._penalty(actions, problems),
@@ -290,58 +320,45 @@ class ToolPlanEnv(TextAECEnv):
                 "actions": len(actions),
                 "invalid_actions": len(problems),
                 "code_status": status,
-                "program": "absent" if code is None else ("solves" if self._solved(simulated) else "fails"),
+                "program": "absent" if code is None else ("solves" if solved else "fails"),
             },
         )
 
     # ----------------------------------------------------------------- mechanics
+    def _potential(self, state: Any) -> float:
+        return self.puzzle.potential(state, self.initial_state)
+
     def _parse_text(self, text: str) -> tuple[list[Any], str | None]:
         try:
-            return self._parse_actions(text), None
+            return self.puzzle.parse(text, self.state), None
         except ParseError as error:
             return [], str(error)
 
     def _answer_actions(self, text: str) -> tuple[list[Any], str | None]:
         answer = extract_answer(text)
         if answer is None:
-            return [], "no <answer>...</answer> found: " + self.ANSWER_FORMAT
+            return [], "no <answer>...</answer> found: " + self.puzzle.answer_format
         return self._parse_text(answer)
 
-    def _run_code(self, code: str) -> tuple[str, str, str, str | None]:
-        """Run the tool agent's code; return (shown output, status, text to parse, error)."""
-        from pettingllms.sandbox import SandboxUnavailable, default_sandbox
-
-        try:
-            sandbox = self._sandbox if self._sandbox is not None else default_sandbox()
-            result = sandbox.run(
-                code,
-                stdin=self._board_text(self.state) + "\n",
-                timeout=self.tool_timeout,
-                memory_mb=self.tool_memory_mb,
-            )
-        except SandboxUnavailable as error:
-            return "", "unavailable", "", f"the code could not run: {error}"
-        shown = result.stdout + (("\n[stderr]\n" + result.stderr) if result.stderr else "")
-        if result.status != "ok":
-            return shown, result.status, "", f"the code did not finish cleanly (status {result.status})"
-        answer = extract_answer(result.stdout)
-        if answer is None:
-            lines = [line for line in result.stdout.splitlines() if line.strip()]
-            if not lines:
-                return shown, result.status, "", "the code printed nothing"
-            answer = lines[-1]
-        return shown, result.status, answer, None
+    def _program_actions(self, code: str) -> tuple[ProgramRun, list[Any], str | None]:
+        """Run the tool agent's code on the current board (its standard input); return the run, the actions it
+        answered and the error (`pettingllms.envs.program_runs`; its printed `<answer>` or last line)."""
+        stdin = self.puzzle.render_text(self.state) + "\n"
+        [run] = run_programs(self._sandbox, [Program(code, stdin, self.tool_timeout, self.tool_memory_mb)])
+        answer, error = run.answer(extract_answer)
+        actions, parse_error = self._parse_text(answer) if answer is not None else ([], None)
+        return run, actions, error or parse_error
 
     def _run(self, state: Any, actions: list[Any]) -> list[str]:
         """Apply actions in order until solved, at most `max_moves_per_turn` of them (the rest are not applied);
         return the problems of those that could not be applied."""
         problems = []
         for index, action in enumerate(actions[: self.max_moves_per_turn]):
-            if self._solved(state):
+            if self.puzzle.solved(state):
                 break
-            problem = self._apply(state, action)
+            problem = self.puzzle.apply(state, action)
             if problem is not None:
-                problems.append(f"action {index + 1} ({self._format_actions([action])}): {problem}")
+                problems.append(f"action {index + 1} ({self.puzzle.format_actions([action])}): {problem}")
         return problems
 
     @staticmethod
@@ -394,12 +411,14 @@ class ToolPlanEnv(TextAECEnv):
                 if cap is None
                 else f"\nOnly the first {cap} actions of an answer are carried out each turn."
             )
-            header = self._headers[agent] = f"{self._role(agent)}\n{self.TASK}{limit}\n## Current state"
+            header = self._headers[agent] = (
+                f"{self._role(agent)}\n{self.puzzle.task}{limit}\n## Current state"
+            )
         parts = [
             f"# {self.metadata['name']} - turn {self.display_turn} of {self.max_turns}",
             header,
-            self._board_text(self.state),
-            self._status(self.state),
+            self.puzzle.render_text(self.state),
+            self.puzzle.status(self.state),
         ]
         if self._last_turn_report:
             parts += ["## Last turn", self._last_turn_report]
@@ -410,7 +429,7 @@ class ToolPlanEnv(TextAECEnv):
                     parts += [f"### {name}", *self._describe_proposal(proposal)]
             else:
                 parts += ["## The tool agent's proposal this turn", *self._describe_proposal(self.proposal)]
-        parts += ["## Your answer", self.ANSWER_FORMAT]
+        parts += ["## Your answer", self.puzzle.answer_format]
         return "\n".join(parts)
 
     @staticmethod
@@ -426,7 +445,7 @@ class ToolPlanEnv(TextAECEnv):
         return lines
 
     def _render_text(self) -> str:
-        return f"{self._board_text(self.state)}\nturn {self.display_turn} of {self.max_turns}. {self._status(self.state)}"
+        return f"{self.puzzle.render_text(self.state)}\nturn {self.display_turn} of {self.max_turns}. {self.puzzle.status(self.state)}"
 
     def _render_rgb(self) -> np.ndarray:
-        return self._board_rgb(self.state)
+        return self.puzzle.render_rgb(self.state)

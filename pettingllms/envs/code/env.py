@@ -80,6 +80,7 @@ from pettingllms.envs.code.cases import (
     parse_cases,
     usable,
 )
+from pettingllms.envs.program_runs import run_programs
 
 PARSE_ERROR_PENALTY = 0.1
 CODE_SHOWN_CHARS = 6_000
@@ -207,18 +208,14 @@ class CodeEnv(TextAECEnv):
         return {"timeout": self.test_timeout, "memory_mb": self.test_memory_mb}
 
     def _run(self, runs: Sequence[Runs]) -> list[list[CaseResult]]:
-        """Run every program of `runs` in one parallel sandbox batch; each `Runs`' verdicts, in order."""
-        from pettingllms.sandbox import SandboxUnavailable, default_sandbox
-
-        programs = [program for run in runs for program in run.programs]
-        try:
-            sandbox = self._sandbox if self._sandbox is not None else default_sandbox()
-            results = sandbox.run_batch(programs) if programs else []
-        except SandboxUnavailable as error:
-            return [[CaseResult(False, f"the code could not run: {error}")] * run.count for run in runs]
+        """Run every program of `runs` in one parallel sandbox batch (`pettingllms.envs.program_runs`); each
+        `Runs`' verdicts, in order (every case failed, saying why, when the sandbox is unavailable)."""
+        done = run_programs(self._sandbox, [program for run in runs for program in run.programs])
+        if done and done[0].result is None:  # the sandbox is unavailable: nothing ran
+            return [[CaseResult(False, done[0].error)] * run.count for run in runs]
         verdicts, start = [], 0
         for run in runs:
-            verdicts.append(run.decide(results[start : start + len(run.programs)]))
+            verdicts.append(run.decide([r.result for r in done[start : start + len(run.programs)]]))
             start += len(run.programs)
         return verdicts
 

@@ -63,6 +63,8 @@ from pettingllms.data.math.generator import generate_problem
 from pettingllms.data.math.grading import extract_boxed, is_equivalent, require_math_verify
 from pettingllms.data.math.loaders import load_math_dataset
 from pettingllms.data.math.schema import MathProblem, problem_from_dict
+from pettingllms.envs.program_runs import run_programs
+from pettingllms.sandbox import Program
 
 PARSE_ERROR_PENALTY = 0.1
 SHOWN_CHARS = 3_000
@@ -209,6 +211,8 @@ class MathEnv(TextAECEnv):
         )
 
     def _tool_answer(self, action: str) -> tuple[str | None, str | None]:
+        """The tool agent's answer and the error: its direct `\\boxed{}`, or its program's (run without input,
+        `pettingllms.envs.program_runs`: a printed non-empty `\\boxed{}`, else its last printed line)."""
         code = extract_python_block(action)
         if code is None:
             answer = extract_boxed(action)
@@ -216,20 +220,9 @@ class MathEnv(TextAECEnv):
                 answer,
                 None if answer is not None else "no ```python block and no \\boxed{...} answer found",
             )
-        from pettingllms.sandbox import SandboxUnavailable, default_sandbox
-
-        try:
-            sandbox = self._sandbox if self._sandbox is not None else default_sandbox()
-            result = sandbox.run(code, timeout=self.tool_timeout, memory_mb=self.tool_memory_mb)
-        except SandboxUnavailable as error:
-            self.tool_run = (code, "")
-            return None, f"the code could not run: {error}"
-        self.tool_run = (code, result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else ""))
-        if result.status != "ok":
-            return None, f"the code did not finish cleanly (status {result.status})"
-        lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-        answer = extract_boxed(result.stdout) or (lines[-1] if lines else None)
-        return answer, None if answer is not None else "the code printed nothing"
+        [run] = run_programs(self._sandbox, [Program(code, "", self.tool_timeout, self.tool_memory_mb)])
+        self.tool_run = (code, run.output)
+        return run.answer(lambda stdout: extract_boxed(stdout) or None)
 
     # ----------------------------------------------------------------- observations
     def _observation_text(self, agent: str) -> str:

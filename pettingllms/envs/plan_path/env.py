@@ -41,94 +41,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from pettingllms.core.errors import ConfigError
-from pettingllms.core.parsing import parse_moves
-from pettingllms.envs.plan_path import grid as logic
+from pettingllms.envs.plan_path.puzzle import PlanPath
 from pettingllms.envs.tool_plan import ToolPlanEnv
 
 
 class PlanPathEnv(ToolPlanEnv):
-    """Grid path planning with a tool agent and a plan agent (see the module docstring)."""
+    """Grid path planning with a tool agent and a plan agent (see the module docstring); the puzzle is
+    `PlanPath`."""
 
     metadata = {**ToolPlanEnv.metadata, "name": "plan-path-v0"}
-    INSTANCE_OPTION = "grid"
-    TASK = (
-        "Task: move from your position @ to the goal G. Each move goes one cell up, down, left or right; "
-        "walls (#) and the grid's edge block you. Rows are numbered from the top, columns from the left."
-    )
-    ANSWER_FORMAT = (
-        "Give the moves inside <answer>...</answer>, e.g. <answer>R R D L</answer> "
-        "(up/down/left/right or U/D/L/R, separated by spaces or commas)."
-    )
 
     def __init__(
         self, *, size: int = 5, obstacle_density: float = 0.2, min_distance: int | None = None, **kwargs: Any
     ):
-        super().__init__(**kwargs)
-        if not isinstance(size, int) or not 2 <= size <= 30:
-            raise ConfigError(f"size={size!r} must be an integer in [2, 30]")
-        if not 0.0 <= obstacle_density <= 0.6:
-            raise ConfigError(f"obstacle_density={obstacle_density!r} must be in [0, 0.6]")
-        self.size = size
-        self.obstacle_density = float(obstacle_density)
-        self.min_distance = size if min_distance is None else min_distance
-
-    def _generate(self, rng: np.random.Generator) -> logic.PathState:
-        try:
-            return logic.generate(
-                rng,
-                width=self.size,
-                height=self.size,
-                obstacle_density=self.obstacle_density,
-                min_distance=self.min_distance,
-            )
-        except ValueError as error:
-            raise ConfigError(
-                f"size, obstacle_density and min_distance admit no instance: {error}"
-            ) from error
-
-    def _load(self, text: str) -> logic.PathState:
-        try:
-            return logic.parse_grid(text)
-        except logic.GridFormatError as error:
-            raise ConfigError(f"reset option 'grid' is not a valid map: {error}") from error
-
-    def _instance_key(self, state: logic.PathState) -> Any:
-        return state.grid.key()
-
-    def _parse_actions(self, text: str) -> list[str]:
-        return parse_moves(text)[0]
-
-    def _apply(self, state: logic.PathState, action: str) -> str | None:
-        return None if state.move(action) else "blocked by a wall or the edge"
-
-    def _potential(self, state: logic.PathState) -> float:
-        return 1.0 - state.distance_to_goal() / max(1, self.initial_state.distance_to_goal())
-
-    def _solved(self, state: logic.PathState) -> bool:
-        return state.is_solved()
-
-    def _board_text(self, state: logic.PathState) -> str:
-        return logic.render_ansi(state)
-
-    def _board_rgb(self, state: logic.PathState) -> np.ndarray:
-        return logic.render_rgb(state)
-
-    def _status(self, state: logic.PathState) -> str:
-        if state.is_solved():
-            return "You are on the goal."
-        row, col = divmod(state.position, state.grid.width)
-        goal_row, goal_col = divmod(state.grid.goal, state.grid.width)
-        return f"You are at row {row + 1}, column {col + 1}; the goal is at row {goal_row + 1}, column {goal_col + 1}."
-
-    def _format_actions(self, actions: list[str]) -> str:
-        return " ".join(actions)
-
-    def solution_actions(self) -> list[str]:
-        return logic.shortest_path(self.state) or []
-
-    def random_actions(self, rng: np.random.Generator) -> list[str]:
-        """1 to `2 * size` moves, each uniform over U, D, L, R."""
-        return [str(move) for move in rng.choice(list("UDLR"), size=int(rng.integers(1, 2 * self.size + 1)))]
+        super().__init__(PlanPath(size, obstacle_density, min_distance), **kwargs)

@@ -42,28 +42,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from pettingllms.core.errors import ConfigError
-from pettingllms.core.parsing import parse_moves
-from pettingllms.envs.sokoban import board, generator, solver
+from pettingllms.envs.sokoban.puzzle import Sokoban
 from pettingllms.envs.tool_plan import ToolPlanEnv
 
 
 class SokobanEnv(ToolPlanEnv):
-    """Sokoban with a tool agent and a plan agent (see the module docstring)."""
+    """Sokoban with a tool agent and a plan agent (see the module docstring); the puzzle is `Sokoban`."""
 
     metadata = {**ToolPlanEnv.metadata, "name": "sokoban-v0"}
-    INSTANCE_OPTION = "level"
-    TASK = (
-        "Task: push every box onto a goal. Board legend: # wall, @ you, + you on a goal, $ box, * box on a goal, "
-        ". goal, space floor. You move one cell up, down, left or right; walking into a box pushes it one cell "
-        "if the cell behind it is free. You cannot pull boxes, so never push a box into a corner that is not a goal."
-    )
-    ANSWER_FORMAT = (
-        "Give the moves inside <answer>...</answer>, e.g. <answer>R R U L</answer> "
-        "(up/down/left/right or U/D/L/R, separated by spaces or commas)."
-    )
 
     def __init__(
         self,
@@ -74,79 +60,4 @@ class SokobanEnv(ToolPlanEnv):
         min_solution_length: int = 10,
         **kwargs: Any,
     ):
-        super().__init__(**kwargs)
-        for name, value, low, high in (
-            ("width", width, 5, 12),
-            ("height", height, 5, 12),
-            ("num_boxes", num_boxes, 1, 4),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ConfigError(f"{name}={value!r} must be an integer in [{low}, {high}]")
-        if not isinstance(min_solution_length, int) or min_solution_length < 1:
-            raise ConfigError(f"min_solution_length={min_solution_length!r} must be an integer >= 1")
-        self.width, self.height, self.num_boxes = width, height, num_boxes
-        self.min_solution_length = min_solution_length
-        self._initial_solution: list[str] | None = None
-
-    def _generate(self, rng: np.random.Generator) -> tuple[board.SokobanState, list[str]]:
-        return generator.generate(
-            rng,
-            width=self.width,
-            height=self.height,
-            num_boxes=self.num_boxes,
-            min_solution_length=self.min_solution_length,
-        )
-
-    def _load(self, text: str) -> board.SokobanState:
-        self._initial_solution = None
-        try:
-            return board.parse_xsb(text)
-        except board.LevelFormatError as error:
-            raise ConfigError(f"reset option 'level' is not a valid XSB level: {error}") from error
-
-    def _draw(self, split: str) -> board.SokobanState:
-        state, self._initial_solution = super()._draw(split)
-        return state
-
-    def _instance_key(self, instance: Any) -> Any:
-        state = instance[0] if isinstance(instance, tuple) else instance
-        return state.key()
-
-    def _parse_actions(self, text: str) -> list[str]:
-        return parse_moves(text)[0]
-
-    def _apply(self, state: board.SokobanState, action: str) -> str | None:
-        return "blocked (a wall, or a box that cannot move)" if state.move(action) == "blocked" else None
-
-    def _potential(self, state: board.SokobanState) -> float:
-        on_goals = state.boxes_on_goals() / len(state.boxes)
-        return 0.5 * on_goals + 0.5 * (1.0 - state.box_distance() / max(1, self.initial_state.box_distance()))
-
-    def _solved(self, state: board.SokobanState) -> bool:
-        return state.is_solved()
-
-    def _board_text(self, state: board.SokobanState) -> str:
-        return board.render_ansi(state)
-
-    def _board_rgb(self, state: board.SokobanState) -> np.ndarray:
-        return board.render_rgb(state)
-
-    def _status(self, state: board.SokobanState) -> str:
-        return f"Boxes on goals: {state.boxes_on_goals()} of {len(state.boxes)}."
-
-    def _format_actions(self, actions: list[str]) -> str:
-        return " ".join(actions)
-
-    def solution_actions(self) -> list[str]:
-        """An optimal solution of the current state; [] if it is solved, can no longer be solved, or is too
-        large for the solver's state limit."""
-        if self._initial_solution is not None and self.state == self.initial_state:
-            return list(self._initial_solution)
-        try:
-            return solver.solve(self.state) or []
-        except solver.SolverLimitError:
-            return []
-
-    def random_actions(self, rng: np.random.Generator) -> list[str]:
-        """1 to 20 moves, each uniform over U, D, L, R."""
-        return [str(move) for move in rng.choice(list("UDLR"), size=int(rng.integers(1, 21)))]
+        super().__init__(Sokoban(width, height, num_boxes, min_solution_length), **kwargs)
