@@ -47,7 +47,7 @@ HONOURED: dict[str, str] = {
     "temperature": "training sampling temperature (policy_sampling overrides it per policy)",
     "top_p": "training nucleus sampling",
     "top_k": "training top-k sampling",
-    # the update: TRL's own loss, optimizer and scheduler
+    # the update: TRL's loss family (pettingllms.trainers.grpo_loss), TRL's optimizer and scheduler
     "per_device_train_batch_size": "micro-batch of one policy's update (one update = all its samples)",
     "learning_rate": "optimizer learning rate",
     "lr_scheduler_type": "transformers' scheduler",
@@ -65,12 +65,12 @@ HONOURED: dict[str, str] = {
     "activation_checkpointing_kwargs": "options of activation checkpointing",
     "gradient_checkpointing": "deprecated alias of activation_checkpointing",
     "gradient_checkpointing_kwargs": "deprecated alias of activation_checkpointing_kwargs",
-    "loss_type": "TRL's loss family",
+    "loss_type": "the GRPO loss (grpo_loss.LOSS_TYPES: TRL's loss family)",
     "beta": "KL coefficient against the run's starting model",
     "epsilon": "clip range (low)",
     "epsilon_high": "clip range (high)",
     "delta": "two-sided clipping bound",
-    "importance_sampling_level": "'token' or 'sequence' ratios in TRL's loss",
+    "importance_sampling_level": "'token' or 'sequence' ratios in the loss",
     "sapo_temperature_neg": "SAPO loss",
     "sapo_temperature_pos": "SAPO loss",
     "vespo_k_pos": "VESPO loss",
