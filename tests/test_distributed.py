@@ -140,6 +140,19 @@ def test_two_ranks_give_the_one_process_update(tiny_model, tmp_path, model, loss
         torch.testing.assert_close(value, one["streamed"][name], rtol=0, atol=1e-7)
 
 
+def test_micro_batches_of_different_row_counts_on_the_ranks_give_the_one_process_update(tiny_model, tmp_path):
+    """Rank 0's micro-batch holds 3 rows, rank 1's 2: the loss's per-sequence metrics are gathered padded (TRL's own
+    loss gathered them unpadded, and the gloo ranks aborted on the size mismatch)."""
+    flags = ("--optim", "sgd", "--per_device_train_batch_size", "4")
+    launch(1, "update", tiny_model, str(tmp_path / "one.pt"), "grpo", *flags)
+    launch(2, "update", tiny_model, str(tmp_path / "two.pt"), "grpo", *flags)
+    one, two = torch.load(tmp_path / "one.pt"), torch.load(tmp_path / "two.pt")
+    for name, value in one["weights"].items():
+        torch.testing.assert_close(two["weights"][name], value, rtol=0, atol=1e-7)
+    for key in ("loss", "grad_norm", "clip_ratio/region_mean", "clip_ratio/low_min", "clip_ratio/high_max"):
+        assert two["metrics"][key] == pytest.approx(one["metrics"][key], rel=1e-5, abs=1e-7)
+
+
 def _final_weights(run: Path, policy: str) -> dict:
     return load_file(run / "checkpoints" / "step_2" / f"policy_{policy}" / "model.safetensors")
 

@@ -19,6 +19,7 @@ from pettingllms.backends.hf import load_pretrained as load_model  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.rollout.samples import Sample  # noqa: E402
 from pettingllms.trainers.activation_checkpointing import enable_activation_checkpointing  # noqa: E402
+from pettingllms.trainers.completion_logps import completion_logps  # noqa: E402
 from pettingllms.trainers.updater import PolicyUpdater, collate  # noqa: E402
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
@@ -90,19 +91,14 @@ def chunked_gradients(updater: PolicyUpdater, batch_size: int) -> dict[str, torc
 
 def trl_gradients(updater: PolicyUpdater, batch: list[Sample] | None = None) -> dict[str, torch.Tensor]:
     """TRL's own loss on all samples as one batch, no accumulation, backpropagated by hand; the log-probabilities
-    are TRL's own too (one full forward per row), not the adapter's shared-prefix ones."""
+    are TRL's own too (one full forward per row), not the updater's shared-prefix ones."""
     batch = unequal_samples() if batch is None else batch
     tokens = sum(len(s.generation.completion_ids) for s in batch)
     inputs = collate(batch, updater.processing_class, tokens * updater.args.steps_per_generation)
     updater.model.zero_grad()
     updater.model.train()
     updater.current_gradient_accumulation_steps = 1
-    with mock.patch.object(
-        type(updater),
-        "_get_per_token_logps_and_entropies",
-        GRPOTrainer._get_per_token_logps_and_entropies,
-    ):
-        GRPOTrainer._compute_loss(updater, updater.model, inputs).backward()
+    GRPOTrainer._compute_loss(updater, updater.model, inputs).backward()
     return gradients(updater.model)
 
 
@@ -156,8 +152,8 @@ def test_log_probabilities_use_each_policys_own_sampling_temperature(tiny_model,
         prompt, completion = sample.generation.prompt_ids, sample.generation.completion_ids
         ids = torch.tensor([list(prompt) + list(completion)])
         with torch.no_grad():
-            got, _, _ = updater._get_per_token_logps_and_entropies(
-                updater.model, ids, torch.ones_like(ids), len(completion)
+            got, _, _ = completion_logps(
+                updater.model, ids, torch.ones_like(ids), len(completion), pad_token_id=tokenizer.pad_token_id
             )
             logits = updater.model(input_ids=ids).logits[0, len(prompt) - 1 : -1] / temperature
         want = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(completion)[:, None])[:, 0]
@@ -166,7 +162,7 @@ def test_log_probabilities_use_each_policys_own_sampling_temperature(tiny_model,
 
 @pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
 def test_prompts_shared_across_a_group_give_trls_gradient(tiny_model, tmp_path, loss_type):
-    """The adapter computes each shared prompt token once (`shared_prefix_logps`); the gradient is TRL's, whose
+    """The updater computes each shared prompt token once (`shared_prefix_logps`); the gradient is TRL's, whose
     forward runs every row's whole prompt."""
     updater = updater_for(tiny_model, tmp_path, loss_type, batch_size=4)
     reference = trl_gradients(updater, grouped_samples())
@@ -184,8 +180,8 @@ def test_shared_prefix_log_probabilities_and_entropies_are_trls(tiny_model, tmp_
     mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
     width = inputs["completion_ids"].size(1)
     with torch.no_grad():
-        ours = updater._get_per_token_logps_and_entropies(
-            updater.model, ids, mask, width, compute_entropy=True
+        ours = completion_logps(
+            updater.model, ids, mask, width, pad_token_id=updater.processing_class.pad_token_id
         )
         trls = GRPOTrainer._get_per_token_logps_and_entropies(
             updater, updater.model, ids, mask, width, compute_entropy=True
@@ -204,7 +200,8 @@ def test_under_activation_checkpointing_the_update_falls_back_to_trls_forward(ti
     enable_activation_checkpointing(updater.model, {})
     updater.model.zero_grad()
     with mock.patch(
-        "pettingllms.trainers.trl_adapter.shared_prefix_logps", side_effect=AssertionError("not a fallback")
+        "pettingllms.trainers.completion_logps.shared_prefix_logps",
+        side_effect=AssertionError("not a fallback"),
     ):
         updater.accumulate_gradients(grouped_samples())
     assert_same(gradients(updater.model), reference)

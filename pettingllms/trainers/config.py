@@ -30,6 +30,7 @@ from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
 from pettingllms.rollout.scheduler import SCHEDULES
 from pettingllms.trainers.advantages import SCALE_REWARDS, TURN_BASELINES
 from pettingllms.trainers.devices import launched_world_size
+from pettingllms.trainers.grpo_loss import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, SEQUENCE_MEAN_LOSSES
 from pettingllms.trainers.inherited_fields import refused_settings
 from pettingllms.trainers.micro_batches import MICRO_BATCHINGS
 from pettingllms.trainers.trackers import TRACKERS, check_trackers
@@ -37,9 +38,6 @@ from pettingllms.trainers.trackers import TRACKERS, check_trackers
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
 GENERATION_BACKENDS = ("hf", "vllm")
 SAVE_STRATEGIES = ("steps", "no")
-SEQUENCE_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
-"""The `loss_type`s that average each sequence's tokens before averaging over sequences (the others average over
-tokens)."""
 
 
 @dataclasses.dataclass
@@ -402,6 +400,8 @@ class ATGRPOConfig(GRPOConfig):
         # TRL's documented aliases (its `GRPOConfig.__post_init__` maps them the same way); the help says so
         self.scale_rewards = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
         self._check_choice("scale_rewards", SCALE_REWARDS)
+        self._check_choice("loss_type", LOSS_TYPES)
+        self._check_choice("importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
         self._check_choice("policy_layout", POLICY_LAYOUTS)
         self._check_choice("distributed", ("none", "ray"))
         self._check_choice("generation_backend", GENERATION_BACKENDS)
@@ -471,7 +471,7 @@ class ATGRPOConfig(GRPOConfig):
     def _check_combinations(self) -> None:
         if (self.entropy_coef != 0.0 or self.use_adaptive_entropy) and self.loss_type in SEQUENCE_MEAN_LOSSES:
             raise ConfigError(
-                f"entropy_coef with loss_type={self.loss_type!r}: TRL's entropy bonus is a mean over tokens, which "
+                f"entropy_coef with loss_type={self.loss_type!r}: the entropy bonus is a mean over tokens, which "
                 "micro-batches weighted by their share of the sequences cannot keep exact; use a loss_type that "
                 "averages over tokens (bnpo, dapo, cispo, vespo) or entropy_coef=0"
             )

@@ -66,12 +66,12 @@ _UPDATE: dict[str, str] = {
     "activation_checkpointing_kwargs": "options of activation checkpointing",
     "gradient_checkpointing": "deprecated alias of activation_checkpointing",
     "gradient_checkpointing_kwargs": "deprecated alias of activation_checkpointing_kwargs",
-    "loss_type": "TRL's loss family",
+    "loss_type": "the GRPO loss (grpo_loss.LOSS_TYPES: TRL's loss family)",
     "beta": "KL coefficient against the run's starting model",
     "epsilon": "clip range (low)",
     "epsilon_high": "clip range (high)",
     "delta": "two-sided clipping bound",
-    "importance_sampling_level": "'token' or 'sequence' ratios in TRL's loss",
+    "importance_sampling_level": "'token' or 'sequence' ratios in the loss",
     "sapo_temperature_neg": "SAPO loss",
     "sapo_temperature_pos": "SAPO loss",
     "vespo_k_pos": "VESPO loss",
@@ -91,7 +91,7 @@ _UPDATE: dict[str, str] = {
 HONOURED_THEMES: tuple[tuple[str, dict[str, str]], ...] = (
     ("the run", _RUN),
     ("sampling", _SAMPLING),
-    ("the update: TRL's own loss, optimizer and scheduler", _UPDATE),
+    ("the update: TRL's loss family (pettingllms.trainers.grpo_loss), TRL's optimizer and scheduler", _UPDATE),
 )
 """The honoured fields by theme (`pettingllms-train --help` groups them so)."""
 HONOURED: dict[str, str] = {name: text for _, fields in HONOURED_THEMES for name, text in fields.items()}

@@ -1,8 +1,9 @@
 """`PolicyUpdater`: TRL's `GRPOTrainer` as the update worker of one policy, fed by the rollout engine.
 
 TRL's trainer normally samples its own completions; here `_prepare_inputs` receives batches the AT-GRPO rollout
-already built (prompt and completion token ids, advantages), so everything else is TRL's own: the loss family
-(`loss_type`, clip epsilons, `beta`), the optimizer and scheduler, accelerate and PEFT. The scaling across
+already built (prompt and completion token ids, advantages). TRL provides the model (with its fused log-prob head
+and its KL reference), the optimizer and scheduler, accelerate and PEFT; the loss is `grpo_loss` (TRL's loss family:
+`loss_type`, clip epsilons, `beta`, ...) on the per-token log-probabilities of `completion_logps`. The scaling across
 micro-batches is ours (`accumulate_gradients`): every sample weighs what it would in one batch. One
 `update(samples)` is one optimizer step over all of this policy's samples. Each updater lives on its policy's
 device (`devices`); under a launcher its model is sharded over the ranks with FSDP2 (`sharding`) and one update
@@ -23,8 +24,10 @@ from pettingllms.trainers.activation_checkpointing import (
     checkpointing_options,
     enable_activation_checkpointing,
 )
-from pettingllms.trainers.config import SEQUENCE_MEAN_LOSSES, ATGRPOConfig
+from pettingllms.trainers.completion_logps import completion_logps
+from pettingllms.trainers.config import ATGRPOConfig
 from pettingllms.trainers.devices import pin_device
+from pettingllms.trainers.grpo_loss import SEQUENCE_MEAN_LOSSES, grpo_loss
 from pettingllms.trainers.micro_batches import micro_batches
 from pettingllms.trainers.sharding import (
     full_model_state,
@@ -34,8 +37,6 @@ from pettingllms.trainers.sharding import (
     shard_model,
 )
 from pettingllms.trainers.trl_adapter import GRPOTrainerAdapter, reference_model_from
-
-"""TRL loss types that average over sequences; the others (bnpo, dapo, cispo, vespo) average over tokens."""
 
 _PLACEHOLDER = Dataset.from_dict({"prompt": ["(prompts come from the environments)"]})
 
@@ -91,8 +92,28 @@ class PolicyUpdater(GRPOTrainerAdapter):
         self.create_optimizer_and_scheduler(num_training_steps=args.max_steps)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """TRL's loss of one micro-batch, times that micro-batch's share of the whole update (`_chunk_weight`)."""
-        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch) * self._chunk_weight
+        """`grpo_loss` of one micro-batch (`inputs`, from `collate`), plus the mixture-of-experts load-balancing
+        loss when the model has one, times that micro-batch's share of the whole update (`_chunk_weight`); its
+        metrics go to the training log. (`num_items_in_batch` is the trainer's; the batch carries its own.)"""
+        if return_outputs:
+            raise ValueError("PolicyUpdater.compute_loss returns the loss only")
+        logps, entropies, aux_loss = self._completion_logps(model, inputs, aux_loss=self.aux_loss_enabled)
+        loss, metrics = grpo_loss(
+            logps,
+            inputs.get("old_per_token_logps"),
+            inputs.get("ref_per_token_logps"),
+            inputs["advantages"],
+            inputs["completion_mask"],
+            self.args,
+            num_items_in_batch=inputs["num_items_in_batch"],
+            entropies=entropies,
+            gather=self._gather,
+        )
+        if aux_loss is not None:
+            loss = loss + self.router_aux_loss_coef * aux_loss
+            metrics["aux_loss"] = self._gather(aux_loss.detach()[None]).mean().item()
+        self.record_metrics(metrics)
+        return loss * self._chunk_weight
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         """One optimizer step on `samples` (this policy's only, this rank's share of them); return its metrics.
@@ -124,10 +145,10 @@ class PolicyUpdater(GRPOTrainerAdapter):
         The samples are cut into micro-batches (`micro_batches`: by count, `per_device_train_batch_size` rows
         each, or packed by a token budget of that many longest rows, `micro_batching`) and each micro-batch's loss
         is weighted by its share of the batch, so that every sample weighs what it would in one batch however the
-        cut falls: TRL divides each micro-batch's mean by the number of micro-batches, which gives a sample of
-        a short last micro-batch up to `per_device_train_batch_size` times the weight of the others. The share
-        is the micro-batch's fraction of the samples for the losses that average over sequences (grpo, sapo,
-        dr_grpo, luspo) and its fraction of the completion tokens for those that average over tokens (bnpo,
+        cut falls (TRL's accumulation divides each micro-batch's mean by the number of micro-batches, which gives
+        a sample of a short last micro-batch up to `per_device_train_batch_size` times the weight of the others).
+        The share is the micro-batch's fraction of the samples for the losses that average over sequences (grpo,
+        sapo, dr_grpo, luspo) and its fraction of the completion tokens for those that average over tokens (bnpo,
         dapo, cispo, vespo). Under a launcher the batch is every rank's samples: the shares are of the totals
         over the ranks, the sharded model sums the gradients (`sharding`), and a rank with fewer micro-batches
         runs weightless ones until every rank has run as many.
@@ -137,7 +158,7 @@ class PolicyUpdater(GRPOTrainerAdapter):
             [len(samples), sum(len(sample.generation.completion_ids) for sample in samples)]
         )
         rounds = self.world.max(len(chunks))
-        self.use_exact_accumulation()  # the weights below do TRL's accumulation scaling exactly
+        self.use_exact_accumulation()  # the weights below do the accumulation scaling
         self.model.train()
         loss = 0.0
         for index in range(rounds):
@@ -147,15 +168,13 @@ class PolicyUpdater(GRPOTrainerAdapter):
                     self._micro_step(_weightless_inputs(self.processing_class), 0.0)
                 continue
             tokens = sum(len(sample.generation.completion_ids) for sample in chunk)
-            if self.loss_type in SEQUENCE_MEAN_LOSSES:
+            if self.args.loss_type in SEQUENCE_MEAN_LOSSES:
                 weight = len(chunk) / total_samples
             else:
                 weight = tokens / max(total_tokens, 1)
-            # the token-sum losses divide by num_items_in_batch / (steps_per_generation x ranks): make that this
-            # chunk's tokens
-            items = tokens * self.args.steps_per_generation * self.accelerator.num_processes
+            # the token-sum losses divide by this chunk's tokens; the weight makes that the batch's
             inputs = collate(
-                chunk, self.processing_class, items, sampling_logps=self.args.off_policy_steps > 0
+                chunk, self.processing_class, tokens, sampling_logps=self.args.off_policy_steps > 0
             )
             loss += self._micro_step(inputs, weight)
         return loss
@@ -163,9 +182,29 @@ class PolicyUpdater(GRPOTrainerAdapter):
     def _micro_step(self, inputs: dict[str, torch.Tensor], weight: float) -> float:
         """Add the gradient of one micro-batch's loss times `weight` (its share of the batch); return that loss."""
         self._chunk_weight = weight
-        if self.beta != 0.0:
+        if self.args.beta != 0.0:
             inputs["ref_per_token_logps"] = self._reference_logps(inputs)
         return float(self.training_step(self.model, inputs, None))
+
+    def _completion_logps(self, model, inputs: dict[str, torch.Tensor], aux_loss: bool = False):
+        """`completion_logps` of the micro-batch's completions under `model`, in accelerate's autocast."""
+        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1).to(self.args.device)
+        mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1).to(self.args.device)
+        with self.accelerator.autocast():
+            return completion_logps(
+                model,
+                ids,
+                mask,
+                inputs["completion_ids"].size(1),
+                pad_token_id=self.processing_class.pad_token_id,
+                aux_loss=aux_loss,
+            )
+
+    def _gather(self, values: torch.Tensor) -> torch.Tensor:
+        """`values` (1-D) of every rank, concatenated, shorter ones padded with NaN (`grpo_loss`'s `gather`)."""
+        if self.accelerator.num_processes == 1:
+            return values
+        return self.accelerator.gather(self.accelerator.pad_across_processes(values, pad_index=float("nan")))
 
     def save_training_state(self, optimizer_path: Path, scheduler_path: Path) -> None:
         """Write the optimizer's and the scheduler's states (the full states, by rank 0, when the model is
@@ -198,9 +237,7 @@ class PolicyUpdater(GRPOTrainerAdapter):
     @torch.no_grad()
     def _reference_logps(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Per-token log-probabilities of the completions under TRL's reference model (for the KL term)."""
-        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1).to(self.args.device)
-        mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1).to(self.args.device)
-        return self.per_token_logps(self.ref_model, ids, mask, inputs["completion_ids"].size(1))
+        return self._completion_logps(self.ref_model, inputs)[0]
 
 
 def _weightless_inputs(tokenizer) -> dict[str, torch.Tensor]:
@@ -220,10 +257,11 @@ def _weightless_inputs(tokenizer) -> dict[str, torch.Tensor]:
 def collate(
     samples: Sequence[Sample], tokenizer, num_items: float, *, sampling_logps: bool = False
 ) -> dict[str, torch.Tensor]:
-    """Left-pad prompts, right-pad completions; the completion mask covers exactly each sample's completion. With
+    """Left-pad prompts, right-pad completions; the completion mask covers exactly each sample's completion;
+    `num_items` is the token count the token-sum losses divide by (`grpo_loss`'s `num_items_in_batch`). With
     `sampling_logps` (off-policy training), `old_per_token_logps` holds each completion token's log-probability under
-    the weights that sampled it (`Generation.logprobs`, 0 on padding): TRL's clipped ratio is then the importance
-    ratio of the current weights over those."""
+    the weights that sampled it (`Generation.logprobs`, 0 on padding): the loss's clipped ratio is then the
+    importance ratio of the current weights over those."""
     pad = tokenizer.pad_token_id
     prompt_len = max(len(s.generation.prompt_ids) for s in samples)
     completion_len = max(max(len(s.generation.completion_ids) for s in samples), 1)
