@@ -207,12 +207,15 @@ def test_a_bad_flag_is_one_line_without_a_usage_dump(capsys, argv, expected):
 def test_help_groups_the_at_grpo_fields_then_the_honoured_ones_by_theme_and_hides_the_refused_ones(capsys):
     from pettingllms.trainers.arguments import OWN_THEMES
     from pettingllms.trainers.cli import main
-    from pettingllms.trainers.inherited_fields import HONOURED_THEMES
+    from pettingllms.trainers.inherited_fields import HONOURED, HONOURED_THEMES
 
     inherited = {field.name for field in dataclasses.fields(GRPOConfig)}
     own = [field.name for field in dataclasses.fields(ATGRPOConfig) if field.name not in inherited]
     themed = [name for _, names in OWN_THEMES for name in names]
-    assert sorted(themed) == sorted(own)  # every AT-GRPO field in exactly one theme
+    assert len(themed) == len(set(themed)) and set(themed) <= set(own)  # every theme's field, once
+    # every AT-GRPO field is in a theme, but one that AT-GRPO adds where an older transformers lacks it
+    # (activation_checkpointing before 5.25), which its help groups with the honoured fields it becomes
+    assert set(own) - set(themed) <= set(HONOURED)
     with pytest.raises(SystemExit) as exited:
         main(["--help"])
     assert exited.value.code == 0
