@@ -35,8 +35,8 @@ closes (the tool agent: inside its ```python block), it holds no answer and earn
 `env.unwrapped.progress()` (0 to 100): 100 once the task is solved (`success`), else 0.
 
 ## Tiers
-`pettingllms.make("math-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments of each tier
-are in `pettingllms.envs.tiers`.
+`pettingllms.make("math-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments and measured
+figures of each tier are in [docs/tiers.md](../tiers.md) (`pettingllms.envs.tiers`).
 
 ## Arguments
 `dataset`, `dataset_path`, `difficulty` (1-3, generated problems), `tool_timeout` (default 5 s),

@@ -25,8 +25,8 @@ inside a ```python block that never closes, it holds no usable action and earns 
 `100 * (start_distance - distance) / start_distance`, clipped to [0, 100] (100 iff at the goal).
 
 ## Tiers
-`pettingllms.make("plan-path-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments of each tier
-are in `pettingllms.envs.tiers`.
+`pettingllms.make("plan-path-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments and measured
+figures of each tier are in [docs/tiers.md](../tiers.md) (`pettingllms.envs.tiers`).
 
 ## Arguments
 `size` (default 5: a 5x5 grid), `obstacle_density` (default 0.2), `min_distance` (default: size), plus `alpha`

@@ -27,8 +27,8 @@ inside a ```python block that never closes, it holds no usable action and earns 
 starts on a goal counts).
 
 ## Tiers
-`pettingllms.make("sokoban-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments of each tier
-are in `pettingllms.envs.tiers`.
+`pettingllms.make("sokoban-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments and measured
+figures of each tier are in [docs/tiers.md](../tiers.md) (`pettingllms.envs.tiers`).
 
 ## Arguments
 `width`, `height` (default 7, border walls included), `num_boxes` (default 2), `min_solution_length` (default

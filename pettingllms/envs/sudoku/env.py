@@ -25,8 +25,8 @@ inside a ```python block that never closes, it holds no usable action and earns 
 times 100 (100 iff solved; a legal but wrong digit counts nothing).
 
 ## Tiers
-`pettingllms.make("sudoku-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments of each tier
-are in `pettingllms.envs.tiers`.
+`pettingllms.make("sudoku-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments and measured
+figures of each tier are in [docs/tiers.md](../tiers.md) (`pettingllms.envs.tiers`).
 
 ## Arguments
 `size` (4 or 9, default 4), `blanks` (default 6 for 4x4, 45 for 9x9), plus `alpha` (default 1.0), `workflow`,
