@@ -534,3 +534,23 @@ def test_the_episodes_conversations_are_kept_once_per_episode_for_the_viewer(tmp
     assert eval_main(argv) == 0 and len(path.read_text().splitlines()) == 3  # cached episodes: no new rows
     assert eval_main([*argv, "--no_transcripts", "--seed", "1"]) == 0
     assert "transcripts" not in json.loads(output.read_text())["results"]["plan-path-v0"]
+
+
+def test_cli_tier_writes_the_tiers_arguments_under_env_kwargs(tmp_path, capsys):
+    output = tmp_path / "tiered.json"
+    argv = [
+        "--env",
+        "sudoku-v0",
+        "--policy",
+        "oracle",
+        "--episodes",
+        "2",
+        "--output",
+        str(output),
+        "--no_progress",
+    ]
+    assert eval_main([*argv, "--tier", "hard", "--env_kwargs", '{"blanks": 40}']) == 0
+    result = json.loads(output.read_text())["results"]["sudoku-v0"]
+    assert result["suite"]["env_kwargs"] == {"size": 9, "blanks": 40} and result["success_rate"] == 1.0
+    assert eval_main([*argv, "--tier", "legendary"]) == 2
+    assert "tier='legendary' is not a tier of sudoku-v0; allowed values:" in capsys.readouterr().err
