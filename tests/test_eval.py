@@ -1,5 +1,6 @@
 """`pettingllms-eval`: suites, baselines, metrics (against hand-computed values), resume, policy specs."""
 
+import dataclasses
 import json
 import math
 import re
@@ -163,6 +164,8 @@ def test_a_damaged_cache_row_is_named_by_file_and_line(tmp_path, capsys, damage,
         ({"errors": {"plan": 9}}, r"errors of \['plan'\] exceed their steps"),
         ({"tokens": -5}, "tokens -5 is not"),
         ({"first_programs": {"tool": "wins"}}, "first_programs .* are not agent -> one of"),
+        ({"progress": 150.0}, r"progress 150.0 is not a number in \[0, 100\]"),
+        ({"progress": True}, r"fields \['progress'\] have the wrong type"),
         ({"key": ""}, "key is empty"),
     ],
 )
@@ -239,6 +242,28 @@ def test_summary_of_records():
     assert summary["parse_error_rate"] == {"coder": 0.4, "tester": 0.1}
     assert summary["pass@1"] == pytest.approx(0.25) and summary["pass@2"] == pytest.approx(0.5)
     assert summary["tokens_per_episode"] == 60.0
+    assert "mean_progress" not in summary  # rows cached before the score was kept
+
+
+def test_mean_progress_is_reported_when_every_episode_has_a_score():
+    base = EpisodeRecord("seed/0", True, 1, {"plan": 1}, {}, None, {"plan": 1.0})
+    scored = [
+        dataclasses.replace(base, key=f"seed/{i}", progress=p) for i, p in enumerate([100.0, 50.0, 0.0])
+    ]
+    assert metrics.summarize("sokoban-v0", scored)["mean_progress"] == 50.0
+    unscored = [*scored, dataclasses.replace(base, key="seed/3")]
+    assert "mean_progress" not in metrics.summarize("sokoban-v0", unscored)
+
+
+def test_played_episodes_record_their_progress(tmp_path):
+    """The oracle's episodes end at 100; the random baseline's at the env's own score, recorded in the cache."""
+    assert {
+        record.progress for record in _play("sokoban-v0", OraclePolicy(), tmp_path / "o", episodes=4)
+    } == {100.0}
+    random = _play("sokoban-v0", RandomPolicy(seed=0), tmp_path / "r", episodes=4)
+    assert all(0.0 <= record.progress <= 100.0 for record in random)
+    reread = EpisodeCache(tmp_path / "r" / "sokoban-v0.jsonl", "fp").records
+    assert [reread[record.key].progress for record in random] == [record.progress for record in random]
 
 
 def test_solving_program_rate_counts_each_tool_agents_first_step_by_hand():
