@@ -577,5 +577,6 @@ def test_cli_tier_writes_the_tiers_arguments_under_env_kwargs(tmp_path, capsys):
     assert eval_main([*argv, "--tier", "hard", "--env_kwargs", '{"blanks": 40}']) == 0
     result = json.loads(output.read_text())["results"]["sudoku-v0"]
     assert result["suite"]["env_kwargs"] == {"size": 9, "blanks": 40} and result["success_rate"] == 1.0
+    assert result["mean_progress"] == 100.0 and ", mean progress 100.0\n" in capsys.readouterr().out
     assert eval_main([*argv, "--tier", "legendary"]) == 2
     assert "tier='legendary' is not a tier of sudoku-v0; allowed values:" in capsys.readouterr().err

@@ -106,8 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for env_id, result in report["results"].items():
         low, high = result["ci95"]
+        progress = f", mean progress {result['mean_progress']:.1f}" if "mean_progress" in result else ""
         print(
             f"{env_id}: success {result['success_rate']:.3f} [{low:.3f}, {high:.3f}] over {result['episodes']}"
+            + progress
         )
     print(f"wrote {args.output}")
     return 0
