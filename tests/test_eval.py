@@ -1,5 +1,6 @@
 """`pettingllms-eval`: suites, baselines, metrics (against hand-computed values), resume, policy specs."""
 
+import dataclasses
 import json
 import math
 import re
@@ -163,6 +164,8 @@ def test_a_damaged_cache_row_is_named_by_file_and_line(tmp_path, capsys, damage,
         ({"errors": {"plan": 9}}, r"errors of \['plan'\] exceed their steps"),
         ({"tokens": -5}, "tokens -5 is not"),
         ({"first_programs": {"tool": "wins"}}, "first_programs .* are not agent -> one of"),
+        ({"progress": 150.0}, r"progress 150.0 is not a number in \[0, 100\]"),
+        ({"progress": True}, r"fields \['progress'\] have the wrong type"),
         ({"key": ""}, "key is empty"),
     ],
 )
@@ -239,6 +242,28 @@ def test_summary_of_records():
     assert summary["parse_error_rate"] == {"coder": 0.4, "tester": 0.1}
     assert summary["pass@1"] == pytest.approx(0.25) and summary["pass@2"] == pytest.approx(0.5)
     assert summary["tokens_per_episode"] == 60.0
+    assert "mean_progress" not in summary  # rows cached before the score was kept
+
+
+def test_mean_progress_is_reported_when_every_episode_has_a_score():
+    base = EpisodeRecord("seed/0", True, 1, {"plan": 1}, {}, None, {"plan": 1.0})
+    scored = [
+        dataclasses.replace(base, key=f"seed/{i}", progress=p) for i, p in enumerate([100.0, 50.0, 0.0])
+    ]
+    assert metrics.summarize("sokoban-v0", scored)["mean_progress"] == 50.0
+    unscored = [*scored, dataclasses.replace(base, key="seed/3")]
+    assert "mean_progress" not in metrics.summarize("sokoban-v0", unscored)
+
+
+def test_played_episodes_record_their_progress(tmp_path):
+    """The oracle's episodes end at 100; the random baseline's at the env's own score, recorded in the cache."""
+    assert {
+        record.progress for record in _play("sokoban-v0", OraclePolicy(), tmp_path / "o", episodes=4)
+    } == {100.0}
+    random = _play("sokoban-v0", RandomPolicy(seed=0), tmp_path / "r", episodes=4)
+    assert all(0.0 <= record.progress <= 100.0 for record in random)
+    reread = EpisodeCache(tmp_path / "r" / "sokoban-v0.jsonl", "fp").records
+    assert [reread[record.key].progress for record in random] == [record.progress for record in random]
 
 
 def test_solving_program_rate_counts_each_tool_agents_first_step_by_hand():
@@ -534,3 +559,24 @@ def test_the_episodes_conversations_are_kept_once_per_episode_for_the_viewer(tmp
     assert eval_main(argv) == 0 and len(path.read_text().splitlines()) == 3  # cached episodes: no new rows
     assert eval_main([*argv, "--no_transcripts", "--seed", "1"]) == 0
     assert "transcripts" not in json.loads(output.read_text())["results"]["plan-path-v0"]
+
+
+def test_cli_tier_writes_the_tiers_arguments_under_env_kwargs(tmp_path, capsys):
+    output = tmp_path / "tiered.json"
+    argv = [
+        "--env",
+        "sudoku-v0",
+        "--policy",
+        "oracle",
+        "--episodes",
+        "2",
+        "--output",
+        str(output),
+        "--no_progress",
+    ]
+    assert eval_main([*argv, "--tier", "hard", "--env_kwargs", '{"blanks": 40}']) == 0
+    result = json.loads(output.read_text())["results"]["sudoku-v0"]
+    assert result["suite"]["env_kwargs"] == {"size": 9, "blanks": 40} and result["success_rate"] == 1.0
+    assert result["mean_progress"] == 100.0 and ", mean progress 100.0\n" in capsys.readouterr().out
+    assert eval_main([*argv, "--tier", "legendary"]) == 2
+    assert "tier='legendary' is not a tier of sudoku-v0; allowed values:" in capsys.readouterr().err

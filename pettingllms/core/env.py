@@ -250,6 +250,12 @@ class TextAECEnv(AECEnv):
             f"{type(self).__name__} declares no random_answer(); the random policy cannot play it"
         )
 
+    def progress(self) -> float:
+        """The episode's progression score so far, 0 to 100: how much of the task is done by the env's own measure
+        (each env's docstring, "Progress"), 100 once solved. Here: 100 when solved, else 0; envs with a finer
+        measure override it."""
+        return 100.0 if self.success else 0.0
+
     def potential(self, agent: str) -> float:
         """`agent`'s potential now: what its local rewards since reset sum to, penalties aside (module docstring)."""
         return self._potentials[agent]

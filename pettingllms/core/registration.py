@@ -36,6 +36,7 @@ class EnvSpec:
         description: one line, shown by `pettingllms list`.
         kwargs: default keyword arguments; those passed to `make` override them.
         extra: the pip extra that provides the entry point's dependencies, named in import errors.
+        tiers: named difficulty tiers (`easy`, ...) -> keyword arguments; `make(id, tier=name)` applies one.
     """
 
     id: str
@@ -43,6 +44,7 @@ class EnvSpec:
     description: str = ""
     kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     extra: str | None = None
+    tiers: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -91,12 +93,13 @@ def register(
     description: str = "",
     kwargs: Mapping[str, Any] | None = None,
     extra: str | None = None,
+    tiers: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> EnvSpec:
     """Register an environment under `id` (`name-vN`); re-registering an id is an error."""
     _split_id(id)
     if id in _REGISTRY:
         raise ValueError(f"environment id {id!r} is already registered")
-    env_spec = EnvSpec(id, entry_point, description, dict(kwargs or {}), extra)
+    env_spec = EnvSpec(id, entry_point, description, dict(kwargs or {}), extra, dict(tiers or {}))
     _REGISTRY[id] = env_spec
     return env_spec
 
@@ -135,11 +138,14 @@ def spec(env_id: str) -> EnvSpec:
     raise NameNotFound(f"no environment named {env_id!r}.{suggestion} Registered: {listing}")
 
 
-def make(env_id: str, **kwargs: Any) -> AECEnv:
+def make(env_id: str, *, tier: str | None = None, **kwargs: Any) -> AECEnv:
     """Build the environment `env_id` with the standard wrappers applied.
 
     Keyword arguments override the spec's defaults and go to the environment's constructor
     (for every env in this package: `alpha`, `workflow`, `max_turns`, `render_mode`, and its own knobs).
+    `tier` names one of the spec's difficulty tiers (`pettingllms.envs.tiers`): its arguments come between the
+    spec's defaults and `kwargs` (an explicit keyword argument overrides the tier's); an unknown tier, or a tier
+    for an env without tiers, is a `ConfigError` naming the allowed values.
     The wrappers, innermost first: `TextActionChecker` (actions must be `str`, or `None` for a finished agent),
     then `OrderEnforcing` (PettingZoo's call-order checks). `env.unwrapped` is the raw environment.
     """
@@ -148,8 +154,24 @@ def make(env_id: str, **kwargs: Any) -> AECEnv:
     env_spec = spec(env_id)
     factory = env_spec.load()
     _check_arguments(env_id, factory, kwargs)
-    raw = factory(**{**env_spec.kwargs, **kwargs})
+    raw = factory(**{**env_spec.kwargs, **tier_arguments(env_spec, tier), **kwargs})
     return wrap(raw)
+
+
+def tier_arguments(env_spec: EnvSpec, tier: str | None) -> Mapping[str, Any]:
+    """The keyword arguments of `env_spec`'s tier `tier` ({} for None); `ConfigError` naming the allowed tiers
+    when `tier` is not one of them (or the env has none)."""
+    if tier is None:
+        return {}
+    if tier not in env_spec.tiers:
+        allowed = (
+            f"allowed values: {list(env_spec.tiers)}"
+            if env_spec.tiers
+            else "it has no tiers; envs with tiers: "
+            + ", ".join(sorted(s.id for s in _REGISTRY.values() if s.tiers))
+        )
+        raise ConfigError(f"tier={tier!r} is not a tier of {env_spec.id}; {allowed}")
+    return env_spec.tiers[tier]
 
 
 @functools.cache

@@ -108,6 +108,10 @@ class Puzzle(Protocol):
     def potential(self, state: Any, start: Any) -> float:
         """How far `state` has come from the episode's `start`: bounded, and 1 iff `state` is solved."""
 
+    def progress(self, state: Any, start: Any) -> float:
+        """The share of the task that `state` has done since the episode's `start`, in [0, 1]; 1 iff solved (the
+        env's progression score, `ToolPlanEnv.progress`, is 100 times it)."""
+
     def solved(self, state: Any) -> bool:
         """Whether `state` is solved."""
 
@@ -228,6 +232,10 @@ class ToolPlanEnv(TextAECEnv):
         simulated = self.state.copy()
         self._run(simulated, list(actions))
         return self.puzzle.solved(simulated)
+
+    def progress(self) -> float:
+        """The progression score, 0 to 100: 100 times the puzzle's `progress` of the real state."""
+        return 100.0 * self.puzzle.progress(self.state, self.initial_state)
 
     def random_answer(self, agent: str, rng: np.random.Generator) -> str:
         """A random answer in the answer format (the random baseline): `random_actions`, formatted."""

@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="JSON keyword arguments for every env; default: a named run's own (for its env), else {}",
     )
+    parser.add_argument(
+        "--tier", help="every env's difficulty tier (easy..expert, docs/tiers.md), under --env_kwargs"
+    )
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top_p", type=float, default=1.0)
     parser.add_argument(
@@ -103,8 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for env_id, result in report["results"].items():
         low, high = result["ci95"]
+        progress = f", mean progress {result['mean_progress']:.1f}" if "mean_progress" in result else ""
         print(
             f"{env_id}: success {result['success_rate']:.3f} [{low:.3f}, {high:.3f}] over {result['episodes']}"
+            + progress
         )
     print(f"wrote {args.output}")
     return 0
@@ -152,12 +157,15 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
 
 
 def _env_kwargs(args: argparse.Namespace, env_id: str) -> dict[str, Any]:
-    """`--env_kwargs`, else the setting of the runs `--policy` names on `env_id` (`run_env_kwargs`), else {}."""
+    """`--env_kwargs`, else the setting of the runs `--policy` names on `env_id` (`run_env_kwargs`), else {}; on
+    top of `--tier`'s arguments, written out (so the suite, the cache key and the results name them)."""
+    from pettingllms.core.registration import spec, tier_arguments
     from pettingllms.eval.policy_specs import run_env_kwargs
 
+    tier = dict(tier_arguments(spec(env_id), args.tier))
     if args.env_kwargs is not None:
-        return json.loads(args.env_kwargs)
-    return run_env_kwargs(args.policy, env_id) or {}
+        return {**tier, **json.loads(args.env_kwargs)}
+    return {**tier, **(run_env_kwargs(args.policy, env_id) or {})}
 
 
 def _evaluate_env(

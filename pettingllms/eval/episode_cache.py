@@ -9,7 +9,7 @@ when the file is read: any row that is not valid JSON, not an episode row, break
 raises `EpisodeCacheError` naming the file and the line (delete the file to play everything again). The chain
 catches accidents and naive edits, not someone who recomputes it; so every field is also checked for what the
 metrics assume of it (`row_problems`: counts are whole numbers >= 0, at most an agent's steps; returns are finite
-numbers; a program's outcome is one of `PROGRAM_OUTCOMES`), whatever the chain says.
+numbers; a program's outcome is one of `PROGRAM_OUTCOMES`; a progression score is in [0, 100]), whatever the chain says.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ class EpisodeRecord:
     first_programs: dict[str, str] | None = None
     """Agent -> what its first step's program did (`Sample.program`: "solves", "fails", "absent"), for the agents
     whose steps report it; None in rows cached before it was kept."""
+    progress: float | None = None
+    """The episode's progression score at its end, 0 to 100 (`EpisodeResult.progress`); None for an env without one,
+    and in rows cached before it was kept."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -65,8 +68,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "returns": (dict,),
     "truncated": (dict, type(None)),
     "first_programs": (dict, type(None)),
+    "progress": (int, float, type(None)),
 }
-_OPTIONAL_FIELDS = frozenset({"truncated", "first_programs"})
+_OPTIONAL_FIELDS = frozenset({"truncated", "first_programs", "progress"})
 """Fields that rows written by earlier versions lack (read as None)."""
 
 
@@ -106,6 +110,9 @@ def row_problems(row: Mapping[str, Any]) -> list[str]:
         for k, v in returns.items()
     ):
         problems.append(f"returns {returns!r} are not agent -> finite number")
+    progress = row.get("progress")
+    if progress is not None and not (math.isfinite(progress) and 0 <= progress <= 100):
+        problems.append(f"progress {progress!r} is not a number in [0, 100]")
     programs = row.get("first_programs")
     if programs is not None and not all(
         isinstance(k, str) and v in PROGRAM_OUTCOMES for k, v in programs.items()

@@ -119,6 +119,7 @@ def episode_records(chunk: tuple[Episode, ...], rollout: Rollout) -> list[Episod
                 returns={agent: float(value) for agent, value in result.returns.items()},
                 truncated=truncated[i],
                 first_programs=first_programs[i],
+                progress=result.progress,
             )
         )
     return records

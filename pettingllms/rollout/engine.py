@@ -362,7 +362,10 @@ class RolloutEngine:
             for receiver, amount in paid.items():  # the env's rewards, not the candidate's score
                 returns[receiver] += amount
             turns_used = step.turn + 1
-        return samples, EpisodeResult(belong.instance, bool(env.unwrapped.success), turns_used, returns)
+        result = EpisodeResult(
+            belong.instance, bool(env.unwrapped.success), turns_used, returns, _progress(env)
+        )
+        return samples, result
 
     def _act(
         self,
@@ -587,6 +590,13 @@ class _TurnCredit:
 
     def plus(self, team: float, paid: float) -> _TurnCredit:
         return _TurnCredit(self.team + team, self.paid + paid)
+
+
+def _progress(env: RolloutEnv) -> float | None:
+    """The ended episode's progression score (`TextAECEnv.progress`, 0 to 100); None when the env has none (an env
+    of another package)."""
+    score = getattr(env.unwrapped, "progress", None)
+    return None if score is None else float(score())
 
 
 def _next_to_act(env: RolloutEnv) -> str | None:

@@ -85,6 +85,8 @@ class EpisodeResult:
     turns: int
     """Turns in which the team acted: a success in the first turn is 1, a truncated episode `max_turns`."""
     returns: Mapping[str, float]
+    progress: float | None = None
+    """The ended episode's progression score, 0 to 100 (`env.unwrapped.progress()`); None for an env without one."""
 
 
 @dataclasses.dataclass

@@ -27,6 +27,9 @@ alpha >= 0: `tests/test_returns.py` checks it with `check_returns(..., joint=Fal
 bounded by the solvers' returns, as in any general-sum game: a party can gain when the other plays badly
 (a buyer accepting any price pays a clever seller more than the even split).
 
+Progress (`env.unwrapped.progress()`, 0 to 100): 100 once a deal closes at a price both gain from (`success`),
+else 0.
+
 Workflows: "mas" (seller, buyer); "single" (the buyer alone, against the solver's seller, which offers `p*` every
 turn and accepts an offer of at least `p*`). Reset options: `split` ("train", "val", "eval"; the instance's
 `(c, v)` decides its split).

@@ -40,6 +40,10 @@ them) is scored as written, after any thinking block: a coder cut inside its thi
 no program (-0.1 above); a tester cut mid-answer is scored on the complete cases before the cut (a cut case is
 dropped).
 
+## Progress
+`env.unwrapped.progress()` (0 to 100): the share of the hidden tests that the current code passes, times 100
+(0 before any code; 100 iff it passes them all).
+
 ## Arguments
 `dataset`, `dataset_path`, `test_timeout` (seconds per program, default 2), `test_memory_mb` (default 512),
 `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3), `render_mode` ("ansi", "human").
@@ -120,6 +124,7 @@ class CodeEnv(TextAECEnv):
         self.cases: list[TestCase | AssertCase] = []
         self.case_results: list[CaseResult] = []
         self._code_correct = False
+        self._hidden_pass_ratio = 0.0  # the share of hidden tests the current code passes
         self._tester_note: str | None = None
         self._constant_passes = 0
 
@@ -142,6 +147,7 @@ class CodeEnv(TextAECEnv):
         self.code = None
         self.cases, self.case_results = [], []
         self._code_correct = False
+        self._hidden_pass_ratio = 0.0
         self._tester_note = None
         self._constant_passes = constant_passes(self.problem)
 
@@ -160,6 +166,7 @@ class CodeEnv(TextAECEnv):
         self.code = code
         [hidden] = self._run([hidden_runs(self.problem, code, **self._limits())])
         passed = sum(r.passed for r in hidden)
+        self._hidden_pass_ratio = passed / len(hidden)
         team = self._set_correct(passed == len(hidden))
         self.case_results = []
         terminal = self.workflow == "single" and self.success
@@ -167,7 +174,7 @@ class CodeEnv(TextAECEnv):
             reward_team=team,
             potentials={"coder": hidden_score(passed, len(hidden), self._constant_passes)},
             terminal=terminal,
-            info={"hidden_pass_ratio": passed / len(hidden)},
+            info={"hidden_pass_ratio": self._hidden_pass_ratio},
         )
 
     def _act_tester(self, action: str) -> StepOutcome:
@@ -197,6 +204,10 @@ class CodeEnv(TextAECEnv):
             terminal=self.success or passes_cases,
             info={"cases": len(cases), "cases_right": right, "cases_caught": caught},
         )
+
+    def progress(self) -> float:
+        """The progression score: the share of hidden tests the current code passes, times 100 (0 before any)."""
+        return 100.0 * self._hidden_pass_ratio
 
     def _set_correct(self, correct: bool) -> float:
         """Record whether the code passes the hidden tests; return the team reward of that change."""

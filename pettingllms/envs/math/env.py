@@ -31,6 +31,13 @@ A completion cut by its length budget (`Generation.truncated`; `train/truncated/
 them) is scored as written, after any thinking block: cut inside a thinking block or before its `\\boxed{...}`
 closes (the tool agent: inside its ```python block), it holds no answer and earns the -0.1 above.
 
+## Progress
+`env.unwrapped.progress()` (0 to 100): 100 once the task is solved (`success`), else 0.
+
+## Tiers
+`pettingllms.make("math-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments and measured
+figures of each tier are in [docs/tiers.md](../tiers.md) (`pettingllms.envs.tiers`).
+
 ## Arguments
 `dataset`, `dataset_path`, `difficulty` (1-3, generated problems), `tool_timeout` (default 5 s),
 `tool_memory_mb` (default 1024), `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3),

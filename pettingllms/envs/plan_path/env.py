@@ -20,6 +20,14 @@ A completion cut by its length budget (`Generation.truncated`; `train/truncated/
 them) is scored as written, after any thinking block: cut inside a thinking block, before `</answer>` closes, or
 inside a ```python block that never closes, it holds no usable action and earns the parse-error penalty (0.1).
 
+## Progress
+`env.unwrapped.progress()` (0 to 100): the share of the start's BFS distance to the goal covered,
+`100 * (start_distance - distance) / start_distance`, clipped to [0, 100] (100 iff at the goal).
+
+## Tiers
+`pettingllms.make("plan-path-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments and measured
+figures of each tier are in [docs/tiers.md](../tiers.md) (`pettingllms.envs.tiers`).
+
 ## Arguments
 `size` (default 5: a 5x5 grid), `obstacle_density` (default 0.2), `min_distance` (default: size), plus `alpha`
 (default 1.0), `workflow`, `max_turns` (default 4), `render_mode` ("ansi", "human", "rgb_array"), `sandbox`,

@@ -77,6 +77,14 @@ class PlanPath:
     def potential(self, state: logic.PathState, start: logic.PathState) -> float:
         return 1.0 - state.distance_to_goal() / max(1, start.distance_to_goal())
 
+    def progress(self, state: logic.PathState, start: logic.PathState) -> float:
+        """The share of the start's shortest-path distance covered, `(start_distance - distance) / start_distance`,
+        clipped to [0, 1] (a walk away from the goal scores 0, not less)."""
+        initial, now = start.distance_to_goal(), state.distance_to_goal()
+        if initial <= 0 or now < 0:
+            return float(state.is_solved())
+        return min(1.0, max(0.0, (initial - now) / initial))
+
     def solved(self, state: logic.PathState) -> bool:
         return state.is_solved()
 

@@ -22,6 +22,14 @@ A completion cut by its length budget (`Generation.truncated`; `train/truncated/
 them) is scored as written, after any thinking block: cut inside a thinking block, before `</answer>` closes, or
 inside a ```python block that never closes, it holds no usable action and earns the parse-error penalty (0.1).
 
+## Progress
+`env.unwrapped.progress()` (0 to 100): the share of boxes on goals, times 100 (100 iff solved; a box that
+starts on a goal counts).
+
+## Tiers
+`pettingllms.make("sokoban-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments and measured
+figures of each tier are in [docs/tiers.md](../tiers.md) (`pettingllms.envs.tiers`).
+
 ## Arguments
 `width`, `height` (default 7, border walls included), `num_boxes` (default 2), `min_solution_length` (default
 10 moves), plus `alpha` (default 1.0), `workflow`, `max_turns` (default 4), `render_mode` ("ansi", "human",

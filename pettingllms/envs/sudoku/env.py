@@ -20,6 +20,14 @@ A completion cut by its length budget (`Generation.truncated`; `train/truncated/
 them) is scored as written, after any thinking block: cut inside a thinking block, before `</answer>` closes, or
 inside a ```python block that never closes, it holds no usable action and earns the parse-error penalty (0.1).
 
+## Progress
+`env.unwrapped.progress()` (0 to 100): the share of the puzzle's blank cells that hold the solution's digit,
+times 100 (100 iff solved; a legal but wrong digit counts nothing).
+
+## Tiers
+`pettingllms.make("sudoku-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the arguments and measured
+figures of each tier are in [docs/tiers.md](../tiers.md) (`pettingllms.envs.tiers`).
+
 ## Arguments
 `size` (4 or 9, default 4), `blanks` (default 6 for 4x4, 45 for 9x9), plus `alpha` (default 1.0), `workflow`,
 `max_turns` (default 4), `render_mode` ("ansi", "human", "rgb_array"), `sandbox`, `tool_timeout`,

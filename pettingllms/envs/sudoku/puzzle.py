@@ -116,6 +116,10 @@ class Sudoku:
     def potential(self, state: board.SudokuState, start: board.SudokuState) -> float:
         return state.correct_cells() / max(1, state.blanks_total())
 
+    def progress(self, state: board.SudokuState, start: board.SudokuState) -> float:
+        """The share of the puzzle's blank cells that hold the solution's digit."""
+        return state.correct_cells() / max(1, state.blanks_total())
+
     def solved(self, state: board.SudokuState) -> bool:
         return state.is_solved()
 

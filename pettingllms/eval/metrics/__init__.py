@@ -6,7 +6,9 @@ the hub: `success_rate` (with a 95% Wilson interval), `turns_to_success`, `parse
 math's `accuracy` is the share of problems whose final team answer is correct (its success rate);
 `truncated_rate` (per agent) is the share of steps whose completion the length budget cut (the per-agent share
 that `parse_error_rate` computes, over those flags); `solving_program_rate` (per tool agent, in the puzzles) is the
-share of episodes whose first step of that agent was a program that would solve the instance.
+share of episodes whose first step of that agent was a program that would solve the instance; `mean_progress` is
+the mean progression score (0 to 100, `env.unwrapped.progress()` at each episode's end: partial progress by the
+env's own measure), when every episode has one.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ def summarize(env_id: str, records: Sequence[Any], *, samples_per_problem: int =
         result["truncated_rate"] = load("parse_error_rate").compute(agents=agents, errors=cut)[
             "parse_error_rate"
         ]
+    if records and all(r.progress is not None for r in records):  # envs of other packages, older rows: none
+        result["mean_progress"] = sum(r.progress for r in records) / len(records)
     rates = solving_program_rates(records)
     if rates:
         result["solving_program_rate"] = rates
