@@ -197,3 +197,47 @@ def test_random_others_are_seeded_by_the_reset_seed():
         return texts
 
     assert episode(4) == episode(4)
+
+
+def _served_ids() -> list[str]:
+    import importlib.util
+
+    import pettingllms
+
+    textarena = ["textarena/TicTacToe-v0"] if importlib.util.find_spec("textarena") else []
+    return sorted(pettingllms.registry) + textarena
+
+
+@pytest.mark.parametrize("env_id", _served_ids())
+def test_every_env_is_served_and_its_observations_are_json(env_id):
+    """Each registered env (and a TextArena game) plays behind the OpenEnv `Environment`; its observations,
+    hostile steps included, serialize to JSON for the wire."""
+    from pettingllms.integrations.openenv_server import AgentObservation, PettingLLMsEnvironment
+
+    env = PettingLLMsEnvironment(env_id)
+    first = env.reset(seed=0)
+    assert first.agent in env.raw.possible_agents and first.text and first.reward is None
+    hostile = env.step(AnswerAction(answer="\x00\udcff garbage" * 100))
+    for observation in (first, hostile):
+        assert AgentObservation.model_validate_json(observation.model_dump_json()) == observation
+    assert {"reward_team", "reward_local", "success", "turn"} <= set(hostile.info)
+    assert env.state.step_count == 1 and env.state.env_id == env_id
+
+
+def test_malformed_websocket_message_gets_an_error_and_the_server_stays_up(server):
+    """Bad JSON or a bad step gets an error and the session goes on; JSON that is no object (OpenEnv 0.2.1 reads
+    its `type` outside its per-message handler) gets an error and ends that session only."""
+    from websockets.sync.client import connect
+
+    ws_url = server.replace("http://", "ws://") + "/ws"
+    with connect(ws_url) as socket_:
+        for message in ("{not json", json.dumps({"type": "step", "data": {"wrong": 1}})):
+            socket_.send(message)
+            assert json.loads(socket_.recv(timeout=30))["type"] == "error"
+        socket_.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        reply = json.loads(socket_.recv(timeout=30))
+    assert reply["type"] == "observation" and reply["data"]["observation"]["agent"]
+    with connect(ws_url) as socket_:
+        socket_.send("[]")
+        assert json.loads(socket_.recv(timeout=30))["type"] == "error"
+    assert _get(server + "/health")[0] == 200
