@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -49,16 +50,19 @@ def _post(url: str, body: bytes) -> tuple[int, bytes]:
 def _serve(*args: str):
     """Start `pettingllms serve ARGS` on a free loopback port; yield its base URL; stop it."""
     port = _free_port()
+    log = tempfile.TemporaryFile()  # a file, not a pipe: the server's log cannot fill a buffer and block it
     process = subprocess.Popen(
         [sys.executable, "-m", "pettingllms.cli", "serve", *args, "--port", str(port)],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
-        assert process.poll() is None, process.stderr.read().decode()
+        if process.poll() is not None:
+            log.seek(0)
+            raise AssertionError(log.read().decode())
         try:
             if _get(url + "/health")[0] == 200:
                 break
@@ -71,6 +75,7 @@ def _serve(*args: str):
     finally:
         process.terminate()
         process.wait(timeout=30)
+        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +185,7 @@ def test_bad_arguments_fail_before_serving():
 
     assert main(["serve", "plan-path-v0", "--port", "1", "--agent", "tool"]) == 2
     assert main(["serve", "plan-path-v0", "--port", "1", "--others", "oracle", "--agent", "nobody"]) == 2
+    assert main(["serve", "plan-path-v9", "--port", "1"]) == 2
 
 
 def test_random_others_are_seeded_by_the_reset_seed():

@@ -34,6 +34,7 @@ import uuid
 from typing import Any
 
 import numpy as np
+from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
@@ -160,9 +161,7 @@ class PettingLLMsClient(EnvClient[AnswerAction, AgentObservation, EpisodeState])
     def _step_payload(self, action: AnswerAction) -> dict[str, Any]:
         return {"answer": action.answer}
 
-    def _parse_result(self, payload: dict[str, Any]):
-        from openenv.core.client_types import StepResult
-
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[AgentObservation]:
         observation = AgentObservation(
             **payload.get("observation", {}), reward=payload.get("reward"), done=payload.get("done", False)
         )
