@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import pettingllms
+
 pytest.importorskip("openenv")
 pytest.importorskip("uvicorn")
 
@@ -205,19 +207,10 @@ def test_random_others_are_seeded_by_the_reset_seed():
     assert episode(4) == episode(4)
 
 
-def _served_ids() -> list[str]:
-    import importlib.util
-
-    import pettingllms
-
-    textarena = ["textarena/TicTacToe-v0"] if importlib.util.find_spec("textarena") else []
-    return sorted(pettingllms.registry) + textarena
-
-
-@pytest.mark.parametrize("env_id", _served_ids())
+@pytest.mark.parametrize("env_id", sorted(pettingllms.registry))
 def test_every_env_is_served_and_its_observations_are_json(env_id):
-    """Each registered env (and a TextArena game) plays behind the OpenEnv `Environment`; its observations,
-    hostile steps included, serialize to JSON for the wire."""
+    """Each registered env plays behind the OpenEnv `Environment`; its observations, hostile steps included,
+    serialize to JSON for the wire."""
     from pettingllms.integrations.openenv_server import AgentObservation, PettingLLMsEnvironment
 
     env = PettingLLMsEnvironment(env_id)
@@ -247,3 +240,19 @@ def test_malformed_websocket_message_gets_an_error_and_the_server_stays_up(serve
         socket_.send("[]")
         assert json.loads(socket_.recv(timeout=30))["type"] == "error"
     assert _get(server + "/health")[0] == 200
+
+
+def test_a_textarena_game_is_served():
+    """`textarena/<game>` ids are served too (in a server process: resolving one registers it in that process)."""
+    pytest.importorskip("textarena")
+    served = _serve("textarena/TicTacToe-v0")
+    url = next(served)
+    try:
+        with PettingLLMsClient(base_url=url) as client:
+            first = client.reset(seed=0)
+            result = client.step(AnswerAction(answer="\x00 not a move"))
+    finally:
+        served.close()  # stops the server
+    assert first.observation.agent == "player_0" and first.observation.text
+    assert result.observation.agent in ("player_0", "player_1")
+    assert {"reward_team", "reward_local", "success", "turn"} <= set(result.observation.info)
