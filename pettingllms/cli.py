@@ -11,6 +11,7 @@
     pettingllms view runs/tiny/plan_path_per_role   # an HTML page of the run's sampled trees and curves
     pettingllms view results/at.json --out view/    # an evaluation's episodes as conversations
     pettingllms leaderboard leaderboard/results --out leaderboard   # tables and plots of pettingllms-eval results
+    pettingllms serve plan-path-v0 --port 8000 --others oracle --agent tool   # an OpenEnv server (extra openenv)
 
 In `play`, you see your agent's observation (its whole prompt) and type an answer (`<answer>U R</answer>`, or
 just the inside, e.g. `U R R`), `hint` for the solver's answer, or `quit`. End of input quits. Any environment of
@@ -242,7 +243,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     board.add_argument("results", help="folder of pettingllms-eval JSON results")
     board.add_argument("--out", required=True, help="output folder (leaderboard.md, index.html, plots/)")
+    _add_serve(commands)
     return parser
+
+
+def _add_serve(commands) -> None:
+    """The `serve` subcommand: an env as an OpenEnv server."""
+    serve = commands.add_parser(
+        "serve", help="serve an environment as an OpenEnv environment (HTTP and WebSocket; extra openenv)"
+    )
+    serve.add_argument("env", help="an environment id, e.g. plan-path-v0 or textarena/TicTacToe-v0")
+    serve.add_argument("--port", type=int, required=True, help="the port to listen on")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--others",
+        choices=["oracle", "random"],
+        default=None,
+        help="play the agents other than --agent on the server: the env's solver, or random answers "
+        "(default: the client acts for every agent in turn)",
+    )
+    serve.add_argument(
+        "--agent", default=None, help="the agent the client plays with --others (default: the first)"
+    )
+    serve.add_argument(
+        "--max-sessions", type=int, default=8, help="concurrent WebSocket sessions (default 8)"
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from pettingllms.core.extras import require_extra
+
+    require_extra("openenv", "pettingllms serve")
+    from pettingllms.integrations.openenv_server import serve
+
+    serve(
+        args.env, args.host, args.port, others=args.others, agent=args.agent, max_sessions=args.max_sessions
+    )
+    return 0
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
@@ -274,7 +311,7 @@ def _view(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        commands = {"list": _list, "play": _play, "view": _view, "leaderboard": _leaderboard}
+        commands = {"list": _list, "play": _play, "view": _view, "leaderboard": _leaderboard, "serve": _serve}
         return commands[args.command](args)
     except pettingllms.PettingLLMsError as error:
         print(f"pettingllms: error: {error}", file=sys.stderr)

@@ -9,6 +9,7 @@ from pettingllms.core.errors import DependencyNotInstalled
 EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("torch", "transformers", "trl", "peft", "datasets", "matplotlib", "tqdm"),
     "eval": ("evaluate", "matplotlib", "tqdm"),
+    "openenv": ("openenv", "uvicorn"),
 }
 """Each extra of `pyproject.toml` a command needs -> the modules it provides (import names)."""
 

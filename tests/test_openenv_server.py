@@ -1,0 +1,258 @@
+"""`pettingllms serve` is a real OpenEnv server: OpenEnv's own client plays episodes against it over WebSocket, and
+hostile actions and malformed requests get errors while the server stays up."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import pettingllms
+
+pytest.importorskip("openenv")
+pytest.importorskip("uvicorn")
+
+from pettingllms.integrations.openenv_server import AnswerAction, PettingLLMsClient  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def _post(url: str, body: bytes) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def _serve(*args: str):
+    """Start `pettingllms serve ARGS` on a free loopback port; yield its base URL; stop it."""
+    port = _free_port()
+    log = tempfile.TemporaryFile()  # a file, not a pipe: the server's log cannot fill a buffer and block it
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pettingllms.cli", "serve", *args, "--port", str(port)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        if process.poll() is not None:
+            log.seek(0)
+            raise AssertionError(log.read().decode())
+        try:
+            if _get(url + "/health")[0] == 200:
+                break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "the server did not come up"
+        time.sleep(0.5)
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    """plan-path-v0, the client acting for every agent."""
+    yield from _serve("plan-path-v0")
+
+
+@pytest.fixture(scope="module")
+def server_with_oracle():
+    """plan-path-v0, the client acting for `tool`, the solver for `plan`."""
+    yield from _serve("plan-path-v0", "--others", "oracle", "--agent", "tool")
+
+
+def _oracle_answers(seed: int) -> dict[str, str]:
+    """The solver's answer of each agent of plan-path-v0 at the start of episode `seed` (they do not change until
+    the episode is solved)."""
+    import pettingllms
+
+    env = pettingllms.make("plan-path-v0")
+    env.reset(seed=seed)
+    return {agent: env.unwrapped.solution(agent) for agent in env.possible_agents}
+
+
+def test_oracle_episode_solves_with_the_client_acting_for_every_agent(server):
+    answers = _oracle_answers(seed=3)
+    with PettingLLMsClient(base_url=server) as client:
+        result = client.reset(seed=3)
+        acted = []
+        while not result.done:
+            agent = result.observation.agent
+            assert result.observation.text
+            acted.append(agent)
+            result = client.step(AnswerAction(answer=answers[agent]))
+        assert result.observation.info["success"] is True
+        assert result.reward > 0
+        state = client.state()
+    assert set(acted) == set(answers)
+    assert state.success and state.done and state.step_count == len(acted)
+    assert state.env_id == "plan-path-v0" and state.episode_id
+    assert all(total > 0 for total in state.returns.values())
+
+
+def test_scripted_oracle_plays_the_others(server_with_oracle):
+    with PettingLLMsClient(base_url=server_with_oracle) as client:
+        result = client.reset(seed=1)
+        assert result.observation.agent == "tool"
+        result = client.step(AnswerAction(answer=_oracle_answers(seed=1)["tool"]))
+        assert result.done and result.observation.info["success"] is True
+
+
+@pytest.mark.parametrize("hostile", ["R " * 50_000, "\x00\x01\udcff\ufffe" * 1000 + "<answer>"])
+def test_hostile_action_gets_the_error_and_penalty_and_the_server_stays_up(server, hostile):
+    with PettingLLMsClient(base_url=server) as client:
+        client.reset(seed=0)
+        result = client.step(AnswerAction(answer=hostile))
+        assert result.observation.info["error"]
+        assert result.observation.info["parse_error"] is True
+        assert result.reward < 0
+        assert not result.done
+    assert _get(server + "/health")[0] == 200
+
+
+def test_concurrent_sessions_are_independent(server):
+    answers = _oracle_answers(seed=5)
+    with PettingLLMsClient(base_url=server) as one, PettingLLMsClient(base_url=server) as two:
+        first = one.reset(seed=5)
+        two.reset(seed=6)
+        two.step(AnswerAction(answer="garbage"))
+        result = first
+        while not result.done:
+            result = one.step(AnswerAction(answer=answers[result.observation.agent]))
+        assert result.observation.info["success"] is True
+        state_one, state_two = one.state(), two.state()
+    assert state_one.episode_id != state_two.episode_id
+    assert state_two.step_count == 1 and not state_two.done and not state_two.success
+
+
+def test_step_after_the_episode_is_refused(server_with_oracle):
+    with PettingLLMsClient(base_url=server_with_oracle) as client:
+        client.reset(seed=1)
+        client.step(AnswerAction(answer=_oracle_answers(seed=1)["tool"]))
+        with pytest.raises(RuntimeError, match="call reset"):
+            client.step(AnswerAction(answer="<answer>R</answer>"))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{not json", b'{"action": {"wrong": 1}}', b'{"action": {"answer": 5}}', b"\xff\xfe\x00"],
+)
+def test_malformed_http_request_gets_an_error_and_the_server_stays_up(server, body):
+    status, reply = _post(server + "/step", body)
+    assert status in (400, 422), reply  # 400: an unreadable body; 422: JSON that is no action
+    assert "detail" in json.loads(reply)
+    assert _get(server + "/health")[0] == 200
+
+
+def test_http_step_without_a_session_is_refused(server):
+    """OpenEnv's HTTP /step builds a fresh env per request: with no episode the step is refused, not played."""
+    status, _ = _post(server + "/step", json.dumps({"action": {"answer": "<answer>R</answer>"}}).encode())
+    assert status == 500
+    assert _get(server + "/health")[0] == 200
+
+
+def test_bad_arguments_fail_before_serving():
+    from pettingllms.cli import main
+
+    assert main(["serve", "plan-path-v0", "--port", "1", "--agent", "tool"]) == 2
+    assert main(["serve", "plan-path-v0", "--port", "1", "--others", "oracle", "--agent", "nobody"]) == 2
+    assert main(["serve", "plan-path-v9", "--port", "1"]) == 2
+
+
+def test_random_others_are_seeded_by_the_reset_seed():
+    """`--others random` draws from an rng seeded at reset: the same seed replays the same episode."""
+    from pettingllms.integrations.openenv_server import PettingLLMsEnvironment
+
+    def episode(seed: int) -> list[str]:
+        env = PettingLLMsEnvironment("plan-path-v0", others="random", agent="tool")
+        texts = [env.reset(seed=seed).text]
+        for _ in range(3):
+            observation = env.step(AnswerAction(answer="<answer>U</answer>"))
+            texts.append(observation.text)
+            if observation.done:
+                break
+        return texts
+
+    assert episode(4) == episode(4)
+
+
+@pytest.mark.parametrize("env_id", sorted(pettingllms.registry))
+def test_every_env_is_served_and_its_observations_are_json(env_id):
+    """Each registered env plays behind the OpenEnv `Environment`; its observations, hostile steps included,
+    serialize to JSON for the wire."""
+    from pettingllms.integrations.openenv_server import AgentObservation, PettingLLMsEnvironment
+
+    env = PettingLLMsEnvironment(env_id)
+    first = env.reset(seed=0)
+    assert first.agent in env.raw.possible_agents and first.text and first.reward is None
+    hostile = env.step(AnswerAction(answer="\x00\udcff garbage" * 100))
+    for observation in (first, hostile):
+        assert AgentObservation.model_validate_json(observation.model_dump_json()) == observation
+    assert {"reward_team", "reward_local", "success", "turn"} <= set(hostile.info)
+    assert env.state.step_count == 1 and env.state.env_id == env_id
+
+
+def test_malformed_websocket_message_gets_an_error_and_the_server_stays_up(server):
+    """Bad JSON or a bad step gets an error and the session goes on; JSON that is no object (OpenEnv 0.2.1 reads
+    its `type` outside its per-message handler) gets an error and ends that session only."""
+    from websockets.sync.client import connect
+
+    ws_url = server.replace("http://", "ws://") + "/ws"
+    with connect(ws_url) as socket_:
+        for message in ("{not json", json.dumps({"type": "step", "data": {"wrong": 1}})):
+            socket_.send(message)
+            assert json.loads(socket_.recv(timeout=30))["type"] == "error"
+        socket_.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        reply = json.loads(socket_.recv(timeout=30))
+    assert reply["type"] == "observation" and reply["data"]["observation"]["agent"]
+    with connect(ws_url) as socket_:
+        socket_.send("[]")
+        assert json.loads(socket_.recv(timeout=30))["type"] == "error"
+    assert _get(server + "/health")[0] == 200
+
+
+def test_a_textarena_game_is_served():
+    """`textarena/<game>` ids are served too (in a server process: resolving one registers it in that process)."""
+    pytest.importorskip("textarena")
+    served = _serve("textarena/TicTacToe-v0")
+    url = next(served)
+    try:
+        with PettingLLMsClient(base_url=url) as client:
+            first = client.reset(seed=0)
+            result = client.step(AnswerAction(answer="\x00 not a move"))
+    finally:
+        served.close()  # stops the server
+    assert first.observation.agent == "player_0" and first.observation.text
+    assert result.observation.agent in ("player_0", "player_1")
+    assert {"reward_team", "reward_local", "success", "turn"} <= set(result.observation.info)
