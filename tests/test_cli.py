@@ -24,6 +24,21 @@ def test_list_shows_every_env_with_its_agents(capsys):
     assert "mas: tool, plan; single: plan" in out
 
 
+def test_list_still_works_once_a_namespaced_env_has_been_made(capsys):
+    """Making `textarena/<game>` resolves it without adding it to `registry`; `list` keeps one line for the
+    namespace."""
+    pytest.importorskip("textarena")
+    import pettingllms
+
+    before = set(pettingllms.registry)
+    pettingllms.make("textarena/TicTacToe-v0")
+    assert set(pettingllms.registry) == before and pettingllms.core.registration.spec("textarena/TicTacToe-v0").id
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "plan-path-v0" in out and "textarena/<game id>" in out
+    assert not any(line.startswith("textarena/TicTacToe-v0") for line in out.splitlines())
+
+
 @pytest.mark.parametrize("env_id", ["sokoban-v0", "sudoku-v0", "plan-path-v0"])
 def test_demo_solves_the_puzzle(env_id):
     done = run_cli("play", env_id, "--demo", "--seed", "4")

@@ -74,8 +74,10 @@ class EnvSpec:
 _REGISTRY: dict[str, EnvSpec] = {}
 _NAMESPACES: dict[str, str] = {}
 """Id prefix -> the "module:function" that registers that namespace's ids on first use."""
+_RESOLVED: dict[str, EnvSpec] = {}
+"""A namespace's ids resolved so far (kept apart: `registry` lists the registered ids only, whatever was made)."""
 registry: Mapping[str, EnvSpec] = MappingProxyType(_REGISTRY)
-"""Read-only view of every registered id -> `EnvSpec`."""
+"""Read-only view of every registered id -> `EnvSpec` (a namespace's ids, resolved on first use, are not in it)."""
 
 
 def _split_id(env_id: str) -> tuple[str, int]:
@@ -113,13 +115,14 @@ def register_namespace(prefix: str, resolver: str) -> None:
 def spec(env_id: str) -> EnvSpec:
     """Return the spec of `env_id` (resolving a registered namespace's id on first use); raise `NameNotFound` or
     `VersionNotFound` with suggestions."""
-    if env_id in _REGISTRY:
-        return _REGISTRY[env_id]
+    if env_id in _REGISTRY or env_id in _RESOLVED:
+        return _REGISTRY.get(env_id) or _RESOLVED[env_id]
     prefix = next((prefix for prefix in _NAMESPACES if env_id.startswith(prefix)), None)
     if prefix is not None:
         module_name, _, function = _NAMESPACES[prefix].partition(":")
         getattr(importlib.import_module(module_name), function)(env_id)
-        return _REGISTRY[env_id]
+        _RESOLVED[env_id] = _REGISTRY.pop(env_id)
+        return _RESOLVED[env_id]
     known = sorted(_REGISTRY)
     listing = ", ".join(known) or "(none)"
     try:
