@@ -20,10 +20,8 @@ from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.rollout.samples import Sample  # noqa: E402
 from pettingllms.trainers.activation_checkpointing import enable_activation_checkpointing  # noqa: E402
 from pettingllms.trainers.completion_logps import completion_logps  # noqa: E402
+from pettingllms.trainers.grpo_loss import LOSS_TYPES  # noqa: E402
 from pettingllms.trainers.updater import PolicyUpdater, collate  # noqa: E402
-
-LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
-
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 

@@ -24,6 +24,7 @@ Not part of the protocol (read elsewhere, only where used): `unwrapped.solution(
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -134,14 +135,15 @@ def check_rollout_env(env: object) -> None:
         )
 
 
-def _members(protocol: type) -> list[str]:
+@functools.cache
+def _members(protocol: type) -> tuple[str, ...]:
     """The names `protocol` declares, in order: its annotated attributes, then its methods and properties."""
     declared = [
         name
         for name, value in vars(protocol).items()
         if not name.startswith("_") and (callable(value) or isinstance(value, property))
     ]
-    return [*protocol.__annotations__, *declared]
+    return (*protocol.__annotations__, *declared)
 
 
 def _shown(protocol: type, name: str) -> str:
