@@ -257,11 +257,12 @@ def _add_serve(commands) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1)")
     serve.add_argument(
         "--others",
-        choices=["oracle", "random"],
         default=None,
-        help="play the agents other than --agent on the server: the env's solver, or random answers "
-        "(default: the client acts for every agent in turn)",
+        help="play the agents other than --agent on the server, frozen: oracle (the env's solver), random, or "
+        "any pettingllms-eval --policy spec (a run folder, a model folder, tiny, openai:MODEL@URL, agent=spec "
+        "pairs); default: the client acts for every agent in turn",
     )
+    serve.add_argument("--tier", default=None, help="the env's difficulty tier (easy..expert, docs/tiers.md)")
     serve.add_argument(
         "--agent", default=None, help="the agent the client plays with --others (default: the first)"
     )
@@ -277,7 +278,13 @@ def _serve(args: argparse.Namespace) -> int:
     from pettingllms.integrations.openenv_server import serve
 
     serve(
-        args.env, args.host, args.port, others=args.others, agent=args.agent, max_sessions=args.max_sessions
+        args.env,
+        args.host,
+        args.port,
+        others=args.others,
+        agent=args.agent,
+        max_sessions=args.max_sessions,
+        tier=args.tier,
     )
     return 0
 

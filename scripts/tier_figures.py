@@ -9,11 +9,18 @@ resets (instances per second: generation, including the oracle's search where th
 over), and records the length of the oracle's optimal solution of each start (`solution_actions()`: moves for
 Sokoban and Plan-Path, placements for Sudoku; math-v0 has no solution length and records none). The page's
 figures section is rendered from the JSON (`render_section`); `tests/test_tier_figures.py` checks that it is.
+
+Where SPEC section 6 names an anchor it runs in the same measurement: gym-sokoban's `generate_room` at 7x7 with
+2 boxes (the medium Sokoban tier's size; `benchmarks/bench_sokoban_generation.py`'s anchor, run under
+`--anchor-python`, default `.bench-venv/bin/python`, set up as benchmarks/README.md says). Without that
+interpreter the anchor is recorded as not measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import json
 import statistics
 import time
@@ -35,7 +42,9 @@ ENVS = {
     "math-v0": tiers.MATH,
 }
 """The envs with tiers, and their tables."""
-DEFAULT_INSTANCES = 20
+DEFAULT_INSTANCES = 100
+ANCHOR_ROOMS = 200
+"""Rooms the gym-sokoban anchor generates (its optimal solution lengths: the first 100, solved by our solver)."""
 PAGE_HEAD = """# Difficulty tiers
 
 [Back to the README](../README.md)
@@ -43,7 +52,13 @@ PAGE_HEAD = """# Difficulty tiers
 Every generated environment has four named tiers, `easy`, `medium`, `hard` and `expert`, each a set of the env's
 own arguments: `pettingllms.make("sokoban-v0", tier="hard")` builds it, and an argument given to `make` overrides
 the tier's (`make("sokoban-v0", tier="hard", num_boxes=2)`). An unknown tier, or a tier for an env without tiers,
-is a `ConfigError` naming the allowed values. The table lives in `pettingllms/envs/tiers.py`.
+is a `ConfigError` naming the allowed values. The table lives in `pettingllms/envs/tiers.py`. Every entry point
+takes a tier: `gymnasium.make("pettingllms/Sokoban-v0", tier="hard")`, `pettingllms-eval --tier hard`,
+`pettingllms serve sokoban-v0 --tier hard`.
+
+The solver's and the random policy's success and mean progression score at every tier (200 episodes each) are on
+the leaderboard, in its "Difficulty tiers" tables ([leaderboard/leaderboard.md](../leaderboard/leaderboard.md)),
+written by `scripts/tier_baselines.py`.
 
 How far an episode got is its progression score, `env.unwrapped.progress()` (0 to 100, 100 once solved), each
 env's own measure of partial progress: its page under [envs/](envs/README.md) states it ("Progress").
@@ -58,7 +73,7 @@ Plan-Path, placements for Sudoku; math-v0's problems have none).
 
 def measure(env_id: str, tier: str, instances: int) -> dict[str, Any]:
     """Reset `env_id` at `tier` with seeds 0..instances-1: the tier's arguments, instances per second, and the
-    oracle's solution length (min, median, max; None for an env without solution actions)."""
+    oracle's solution length (min, median, mean, max; None for an env without solution actions)."""
     env = make(env_id, tier=tier)
     raw = env.unwrapped
     start = time.perf_counter()
@@ -75,7 +90,12 @@ def measure(env_id: str, tier: str, instances: int) -> dict[str, Any]:
         "instances": instances,
         "instances_per_s": instances / elapsed,
         "solution_length": (
-            {"min": min(lengths), "median": statistics.median(lengths), "max": max(lengths)}
+            {
+                "min": min(lengths),
+                "median": statistics.median(lengths),
+                "mean": statistics.fmean(lengths),
+                "max": max(lengths),
+            }
             if lengths
             else None
         ),
@@ -92,17 +112,54 @@ def render_section(record: dict[str, Any]) -> str:
         SECTION_START,
         f"Measured with M = {record['instances']} instances per tier on {record['machine']}.",
         "",
-        "| env | tier | arguments | instances/s | oracle solution length (min / median / max) |",
+        "| env | tier | arguments | instances/s | oracle solution length (min / median / mean / max) |",
         "|---|---|---|---|---|",
     ]
     for row in record["rows"]:
         length = row["solution_length"]
-        shown = "n/a" if length is None else f"{length['min']} / {length['median']:g} / {length['max']}"
+        shown = (
+            "n/a"
+            if length is None
+            else f"{length['min']} / {length['median']:g} / {length['mean']:.1f} / {length['max']}"
+        )
         lines.append(
             f"| {row['env']} | {row['tier']} | {_arguments(row['arguments'])} | "
             f"{row['instances_per_s']:,.0f} | {shown} |"
         )
-    return "\n".join([*lines, SECTION_END])
+    return "\n".join([*lines, "", anchor_line(record), SECTION_END])
+
+
+def anchor_line(record: dict[str, Any]) -> str:
+    """The anchor's sentence: gym-sokoban's rate, and the medium Sokoban tier's resets against it."""
+    anchor = record["anchor"]
+    if anchor is None:
+        return "Anchor (SPEC section 6, gym-sokoban `generate_room`): not measured in this run (no anchor interpreter)."
+    medium = next(r for r in record["rows"] if (r["env"], r["tier"]) == ("sokoban-v0", "medium"))
+    return (
+        f"Anchor (SPEC section 6), same run: gym-sokoban `generate_room` at 7x7 with 2 boxes, "
+        f"{anchor['rooms_per_s']:,.1f} rooms/s ({anchor['rooms']} rooms, {anchor['failures']} failed and retried; "
+        f"optimal solution {anchor['solution_length_mean']:.1f} moves on average over its first "
+        f"{anchor['solved_sample']}, unseeded). The medium Sokoban tier (the same size, exactly seeded, optimal "
+        f"solutions of 10 moves or more) resets at {medium['instances_per_s']:,.0f}/s: "
+        f"**{medium['instances_per_s'] / anchor['rooms_per_s']:.1f}x** (target for generation: at least 10x; a "
+        "reset also renders the observations, so generation alone is faster)."
+    )
+
+
+def measure_anchor(python: Path) -> dict[str, Any] | None:
+    """gym-sokoban's generation rate (`bench_sokoban_generation.bench_anchor`), or None without its interpreter."""
+    return _sokoban_benchmark().bench_anchor(python, ANCHOR_ROOMS, 100, 0)
+
+
+@functools.cache
+def _sokoban_benchmark():
+    """benchmarks/bench_sokoban_generation.py as a module (benchmarks/ is no package)."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_sokoban_generation", ROOT / "benchmarks" / "bench_sokoban_generation.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def write_page(record: dict[str, Any], page: Path) -> None:
@@ -115,6 +172,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="the JSON written")
     parser.add_argument("--page", type=Path, default=PAGE, help="the Markdown page written")
     parser.add_argument("--report", action="store_true", help="only rewrite the page from the JSON")
+    parser.add_argument(
+        "--anchor-python",
+        type=Path,
+        default=ROOT / ".bench-venv" / "bin" / "python",
+        help="the interpreter with gym-sokoban (benchmarks/README.md); missing: the anchor is not measured",
+    )
     args = parser.parse_args(argv)
     if args.report:
         record = json.loads(args.out.read_text())
@@ -126,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
             "instances": args.instances,
             "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
             "rows": rows,
+            "anchor": measure_anchor(args.anchor_python),
         }
         args.out.write_text(json.dumps(record, indent=1) + "\n")
     write_page(record, args.page)

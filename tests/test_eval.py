@@ -578,5 +578,9 @@ def test_cli_tier_writes_the_tiers_arguments_under_env_kwargs(tmp_path, capsys):
     result = json.loads(output.read_text())["results"]["sudoku-v0"]
     assert result["suite"]["env_kwargs"] == {"size": 9, "blanks": 40} and result["success_rate"] == 1.0
     assert result["mean_progress"] == 100.0 and ", mean progress 100.0\n" in capsys.readouterr().out
+    assert "tier" not in result  # an argument changed: not the tier's suite
+    assert eval_main([*argv, "--tier", "hard"]) == 0
+    result = json.loads(output.read_text())["results"]["sudoku-v0"]
+    assert result["tier"] == "hard" and result["suite"]["env_kwargs"] == {"size": 9, "blanks": 45}
     assert eval_main([*argv, "--tier", "legendary"]) == 2
     assert "tier='legendary' is not a tier of sudoku-v0; allowed values:" in capsys.readouterr().err

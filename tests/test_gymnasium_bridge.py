@@ -57,3 +57,16 @@ def test_a_sync_vector_env_steps_text_in_batches():
     observations, rewards, terminated, truncated, infos = envs.step(["<answer>U</answer>"] * 3)
     assert rewards.shape == (3,) and np.asarray(terminated).shape == (3,)
     envs.close()
+
+
+def test_a_gymnasium_id_takes_a_difficulty_tier():
+    import gymnasium
+
+    env = gymnasium.make("pettingllms/Sokoban-v0", tier="hard")
+    observation, _ = env.reset(seed=3)
+    direct = pettingllms.make("sokoban-v0", workflow="single", tier="hard")
+    direct.reset(seed=3)
+    assert observation == direct.observe(direct.agent_selection) and "Boxes on goals: " in observation
+    assert "of 3." in observation  # the hard tier's three boxes
+    with pytest.raises(pettingllms.ConfigError, match="tier='legendary' is not a tier of sokoban-v0"):
+        gymnasium.make("pettingllms/Sokoban-v0", tier="legendary")

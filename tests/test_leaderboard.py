@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from pettingllms.cli import main as cli_main
-from pettingllms.eval.leaderboard import build_leaderboard, read_results
+from pettingllms.eval.leaderboard import build_leaderboard, plot_name, read_results
 
 
 def _result(label, rates, episodes=100, suite_kwargs=None, policy=None):
@@ -147,7 +147,8 @@ def test_hostile_result_files_are_skipped_or_escaped_with_a_visible_note(tmp_pat
     table_text = text.split("## Notes")[0]
     assert len(_rows(table_text)) == 2  # no forged row
     assert (
-        "| x \\| 100.0 \\| 100.0 \\|\\\\u000a\\| forged row | 20.0 [10.0, 30.0] (n=100) | 20.0 |" in table_text
+        "| x \\| 100.0 \\| 100.0 \\|\\\\u000a\\| forged row | 20.0 [10.0, 30.0] (n=100) | 20.0 |"
+        in table_text
     )
     assert "safe\\\\u202eesrever" in text and "\u202e" not in text
     assert text.count("\n- ") == len(table.notes) == 10
@@ -259,3 +260,63 @@ def test_page_renders_table_and_plots_in_a_headless_browser(results_dir, tmp_pat
         check=True,
     )
     assert shot.stat().st_size > 10_000
+
+
+def test_tier_suites_get_their_own_tables_with_the_progression_score(tmp_path):
+    from pettingllms.envs.tiers import PLAN_PATH, SOKOBAN
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+
+    def tiered(label, env, tier, rate, progress):
+        arguments = {"plan-path-v0": PLAN_PATH, "sokoban-v0": SOKOBAN}[env][tier]
+        report = _result(label, {env: rate}, suite_kwargs=dict(arguments))
+        report["results"][env].update(mean_progress=progress, tier=tier)
+        return report
+
+    files = {
+        "oracle.json": _result("oracle", {"plan-path-v0": 1.0}),
+        "oracle_easy.json": tiered("oracle", "plan-path-v0", "easy", 1.0, 100.0),
+        "oracle_expert.json": tiered("oracle", "plan-path-v0", "expert", 1.0, 100.0),
+        "random_expert.json": tiered("random", "plan-path-v0", "expert", 0.02, 12.5),
+        "random_sokoban.json": tiered("random", "sokoban-v0", "hard", 0.0, 3.25),
+        # the hard tier's arguments but not evaluated as the tier (no `tier` recorded): a suite of the main table
+        "near.json": _result(
+            "near", {"plan-path-v0": 0.5}, suite_kwargs={"size": 12, "obstacle_density": 0.3}
+        ),
+    }
+    for name, content in files.items():
+        (folder / name).write_text(json.dumps(content))
+    table = build_leaderboard(folder, tmp_path / "board")
+    assert table.tier_envs() == {
+        "plan-path-v0": {"easy": "plan-path-v0 [easy]", "expert": "plan-path-v0 [expert]"},
+        "sokoban-v0": {"hard": "sokoban-v0 [hard]"},
+    }
+    assert table.suites == ["plan-path-v0", 'plan-path-v0 {"obstacle_density": 0.3, "size": 12}']
+    text = (tmp_path / "board" / "leaderboard.md").read_text()
+    main, tiers = text.split("## Difficulty tiers")
+    assert "[easy]" not in main and "random" not in main  # random has tier results only
+    assert "| oracle | 100.0 [90.0, 100.0] (n=100) | — | 100.0 |" in main  # mean over the main suites only
+    plan_path = tiers.split("### plan-path-v0")[1].split("###")[0]
+    assert "| policy | easy | expert |" in plan_path
+    solved = "100.0 [90.0, 100.0] (n=100); progress 100.0"
+    assert f"| oracle | {solved} | {solved} |" in plan_path
+    assert "| random | — | 2.0 [0.0, 12.0] (n=100); progress 12.5 |" in plan_path
+    assert "| random | 0.0 [0.0, 10.0] (n=100); progress 3.2 |" in tiers.split("### sokoban-v0")[1]
+    page = (tmp_path / "board" / "index.html").read_text()
+    assert page.count("<table class='tiers'>") == 2 and "progress 12.5" in page
+    near = plot_name('plan-path-v0 {"obstacle_density": 0.3, "size": 12}') + ".png"
+    plots = {p.name for p in (tmp_path / "board" / "plots").iterdir()}
+    assert plots == {"overview.png", near, "plan-path-v0.png"}  # the tiers' figures are in their tables
+
+
+def test_a_progression_score_outside_0_100_or_an_unknown_tier_is_refused():
+    from pettingllms.eval.result_schema import result_problems
+
+    report = _result("x", {"plan-path-v0": 0.5})
+    report["results"]["plan-path-v0"]["mean_progress"] = 101.0
+    report["results"]["plan-path-v0"]["tier"] = "impossible"
+    assert result_problems(report) == [
+        "plan-path-v0: mean_progress must be a finite number in [0, 100], not 101.0",
+        "plan-path-v0: tier must be one of ['easy', 'medium', 'hard', 'expert'], not 'impossible'",
+    ]

@@ -9,9 +9,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -256,3 +258,74 @@ def test_a_textarena_game_is_served():
     assert first.observation.agent == "player_0" and first.observation.text
     assert result.observation.agent in ("player_0", "player_1")
     assert {"reward_team", "reward_local", "success", "turn"} <= set(result.observation.info)
+
+
+class _ScriptedEndpoint(BaseHTTPRequestHandler):
+    """An OpenAI-compatible stand-in: every chat completion answers `answer`; the prompts it received are kept."""
+
+    answer = ""
+    prompts: list[str] = []
+
+    def do_POST(self):  # noqa: N802 - the http.server API
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).prompts.append(body["messages"][-1]["content"])
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": type(self).answer}}
+            for i in range(body["n"])
+        ]
+        payload = json.dumps({"choices": choices}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_endpoint_plays_the_others_and_a_tier_sets_the_env():
+    """`--others openai:MODEL@URL --tier hard`: the endpoint answers for `plan` from plan's own observation of the
+    hard tier's grid, and with the solver's answers on both sides the episode solves."""
+    env = pettingllms.make("plan-path-v0", tier="hard")
+    env.reset(seed=5)
+    answers = {agent: env.unwrapped.solution(agent) for agent in env.possible_agents}
+    assert env.agent_selection == "tool"  # the replay: tool proposes first, then plan answers
+    tool_prompt = str(env.observe("tool"))
+    env.step(answers["tool"])
+    plan_prompt = str(env.observe("plan"))
+    _ScriptedEndpoint.answer, _ScriptedEndpoint.prompts = answers["plan"], []
+    endpoint = ThreadingHTTPServer(("127.0.0.1", 0), _ScriptedEndpoint)
+    threading.Thread(target=endpoint.serve_forever, daemon=True).start()
+    served = _serve(
+        "plan-path-v0",
+        "--tier",
+        "hard",
+        "--others",
+        f"openai:stand-in@http://127.0.0.1:{endpoint.server_address[1]}/v1",
+        "--agent",
+        "tool",
+    )
+    url = next(served)
+    try:
+        with PettingLLMsClient(base_url=url) as client:
+            result = client.reset(seed=5)
+            assert result.observation.agent == "tool" and result.observation.text == tool_prompt
+            while not result.done:
+                result = client.step(AnswerAction(answer=answers["tool"]))
+            state = client.state()
+    finally:
+        served.close()
+        endpoint.shutdown()
+        endpoint.server_close()
+    assert state.success and result.observation.info["success"] is True
+    assert _ScriptedEndpoint.prompts and _ScriptedEndpoint.prompts[0] == plan_prompt
+
+
+def test_a_bad_others_spec_or_tier_fails_before_serving(capsys):
+    from pettingllms.cli import main
+
+    assert main(["serve", "plan-path-v0", "--port", "1", "--others", "openai:no-url"]) == 2
+    assert "is not openai:MODEL@URL" in capsys.readouterr().err
+    assert main(["serve", "plan-path-v0", "--port", "1", "--tier", "legendary"]) == 2
+    assert "tier='legendary' is not a tier of plan-path-v0" in capsys.readouterr().err

@@ -33,7 +33,10 @@ def test_the_recorded_measurement_is_of_the_current_tiers():
 
 def test_the_script_measures_every_tier(tmp_path):
     out, page = tmp_path / "tiers.json", tmp_path / "tiers.md"
-    tier_figures.main(["--instances", "2", "--out", str(out), "--page", str(page)])
+    missing = tmp_path / "no-python"
+    tier_figures.main(
+        ["--instances", "2", "--out", str(out), "--page", str(page), "--anchor-python", str(missing)]
+    )
     record = json.loads(out.read_text())
     assert record["instances"] == 2 and len(record["rows"]) == len(tier_figures.ENVS) * len(tiers.TIER_NAMES)
     for row in record["rows"]:
@@ -42,4 +45,21 @@ def test_the_script_measures_every_tier(tmp_path):
         assert (length is None) == (row["env"] == "math-v0")
         if length is not None:
             assert 0 < length["min"] <= length["median"] <= length["max"]
+            assert length["min"] <= length["mean"] <= length["max"]
+    assert record["anchor"] is None and "not measured in this run" in page.read_text()
     assert page.read_text().endswith(tier_figures.render_section(record) + "\n")
+
+
+def test_the_anchor_line_gives_the_medium_sokoban_tier_against_gym_sokoban():
+    record = {
+        "rows": [{"env": "sokoban-v0", "tier": "medium", "instances_per_s": 500.0}],
+        "anchor": {
+            "rooms": 200,
+            "failures": 1,
+            "rooms_per_s": 40.0,
+            "solution_length_mean": 11.35,
+            "solved_sample": 100,
+        },
+    }
+    line = tier_figures.anchor_line(record)
+    assert "40.0 rooms/s (200 rooms, 1 failed and retried" in line and "resets at 500/s: **12.5x**" in line

@@ -211,6 +211,9 @@ def _evaluate_env(
         )
     result = metrics.summarize(env_id, records, samples_per_problem=args.samples)
     result.update(settings, wall_time_s=round(time.perf_counter() - started, 2))
+    tier = _suite_tier(env_id, args.tier, env_kwargs)
+    if tier is not None:
+        result["tier"] = tier
     if not args.no_transcripts:  # the conversations of the episodes played by this run key (pettingllms view)
         result["transcripts"] = {"file": transcripts.name, "run": cache.run_key}
     # per episode, in suite order, for paired comparisons between policies (pettingllms.eval.stats)
@@ -220,6 +223,14 @@ def _evaluate_env(
         "parse_errors": [sum(r.errors.values()) for r in records],
     }
     return result
+
+
+def _suite_tier(env_id: str, tier: str | None, env_kwargs: dict) -> str | None:
+    """`tier` when the suite's env arguments are exactly that tier's (`--tier` without overrides), else None: a
+    suite another argument changed is not the tier's, and the leaderboard must not show it as the tier."""
+    from pettingllms.core.registration import spec, tier_arguments
+
+    return tier if tier is not None and dict(tier_arguments(spec(env_id), tier)) == env_kwargs else None
 
 
 def _samplings(env_id: str, loaded, args: argparse.Namespace):

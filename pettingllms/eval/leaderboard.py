@@ -50,6 +50,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pettingllms.envs.tiers import TIER_NAMES
 from pettingllms.eval.result_schema import FORMAT, result_problems
 
 
@@ -60,10 +61,17 @@ class Cell:
     success_rate: float
     ci95: tuple[float, float]
     episodes: int
+    progress: float | None = None
+    """The mean progression score (0-100, the result's `mean_progress`); None where the result has none."""
 
     def text(self) -> str:
         low, high = self.ci95
         return f"{100 * self.success_rate:.1f} [{100 * low:.1f}, {100 * high:.1f}] (n={self.episodes})"
+
+    def text_with_progress(self) -> str:
+        """`text()`, then the mean progression score ("progress —" where the result has none)."""
+        shown = "—" if self.progress is None else f"{self.progress:.1f}"
+        return f"{self.text()}; progress {shown}"
 
 
 @dataclasses.dataclass
@@ -75,6 +83,22 @@ class Table:
     envs: list[str]
     cells: dict[tuple[str, str], Cell]
     notes: list[str]
+
+    @property
+    def suites(self) -> list[str]:
+        """The columns of the main table: every column that is not a difficulty tier's (`column_tier`)."""
+        return [env for env in self.envs if column_tier(env) is None]
+
+    def tier_envs(self) -> dict[str, dict[str, str]]:
+        """env id -> {tier name -> column}, for the envs with a tier's column, tiers easiest first."""
+        found: dict[str, dict[str, str]] = {}
+        for column in self.envs:
+            if (tier := column_tier(column)) is not None:
+                found.setdefault(tier[0], {})[tier[1]] = column
+        return {
+            env: {name: tiers[name] for name in TIER_NAMES if name in tiers}
+            for env, tiers in sorted(found.items())
+        }
 
     def mean(self, label: str, envs: Sequence[str] | None = None) -> float:
         """Mean success of `label` over `envs` (default: every column) that it covers; 0 when it covers none."""
@@ -101,18 +125,37 @@ class Table:
 
 
 def suite_column(env_id: str, result: dict) -> str:
-    """The column of an env's result: its env id, followed by the suite's env arguments that differ from the
-    env's defaults (`env_defaults`), when any do.
+    """The column of an env's result: its env id, followed by its difficulty tier (`[hard]`) for a result of a
+    tier's suite (`tier`, which `pettingllms-eval --tier` records when the env arguments are the tier's own), else
+    by the suite's env arguments that differ from the env's defaults (`env_defaults`), when any do.
 
     >>> suite_column("plan-path-v0", {"suite": {"env_kwargs": {"size": 7}}})
     'plan-path-v0 {"size": 7}'
     >>> suite_column("code-v0", {"suite": {"env_kwargs": {"dataset": "bundled"}}}), suite_column("math-v0", {})
     ('code-v0', 'math-v0')
+    >>> suite_column("plan-path-v0", {"tier": "hard", "suite": {"env_kwargs": {"size": 12, "obstacle_density": 0.3}}})
+    'plan-path-v0 [hard]'
     """
+    if result.get("tier") is not None:
+        return f"{env_id} [{result['tier']}]"
     kwargs = (result.get("suite") or {}).get("env_kwargs") or {}
     defaults = env_defaults(env_id)
     kwargs = {key: value for key, value in kwargs.items() if key not in defaults or defaults[key] != value}
     return f"{env_id} {json.dumps(kwargs, sort_keys=True)}" if kwargs else env_id
+
+
+TIER_COLUMN = re.compile(r"^(?P<env>\S+) \[(?P<tier>" + "|".join(TIER_NAMES) + r")\]$")
+"""A tier's column, as `suite_column` names it: `env-id [tier]`."""
+
+
+def column_tier(column: str) -> tuple[str, str] | None:
+    """(env id, tier) of a tier's column; None for any other column.
+
+    >>> column_tier("sokoban-v0 [expert]"), column_tier('sokoban-v0 {"num_boxes": 2}')
+    (('sokoban-v0', 'expert'), None)
+    """
+    match = TIER_COLUMN.match(column)
+    return (match["env"], match["tier"]) if match else None
 
 
 @functools.cache
@@ -204,7 +247,10 @@ def _entry(file: str, report: dict) -> _Entry:
     columns, outcomes = {}, {}
     for env_id, result in report["results"].items():
         columns[suite_column(env_id, result)] = Cell(
-            float(result["success_rate"]), tuple(result["ci95"]), int(result["episodes"])
+            float(result["success_rate"]),
+            tuple(result["ci95"]),
+            int(result["episodes"]),
+            result.get("mean_progress"),
         )
         outcomes[env_id] = [
             result["success_rate"],
@@ -284,25 +330,59 @@ def markdown_text(text: str) -> str:
 
 
 def markdown(table: Table) -> str:
-    """The table in Markdown (success rate in %, 95% interval, episodes), then the notes, if any."""
+    """The main table in Markdown (success rate in %, 95% interval, episodes) over the suites that are no tier's,
+    then the difficulty tiers' tables (`tier_markdown`), then the notes, if any."""
+    suites = table.suites
     lines = [
-        "| policy | " + " | ".join(markdown_text(env) for env in table.envs) + " | mean |",
-        "|---|" + "---|" * (len(table.envs) + 1),
+        "| policy | " + " | ".join(markdown_text(env) for env in suites) + " | mean |",
+        "|---|" + "---|" * (len(suites) + 1),
     ]
     for label in table.labels:
-        cells = [
-            table.cells[(label, env)].text() if (label, env) in table.cells else "—" for env in table.envs
-        ]
+        if not table.covered(label) & set(suites):
+            continue
+        cells = [table.cells[(label, env)].text() if (label, env) in table.cells else "—" for env in suites]
         lines.append(
-            f"| {markdown_text(label)} | " + " | ".join(cells) + f" | {100 * table.mean(label):.1f} |"
+            f"| {markdown_text(label)} | " + " | ".join(cells) + f" | {100 * table.mean(label, suites):.1f} |"
         )
+    lines += tier_markdown(table)
     if table.notes:
         lines += ["", "## Notes", "", *(f"- {markdown_text(note)}" for note in table.notes)]
     return "\n".join(lines) + "\n"
 
 
+TIERS_INTRO = (
+    "Each generated env at its difficulty tiers (docs/tiers.md): success rate (%) [95% interval] (episodes); "
+    "progress, the mean progression score (0 to 100: partial progress by the env's own measure, 100 once "
+    "solved)."
+)
+
+
+def tier_markdown(table: Table) -> list[str]:
+    """The lines of the difficulty tiers' section: one table per env with tier columns (rows: the policies
+    evaluated on any of its tiers, in the board's order; columns: its tiers, easiest first); [] when no column
+    is a tier's."""
+    tier_envs = table.tier_envs()
+    if not tier_envs:
+        return []
+    lines = ["", "## Difficulty tiers", "", TIERS_INTRO]
+    for env, tiers in tier_envs.items():
+        lines += ["", f"### {markdown_text(env)}", "", "| policy | " + " | ".join(tiers) + " |"]
+        lines.append("|---|" + "---|" * len(tiers))
+        for label in table.labels:
+            if table.covered(label) & set(tiers.values()):
+                cells = [
+                    table.cells[(label, column)].text_with_progress()
+                    if (label, column) in table.cells
+                    else "—"
+                    for column in tiers.values()
+                ]
+                lines.append(f"| {markdown_text(label)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def plot(table: Table, out_dir: Path) -> list[Path]:
-    """Write the overview and per-column PNGs under `out_dir/plots/`; return their paths."""
+    """Write the overview and per-column PNGs of the main table's suites (`Table.suites`; the tiers' figures are
+    in their tables) under `out_dir/plots/`; return their paths."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -312,28 +392,10 @@ def plot(table: Table, out_dir: Path) -> list[Path]:
     folder = out_dir / "plots"
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    figure, axis = plt.subplots(figsize=(max(7.0, 1.4 * len(table.envs)) + 2.5, 4))
-    width = 0.8 / max(1, len(table.labels))
-    for index, label in enumerate(table.labels):
-        columns = [i for i, env in enumerate(table.envs) if (label, env) in table.cells]  # missing: no bar
-        cells = [table.cells[(label, table.envs[i])] for i in columns]
-        rates = np.array([100 * cell.success_rate for cell in cells])
-        errors = np.array([[r - 100 * c.ci95[0], 100 * c.ci95[1] - r] for r, c in zip(rates, cells)]).T
-        axis.bar(
-            np.array(columns) + index * width, rates, width, yerr=errors, capsize=2, label=visible(label)
-        )
-    axis.set_xticks(
-        np.arange(len(table.envs)) + width * (len(table.labels) - 1) / 2,
-        [visible(env) for env in table.envs],
-        rotation=20,
-        ha="right",
-    )
-    axis.set_ylabel("success rate (%), 95% interval")
-    axis.set_ylim(0, 105)
-    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    figure.tight_layout()
-    written.append(_save(figure, folder / "overview.png"))
-    for env in table.envs:
+    suites = table.suites
+    if suites:  # a board of tier results only has no overview
+        written.append(_overview(table, folder / "overview.png"))
+    for env in suites:
         labels = [label for label in table.labels if (label, env) in table.cells]
         cells = [table.cells[(label, env)] for label in labels]
         rates = np.array([100 * cell.success_rate for cell in cells])
@@ -352,6 +414,36 @@ def plot(table: Table, out_dir: Path) -> list[Path]:
     return written
 
 
+def _overview(table: Table, path: Path) -> Path:
+    """Grouped bars of the main table's suites, one group per suite, one bar per policy covering it."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    suites = table.suites
+    labels = [label for label in table.labels if table.covered(label) & set(suites)]
+    figure, axis = plt.subplots(figsize=(max(7.0, 1.4 * len(suites)) + 2.5, 4))
+    width = 0.8 / max(1, len(labels))
+    for index, label in enumerate(labels):
+        columns = [i for i, env in enumerate(suites) if (label, env) in table.cells]  # missing: no bar
+        cells = [table.cells[(label, suites[i])] for i in columns]
+        rates = np.array([100 * cell.success_rate for cell in cells])
+        errors = np.array([[r - 100 * c.ci95[0], 100 * c.ci95[1] - r] for r, c in zip(rates, cells)]).T
+        axis.bar(
+            np.array(columns) + index * width, rates, width, yerr=errors, capsize=2, label=visible(label)
+        )
+    axis.set_xticks(
+        np.arange(len(suites)) + width * (len(labels) - 1) / 2,
+        [visible(env) for env in suites],
+        rotation=20,
+        ha="right",
+    )
+    axis.set_ylabel("success rate (%), 95% interval")
+    axis.set_ylim(0, 105)
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.tight_layout()
+    return _save(figure, path)
+
+
 def _save(figure, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
@@ -360,27 +452,45 @@ def _save(figure, path: Path) -> Path:
     return path
 
 
-def _html_rows(table: Table) -> list[str]:
-    """The table's rows as HTML, labels and cells escaped."""
+def _html_rows(table: Table, columns: Sequence[str], with_progress: bool = False) -> list[str]:
+    """The rows of the policies covering any of `columns`, as HTML, labels and cells escaped; the main table's
+    (without progress) end with the mean over `columns`."""
     rows = []
     for label in table.labels:
+        if not table.covered(label) & set(columns):
+            continue
+        text = Cell.text_with_progress if with_progress else Cell.text
         cells = "".join(
-            f"<td>{html.escape(table.cells[(label, env)].text())}</td>"
+            f"<td>{html.escape(text(table.cells[(label, env)]))}</td>"
             if (label, env) in table.cells
             else "<td>—</td>"
-            for env in table.envs
+            for env in columns
         )
-        rows.append(
-            f"<tr><th scope='row'>{html.escape(visible(label))}</th>{cells}"
-            f"<td>{100 * table.mean(label):.1f}</td></tr>"
-        )
+        mean = "" if with_progress else f"<td>{100 * table.mean(label, columns):.1f}</td>"
+        rows.append(f"<tr><th scope='row'>{html.escape(visible(label))}</th>{cells}{mean}</tr>")
     return rows
+
+
+def _html_tiers(table: Table) -> str:
+    """The difficulty tiers' section of the page (`tier_markdown`'s tables); empty when no column is a tier's."""
+    tier_envs = table.tier_envs()
+    if not tier_envs:
+        return ""
+    parts = ["<h2>Difficulty tiers</h2>", f"<p>{html.escape(TIERS_INTRO)}</p>"]
+    for env, tiers in tier_envs.items():
+        head = "".join(f"<th>{html.escape(name)}</th>" for name in tiers)
+        rows = "\n".join(_html_rows(table, list(tiers.values()), with_progress=True))
+        parts.append(
+            f"<h3>{html.escape(visible(env))}</h3>\n<table class='tiers'>\n<thead><tr><th>policy</th>{head}</tr>"
+            f"</thead>\n<tbody>\n{rows}\n</tbody>\n</table>"
+        )
+    return "\n".join(parts)
 
 
 def html_page(table: Table, plots: Sequence[Path], out_dir: Path) -> str:
     """A static page with the table and the plots (relative links)."""
-    head = "".join(f"<th>{html.escape(visible(env))}</th>" for env in table.envs)
-    rows = _html_rows(table)
+    head = "".join(f"<th>{html.escape(visible(env))}</th>" for env in table.suites)
+    rows = _html_rows(table, table.suites)
     notes = (
         "<h2>Notes</h2>\n<ul id='notes'>"
         + "".join(f"<li>{html.escape(visible(note))}</li>" for note in table.notes)
@@ -418,6 +528,7 @@ cover is higher (wins minus losses). The mean is over the suites a row covers.</
 {chr(10).join(rows)}
 </tbody>
 </table>
+{_html_tiers(table)}
 {notes}
 {images}
 <script>
@@ -446,7 +557,8 @@ def build_leaderboard(results_dir: Path, out_dir: Path) -> Table:
             "# PettingLLMs leaderboard\n\nSuccess rate (%) [95% interval] (episodes), fixed evaluation suites (a "
             "column is an env with its setting). Rows are ranked by pairwise comparisons: a row beats another when "
             "its mean success over the suites both cover is higher (wins minus losses; rows sharing no suite do not "
-            "meet). `mean` is over the suites a row covers, comparable only between rows covering the same ones.\n\n"
+            "meet). `mean` is over the suites a row covers, comparable only between rows covering the same ones. The "
+            "difficulty tiers of the generated envs have their own section, with the mean progression score.\n\n"
             + markdown(table)
         )
         plots = plot(table, staging)

@@ -8,11 +8,12 @@ read it. The checks are those a reader relies on, whoever wrote the file:
 - every env id a string of `ENV_ID` characters; every env result an object with
   `success_rate` a finite number in [0, 1], `ci95` two finite numbers with 0 <= low <= success_rate <= high <= 1,
   `episodes` an integer >= 1 (not a boolean), with `success_rate * episodes` a whole number of episodes;
+  `mean_progress`, when given, a finite number in [0, 100]; `tier`, when given, a tier name (`TIER_NAMES`);
 - `suite.env_kwargs`, when given, an object; `transcripts`, when given, an object naming a `file` and a `run` (the
   file a name relative to the result's folder: `transcripts_path`); `per_episode.success`, when given, one 0/1 per
   episode summing to the successes the rate claims.
 
-Pure standard library.
+Pure standard library, and the tier names (`pettingllms.envs.tiers`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import math
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
+
+from pettingllms.envs.tiers import TIER_NAMES
 
 FORMAT = "pettingllms-eval/1"
 MAX_LABEL = 200
@@ -70,6 +73,12 @@ def env_result_problems(result: Any) -> list[str]:
         problems.append(f"ci95 {ci95} must hold success_rate {rate} within [0, 1]")
     if not problems and abs(rate * episodes - round(rate * episodes)) > 1e-6 * episodes:
         problems.append(f"success_rate {rate} is no whole number of successes out of {episodes} episodes")
+    progress = result.get("mean_progress")
+    if progress is not None and not (_number(progress) and 0 <= progress <= 100):
+        problems.append(f"mean_progress must be a finite number in [0, 100], not {_short(progress)}")
+    tier = result.get("tier")
+    if tier is not None and tier not in TIER_NAMES:
+        problems.append(f"tier must be one of {list(TIER_NAMES)}, not {_short(tier)}")
     suite = result.get("suite")
     if suite is not None and not (isinstance(suite, dict) and isinstance(suite.get("env_kwargs", {}), dict)):
         problems.append(f"suite must be an object whose env_kwargs is an object, not {_short(suite)}")

@@ -5,7 +5,8 @@
     observation, info = env.reset(seed=0)
     observation, reward, terminated, truncated, info = env.step("<answer>R R D</answer>")
 
-`SingleAgentEnv(env_id, **kwargs)` plays `pettingllms.make(env_id, workflow="single", **kwargs)`: its one agent's
+`SingleAgentEnv(env_id, **kwargs)` plays `pettingllms.make(env_id, workflow="single", **kwargs)` (so
+`gymnasium.make("pettingllms/Sokoban-v0", tier="hard")` plays a difficulty tier, docs/tiers.md): its one agent's
 observation is the gymnasium observation, its reward since its last action the step's reward, and `info` the
 agent's info (`reward_team`, `reward_local`, `turn`, `success`, `error`). Observations are `TextObservation`s in
 `observation_space` (`PrintableText`); every `str` is in `action_space` (`AnyText`). It passes gymnasium's

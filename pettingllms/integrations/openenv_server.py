@@ -22,15 +22,21 @@ endpoints (each request builds a fresh env, so an HTTP `/step` without a session
 - `EpisodeState`: `episode_id`, `step_count` (steps taken by the client), `env_id`, `agent`, `turn`, `success`,
   `done`, `returns` (every agent's summed reward this episode).
 
-Without `--others` the client acts for whichever agent `agent` names. With `--others oracle|random` those agents
-are played on the server by the env's `solution(agent)` or `random_answer(agent, rng)` (rng seeded from the reset
-seed), and the client acts only for `--agent` (default: the env's first agent).
+Without `--others` the client acts for whichever agent `agent` names. With `--others SPEC` the agents other than
+`--agent` (default: the env's first agent) are played on the server, frozen, and the client acts only for `--agent`:
+`oracle` and `random` are the env's `solution(agent)` and `random_answer(agent, rng)` (rng seeded from the reset
+seed); any other spec is what `pettingllms-eval --policy` takes (a run folder, a checkpoint, a model folder,
+`tiny`, `openai:MODEL@URL`, or `agent=spec` pairs naming every other agent), loaded once when the server starts,
+answering greedily, one call at a time across sessions. `--tier` serves the env at a difficulty tier
+(`pettingllms.envs.tiers`).
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -44,8 +50,12 @@ from pydantic import Field
 import pettingllms
 from pettingllms.core.errors import ConfigError
 
-OTHERS = ("oracle", "random")
-"""The server-side policies `--others` can name."""
+BASELINES = ("oracle", "random")
+"""The `--others` played from the env's own state, with per-episode seeded randomness; any other spec is loaded
+as `pettingllms-eval --policy` loads it (`frozen_answerer`)."""
+
+Answerer = Callable[[Any, str], str]
+"""`answer(env, agent) -> str`: a frozen policy's answer for `agent` at the env's current state."""
 
 
 class AnswerAction(Action):
@@ -79,10 +89,19 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
     SUPPORTS_CONCURRENT_SESSIONS = True  # each instance owns its env; nothing is shared between sessions
 
     def __init__(
-        self, env_id: str, others: str | None = None, agent: str | None = None, env_kwargs: dict | None = None
+        self,
+        env_id: str,
+        others: str | None = None,
+        agent: str | None = None,
+        env_kwargs: dict | None = None,
+        answer: Answerer | None = None,
     ):
+        """`others`: None (the client acts for every agent), a baseline of `BASELINES`, or a spec whose loaded
+        policy is `answer` (required then, shared by every session: see `frozen_answerer`)."""
         super().__init__()
-        self.env_id, self.others = env_id, others
+        if others is not None and others not in BASELINES and answer is None:
+            raise ConfigError(f"--others {others!r} needs its loaded policy (build_app loads it)")
+        self.env_id, self.others, self.answer = env_id, others, answer
         self.env = pettingllms.make(env_id, **(env_kwargs or {}))
         self.raw = self.env.unwrapped
         self.agent = agent
@@ -138,8 +157,10 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
             other = self.env.agent_selection
             if self.others == "oracle":
                 self.env.step(self.raw.solution(other))
-            else:
+            elif self.others == "random":
                 self.env.step(self.raw.random_answer(other, self._rng))
+            else:
+                self.env.step(self.answer(self.env, other))
             self._tally()
             if client_agent is not None:
                 earned += float(self.raw.rewards[client_agent])
@@ -177,27 +198,56 @@ def build_app(
     agent: str | None = None,
     max_sessions: int = 8,
     env_kwargs: dict | None = None,
+    tier: str | None = None,
 ):
-    """OpenEnv's FastAPI app serving `env_id`; the arguments are checked here (a bad id or agent fails now)."""
-    if others is not None and others not in OTHERS:
-        raise ConfigError(f"--others {others!r}: choose one of {list(OTHERS)}")
+    """OpenEnv's FastAPI app serving `env_id` (at `tier`, under `env_kwargs`); the arguments are checked, and a
+    spec of `others` loaded, here (a bad id, tier, agent or spec fails now, before the server listens)."""
+    from pettingllms.core.registration import spec, tier_arguments
+
     if agent is not None and others is None:
-        raise ConfigError("--agent names the client's agent among scripted others: pass --others too")
-    probe = pettingllms.make(env_id, **(env_kwargs or {}))
-    agents = list(probe.possible_agents)
+        raise ConfigError("--agent names the client's agent among frozen others: pass --others too")
+    env_kwargs = {**tier_arguments(spec(env_id), tier), **(env_kwargs or {})}
+    probe = pettingllms.make(env_id, **env_kwargs)
+    agents, workflow = list(probe.possible_agents), probe.unwrapped.workflow
     probe.close()
     if agent is not None and agent not in agents:
         raise ConfigError(f"--agent {agent!r}: {env_id} has agents {agents}")
+    agent = agent or (agents[0] if others else None)
+    answer = None
+    if others is not None and others not in BASELINES:
+        others_agents = [name for name in agents if name != agent]
+        answer = frozen_answerer(others, env_id, others_agents, workflow=workflow, env_kwargs=env_kwargs)
     factory = functools.partial(
         PettingLLMsEnvironment,
         env_id=env_id,
         others=others,
-        agent=agent or (agents[0] if others else None),
+        agent=agent,
         env_kwargs=env_kwargs,
+        answer=answer,
     )
     return create_app(
         factory, AnswerAction, AgentObservation, env_name=env_id, max_concurrent_envs=max_sessions
     )
+
+
+def frozen_answerer(
+    spec: str, env_id: str, agents: list[str], *, workflow: str, env_kwargs: dict
+) -> Answerer:
+    """The policy `spec` names for `agents`, loaded once (`pettingllms.eval.play_policy.policy_answerer`: greedy,
+    at a run's own completion budget), its calls serialized by a lock: the sessions' threads share one model."""
+    from pettingllms.core.extras import require_extra
+
+    require_extra("eval", f"pettingllms serve --others {spec}")
+    from pettingllms.eval.play_policy import policy_answerer
+
+    answer = policy_answerer(spec, env_id, agents, workflow=workflow, env_kwargs=env_kwargs)
+    lock = threading.Lock()
+
+    def locked(env: Any, agent: str) -> str:
+        with lock:
+            return answer(env, agent)
+
+    return locked
 
 
 def serve(env_id: str, host: str, port: int, **app_kwargs: Any) -> None:
