@@ -13,7 +13,8 @@ good program ran with those in which it did not, so the K episodes of one instan
 turns' luck, while AT-GRPO compares K candidates from one state on what each turn itself earned. That is the
 credit assignment the paper attributes its margin to. Whether it shows is what the rows say.
 
-Parts (rows in `docs/results/grouping.json`, one per method, seed, budget and split, written as each finishes):
+Parts (each row appended to the ledger `docs/results/ledger.jsonl` as it finishes; the table
+`docs/results/grouping.json` is rebuilt from the ledger by `RULE`: one row per method, seed, budget and split):
 
 1. `task`: the untrained team (the warm start) on the validation split for each candidate setting in `TASKS`: the
    chosen one is the first whose success is at most 0.3 (far from solved) with the oracle team still at 1.0.
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pettingllms.eval import ledger
 from pettingllms.eval.markdown import replace_section
 from pettingllms.eval.stats import paired_comparison, seed_summary
 
@@ -80,6 +82,9 @@ ABLATIONS = {
     "K=8": ["--num_generations", "8"],
 }
 """Knobs changed from the per-role AT-GRPO run (alpha 1, K 4)."""
+RULE = ledger.Rule("grouping", ("part", "method", "seed", "budget", "split"))
+"""How the table (`OUT`) is built from the ledger beside it: one row per part, method, seed, budget and split, the
+last recorded (`pettingllms.eval.ledger`)."""
 WARM_START = {"workflow": "mas", "demos_per_role": 3200, "sft_steps": 400, "tool_programs": 0.4,
               "program_bugs": 0.4, "eval_episodes": 0}  # fmt: skip
 
@@ -89,7 +94,7 @@ class Study:
 
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.rows = json.loads(args.out.read_text()) if args.out.is_file() else []
+        self.rows = ledger.table_rows(args.out, RULE)
         self.env_kwargs = TASKS[args.task]
 
     # ----------------------------------------------------------------- building blocks
@@ -143,16 +148,11 @@ class Study:
                 raise RuntimeError(f"pettingllms-eval failed for {name}: {' '.join(argv)}")
         return json.loads(output.read_text())["results"][ENV_ID]
 
-    def record(self, row: dict) -> None:
-        key = tuple(row.get(k) for k in ("part", "method", "seed", "budget", "split"))
-        self.rows = [
-            r
-            for r in self.rows
-            if tuple(r.get(k) for k in ("part", "method", "seed", "budget", "split")) != key
-        ]
-        self.rows.append(row)
+    def record(self, row: dict, warm_start: Path | None) -> None:
+        """Append `row` (measured on a run that started from `warm_start`, None for none) to the ledger; the
+        table is rebuilt by `RULE`."""
         self.args.out.parent.mkdir(parents=True, exist_ok=True)
-        self.args.out.write_text(json.dumps(self.rows, indent=1) + "\n")
+        self.rows = ledger.record(self.args.out, RULE, row, repo=ROOT, warm_start=warm_start)
 
     def budget_rows(self, part: str, method: str, seed: int, folder: Path) -> None:
         """Evaluate the run's checkpoints at every budget on the validation split, and its last on the suite."""
@@ -163,7 +163,8 @@ class Study:
         for budget, (step, completions) in reached.items():
             checkpoint = layout.checkpoint(step).folder
             result = self.evaluate(str(checkpoint), f"{folder.name}_b{budget}_val", "val")
-            self.record(_row(part, method, seed, result, budget=budget, completions=completions, split="val"))
+            row = _row(part, method, seed, result, budget=budget, completions=completions, split="val")
+            self.record(row, self.warm_start(self.env_kwargs))
         self.final_row(part, method, seed, folder)
 
     def final_row(self, part: str, method: str, seed: int, folder: Path) -> None:
@@ -173,9 +174,8 @@ class Study:
         last = RunLayout(folder).latest_intact(log=print)
         _, completions = _last_step(folder / "metrics.jsonl")
         result = self.evaluate(str(last.folder), f"{folder.name}_final", "eval")
-        self.record(
-            _row(part, method, seed, result, budget=self.args.budget, completions=completions, split="eval")
-        )
+        row = _row(part, method, seed, result, budget=self.args.budget, completions=completions, split="eval")
+        self.record(row, self.warm_start(self.env_kwargs))
 
     # ----------------------------------------------------------------- parts
     def choose_task(self) -> None:
@@ -184,9 +184,8 @@ class Study:
             for policy, method in ((str(team), "untrained team"), ("oracle", "oracle team")):
                 label = name.replace(" ", "_").replace(",", "")
                 result = self.evaluate(policy, f"task_{label}_{method.split()[0]}", "val", env_kwargs)
-                self.record(
-                    _row("task", f"{method} ({name})", 0, result, budget=0, completions=0, split="val")
-                )
+                row = _row("task", f"{method} ({name})", 0, result, budget=0, completions=0, split="val")
+                self.record(row, team if method == "untrained team" else None)
 
     def curves(self) -> None:
         for (
@@ -213,8 +212,9 @@ class Study:
         policy = f"tool={last.model('plan')},plan={last.model('tool')}"
         result = self.evaluate(policy, f"{folder.name}_swapped", "eval")
         _, completions = _last_step(folder / "metrics.jsonl")
-        self.record(_row("ablations", "roles swapped", seed, result, budget=self.args.budget,
-                         completions=completions, split="eval"))  # fmt: skip
+        row = _row("ablations", "roles swapped", seed, result, budget=self.args.budget, completions=completions,
+                   split="eval")  # fmt: skip
+        self.record(row, self.warm_start(self.env_kwargs))
 
 
 def _row(
@@ -436,10 +436,10 @@ def main() -> int:
     parser.add_argument("--eval_episodes", type=int, default=300, help="pettingllms-eval suite size")
     parser.add_argument("--demos_per_role", type=int, default=WARM_START["demos_per_role"])
     parser.add_argument("--warm_start_steps", type=int, default=None, help="SFT steps (default: the study's)")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=OUT, help="the table; its ledger lies beside it")
     parser.add_argument("--runs", type=Path, default=RUNS)
     parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
-    parser.add_argument("--report", action="store_true", help="only rebuild the report from --out")
+    parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
     args = parser.parse_args()
     study = Study(args)
     if not args.report:

@@ -38,8 +38,9 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
 4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`): the commit — greedy (the main
    run), random, random for the tool and greedy for the plan — and outcome-only rewards (`reward="outcome"`).
 
-Rows go to `docs/results/miniature.json` (`{"part", "env", "env_kwargs", "method", "seed", "success_rate", ...}`)
-after every run, so an interrupted study keeps what it finished; each domain's tables, learning curves
+Rows (`{"part", "env", "env_kwargs", "method", "seed", "success_rate", ...}`) are appended to the ledger
+`docs/results/ledger.jsonl` after every run, so an interrupted study keeps what it finished, and the table
+`docs/results/miniature.json` is rebuilt from the ledger by `RULE`; each domain's tables, learning curves
 (`docs/results/miniature[_<env>]_curves.png`) and commands go to its own section of `docs/results.md`
 (`Domain.section`). Runs of plan-path's setting are under `runs/miniature/`, the others under
 `runs/miniature/<env id>[_<setting>]/`.
@@ -58,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from pettingllms.eval import ledger
 from pettingllms.eval.markdown import replace_section, seed_cell
 from pettingllms.eval.stats import paired_comparison
 from pettingllms.warmstart.demos import PLAN_NOISE
@@ -65,6 +67,15 @@ from pettingllms.warmstart.demos import PLAN_NOISE
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "miniature"
 OUT = ROOT / "docs" / "results" / "miniature.json"
+RULE = ledger.Rule(
+    "miniature",
+    ("part", "env", "env_kwargs", "method", "seed"),
+    keep=lambda row: "env_kwargs" in row,
+    refusal="recorded before commit e7c23c9, when rows did not name their env setting (env_kwargs): its part, "
+    "method and seed were rerun or retired since, and it cannot be matched to a setting",
+)
+"""How the table (`OUT`) is built from the ledger beside it: one row per part, env, setting, method and seed, the
+last recorded, among the rows that name their setting (`pettingllms.eval.ledger`)."""
 COMMON = [
     "--scale_rewards", "none", "--learning_rate", "1e-4", "--num_generations", "4", "--temperature", "1.0",
     "--per_device_train_batch_size", "32", "--save_steps", "5", "--resume", "true", "--eval_split", "val",
@@ -90,7 +101,9 @@ class Domain:
     paper: Mapping[str, str]  # the paper's figure (Qwen3-1.7B) per main row, where it reports one
     why: str  # why this setting
     sft_steps_per_role: int = 200  # each warm start's SFT steps per role (the team's: twice as many)
-    plan_noise: float = PLAN_NOISE  # the demonstrations' share of perturbed non-tool answers (warmstart.demos)
+    plan_noise: float = (
+        PLAN_NOISE  # the demonstrations' share of perturbed non-tool answers (warmstart.demos)
+    )
 
 
 DOMAINS = {
@@ -194,7 +207,7 @@ class Study:
 
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.rows = json.loads(args.out.read_text()) if args.out.is_file() else []
+        self.rows = ledger.table_rows(args.out, RULE)
         self.env_id, self.domain = args.env, DOMAINS[args.env]
         self.env_kwargs = setting(args)
         self.runs = runs_folder(args)
@@ -267,18 +280,18 @@ class Study:
         target = folder / f"miniature_{self.env_id}{setting_suffix(self.args)}_{method}.json"
         target.write_text(self.eval_output(name).read_text())
 
-    def record(self, row: dict) -> None:
-        """Add `row` (this invocation's env and setting), replacing a row of the same part, setting, method and seed."""
+    def record(self, row: dict, warm_start: Path | None) -> None:
+        """Append `row` (this invocation's env and setting; measured on a run that started from `warm_start`) to the
+        ledger; the table is rebuilt by `RULE`."""
         row = {**row, "env": self.env_id, "env_kwargs": dict(self.env_kwargs)}
-        self.rows = [r for r in self.rows if _key(r) != _key(row)] + [row]
         self.args.out.parent.mkdir(parents=True, exist_ok=True)
-        self.args.out.write_text(json.dumps(self.rows, indent=1) + "\n")
+        self.rows = ledger.record(self.args.out, RULE, row, repo=ROOT, warm_start=warm_start)
 
     def untrained_row(self, method: str, seed: int) -> None:
         workflow = method  # "single" or "mas": the warm start played by that team
         name, label = f"{method}_warmstart", f"tiny miniature: {method} (warm start, no RL)"
         result = self.evaluate(str(self.warm_start(workflow)), workflow, name, label=label)
-        self.record(_row("main", method, seed, result, None))
+        self.record(_row("main", method, seed, result, None), self.warm_start(workflow))
         if seed == 0:
             self.publish(name, method)
 
@@ -288,7 +301,7 @@ class Study:
         folder = self.train(name, workflow, seed, flags, env_kwargs or {})
         label = f"tiny miniature: {method} (seed {seed})" if part == "main" else None
         result = self.evaluate(str(folder), workflow, name, label=label)
-        self.record(_row(part, method, seed, result, folder))
+        self.record(_row(part, method, seed, result, folder), self.warm_start(workflow))
         if part == "main" and seed == 0:
             self.publish(name, method)
 
@@ -365,9 +378,9 @@ class Study:
         for method, (policy, workflow) in checks.items():
             name = "val_" + method.replace(", ", "_").replace(" ", "_")
             result = self.evaluate(policy, workflow, name, split="val")
-            self.record(_row("warmstart", method, 0, result, None))
+            self.record(_row("warmstart", method, 0, result, None), single if workflow == "single" else team)
         self.record({"part": "warmstart", "method": "tool completions", "seed": 0,
-                     **self.tool_completion_shares(team)})  # fmt: skip
+                     **self.tool_completion_shares(team)}, team)  # fmt: skip
 
     def tool_after_rl(self) -> None:
         """Part `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`)."""
@@ -379,7 +392,7 @@ class Study:
             if checkpoint is not None:
                 shares = self.tool_completion_shares(checkpoint.model("tool"))
                 self.record({"part": "mechanism", "method": "tool completions after AT-GRPO (per role)",
-                             "seed": seed, **shares})  # fmt: skip
+                             "seed": seed, **shares}, self.warm_start("mas"))  # fmt: skip
 
     def main_table(self) -> None:
         for seed in self.args.seeds:  # seed by seed: an interrupted study has every row for its first seeds
@@ -400,7 +413,7 @@ class Study:
                         r for r in domain_rows(self.rows, self.args)
                         if r["part"] == "main" and r["method"] == "mas+at-grpo-per-role" and r["seed"] == seed
                     )  # fmt: skip
-                    self.record({**reference, "part": "ablations", "method": name})
+                    self.record({**reference, "part": "ablations", "method": name}, self.warm_start("mas"))
                 else:
                     self.trained_row("ablations", name, seed, [*base, *flags], "mas", env_kwargs)
 
@@ -450,12 +463,6 @@ def runs_folder(args: argparse.Namespace) -> Path:
     if args.env == "plan-path-v0" and not setting_suffix(args):
         return args.runs
     return args.runs / f"{args.env}{setting_suffix(args)}"
-
-
-def _key(row: dict) -> tuple:
-    """Rows are unique per (part, env, setting, method, seed)."""
-    kwargs = json.dumps(row.get("env_kwargs"), sort_keys=True)
-    return row["part"], row["env"], kwargs, row["method"], row["seed"]
 
 
 def _finished(metrics_path: Path, max_steps: int, budget: int) -> bool:

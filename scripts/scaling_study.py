@@ -19,9 +19,10 @@ reproduction"), two parts:
    reward) beside its shaped row of part 1.
 
 Every run is a `pettingllms-train` run under `runs/scaling/` (checkpoints every 5 steps, resumed if killed); its
-evaluations are the trainer's own on the evaluation split (the same suite as `pettingllms-eval`). Rows go to
-`docs/results/scaling.json` as `{"env", "env_kwargs", "num_agents", "method", "reward", "seed", "success_rate",
-...}` after every run (rows of other settings, from before the rerun, are dropped), the plot to
+evaluations are the trainer's own on the evaluation split (the same suite as `pettingllms-eval`). Rows
+(`{"env", "env_kwargs", "num_agents", "method", "reward", "seed", "success_rate", ...}`) are appended to the ledger
+`docs/results/ledger.jsonl` after every run, and the table `docs/results/scaling.json` is rebuilt from it by `RULE`
+(rows of other settings, from before the rerun, are set aside there, not deleted), the plot goes to
 `docs/results/scaling.png`, and the tables to the scaling section of `docs/results.md`.
 """
 
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pettingllms.eval import ledger
 from pettingllms.eval.markdown import replace_section, seed_cell
 from pettingllms.eval.stats import seed_summary
 
@@ -88,22 +90,23 @@ def _finished(metrics_path: Path) -> bool:
     return bool(rows) and rows[-1].get("step", 0) > 0 and "eval/success_rate" in rows[-1]
 
 
-def load_rows(path: Path) -> list[dict]:
-    """The recorded rows of this study's setting (rows of the study before its rerun are dropped)."""
-    rows = json.loads(path.read_text()) if path.is_file() else []
-    return [r for r in rows if r.get("env_kwargs") == SETTING]
+RULE = ledger.Rule(
+    "scaling",
+    ("num_agents", "reward", "seed", "method"),
+    keep=lambda row: row.get("env_kwargs") == SETTING,
+    refusal=f"a row of the study's setting before its rerun at {SETTING}",
+)
+"""How the table is built from the ledger beside it: the rows of today's setting, one per team size, reward, seed
+and method, the last recorded (`pettingllms.eval.ledger`)."""
 
 
-def record(rows: list[dict], new: list[dict], path: Path) -> list[dict]:
-    """`rows` with `new` in place of rows of the same team size, reward, seed and method; written to `path`."""
-
-    def key(row: dict) -> tuple:
-        return row["num_agents"], row["reward"], row["seed"], row["method"]
-
-    keys = {key(row) for row in new}
-    rows = [row for row in rows if key(row) not in keys] + new
+def record(new: list[dict], path: Path, warm_start: Path | None) -> list[dict]:
+    """Append `new` (the rows of one run that started from `warm_start`) to the ledger beside `path`; the table,
+    rebuilt by `RULE` and written to `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rows, indent=1) + "\n")
+    rows = ledger.table_rows(path, RULE)
+    for row in new:
+        rows = ledger.record(path, RULE, row, repo=ROOT, warm_start=warm_start)
     return rows
 
 
@@ -122,9 +125,9 @@ def main() -> int:
     parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
     parser.add_argument("--model_name_or_path", default=None,
                         help="the model every run starts from (default: the study's warm start, WARM_START)")  # fmt: skip
-    parser.add_argument("--report", action="store_true", help="only rebuild the report from --out")
+    parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
     args = parser.parse_args()
-    rows = load_rows(args.out)
+    rows = ledger.table_rows(args.out, RULE)
     if not args.report:
         model = args.model_name_or_path or str(_warm_start())
         for seed in args.seeds:  # seed by seed: an interrupted study has every team size for its first seeds
@@ -135,7 +138,7 @@ def main() -> int:
                          "--instances_per_step", str(max(1, round(args.agent_instances / size)))]  # fmt: skip
                 name = f"ensemble_n{size}_{reward}_s{seed}"
                 rows = record(
-                    rows, _rows(size, reward, seed, train(run_args(name, seed, args, extra))), args.out
+                    _rows(size, reward, seed, train(run_args(name, seed, args, extra))), args.out, Path(model)
                 )
                 write_report(rows, args)
     write_report(rows, args)

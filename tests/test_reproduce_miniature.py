@@ -163,11 +163,15 @@ def test_each_domain_and_setting_has_its_own_runs_rows_and_report_section(study,
     runner = study.Study(args("sudoku-v0"))
     for kwargs, success in ((None, 0.2), ('{"size": 9}', 0.0)):
         runner.args, runner.env_kwargs = args("sudoku-v0", kwargs), study.setting(args("sudoku-v0", kwargs))
-        runner.record({"part": "warmstart", "method": "mas", "seed": 0, "success_rate": success})
+        runner.record({"part": "warmstart", "method": "mas", "seed": 0, "success_rate": success}, None)
     runner.args, runner.env_kwargs = args("sudoku-v0"), study.setting(args("sudoku-v0"))
-    runner.record({"part": "main", "method": "mas", "seed": 0, "success_rate": 0.4, "episodes": 300})
+    runner.record({"part": "main", "method": "mas", "seed": 0, "success_rate": 0.4, "episodes": 300}, None)
     assert len(runner.rows) == 3  # one row per setting: the 9x9 candidate did not replace the default's
     assert json.loads((tmp_path / "rows.json").read_text()) == runner.rows
+    runner.record({"part": "main", "method": "mas", "seed": 0, "success_rate": 0.5, "episodes": 300}, None)
+    assert [r["success_rate"] for r in runner.rows if r["part"] == "main"] == [0.5]  # the rerun is in the table
+    lines = (tmp_path / "ledger.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and '"success_rate": 0.4' in lines[2]  # and the row it supersedes stays on the record
 
     results_md = tmp_path / "results.md"
     results_md.write_text("<!-- miniature:start -->\nplan-path's section\n<!-- miniature:end -->\n")
@@ -177,7 +181,7 @@ def test_each_domain_and_setting_has_its_own_runs_rows_and_report_section(study,
     section = text.split("<!-- miniature-sudoku:start -->")[1]
     assert "| `{}` | — | 20.0 | — |" in section and '| `{"size": 9}` | — | 0.0 | — |' in section
     assert "| mas | 20.0 (n=1) |" in section  # before RL: the default setting's rows only
-    assert "| mas | 40.0 (n=1) |" in section
+    assert "| mas | 50.0 (n=1) |" in section  # the rerun
 
 
 class _ScriptedPolicy:

@@ -50,16 +50,19 @@ def test_rows_plot_and_section(study, tmp_path):
     json.dumps(rows)  # JSON-ready
 
 
-def test_rows_are_recorded_after_every_run_and_rows_of_the_old_setting_are_dropped(study, tmp_path):
+def test_rows_are_recorded_after_every_run_and_rows_of_the_old_setting_are_set_aside(study, tmp_path):
+    from pettingllms.eval.ledger import append, read_ledger, select
+
     out = tmp_path / "scaling.json"
     old = {"env": "plan-path-v0", "num_agents": 1, "reward": "shaped", "seed": 0, "method": "at-grpo",
            "success_rate": 0.5}  # fmt: skip  # before the rerun: no env_kwargs
-    out.write_text(json.dumps([old]))
-    assert study.load_rows(out) == []
-    rows = study.record([], study._rows(1, "shaped", 0, _result(0.1, 0.2, 16, "runs/a")), out)
-    rows = study.record(rows, study._rows(2, "outcome", 0, _result(0.1, 0.3, 8, "runs/b")), out)
-    rows = study.record(
-        rows, study._rows(1, "shaped", 0, _result(0.1, 0.9, 16, "runs/c")), out
-    )  # a rerun replaces
-    assert study.load_rows(out) == rows and len(rows) == 4
+    append(tmp_path / "ledger.jsonl", "scaling", old, code_commit=None, warm_start=None)
+    rows = study.record(study._rows(1, "shaped", 0, _result(0.1, 0.2, 16, "runs/a")), out, None)
+    rows = study.record(study._rows(2, "outcome", 0, _result(0.1, 0.3, 8, "runs/b")), out, tmp_path)
+    rows = study.record(study._rows(1, "shaped", 0, _result(0.1, 0.9, 16, "runs/c")), out, None)  # a rerun
+    assert json.loads(out.read_text()) == rows and len(rows) == 4
     assert [r["success_rate"] for r in rows if r["num_agents"] == 1 and r["method"] == "at-grpo"] == [0.9]
+    entries = read_ledger(tmp_path / "ledger.jsonl")
+    assert len(entries) == 7 and entries[3].warm_start is not None  # nothing removed; the warm start's digest
+    reasons = [reason for _, reason in select(entries, study.RULE).set_aside]
+    assert reasons[0].startswith("a row of the study's setting before its rerun") and len(reasons) == 3

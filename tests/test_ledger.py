@@ -1,0 +1,174 @@
+"""The run ledger: an append-only chain that refuses edits, the rule that builds each study's table from it (checked
+against the committed tables), and the recovery of a study's rows from git history."""
+
+import json
+import subprocess
+
+import pytest
+from scripts_loader import load_script
+
+from pettingllms.eval import ledger
+from pettingllms.eval.ledger import LedgerError, Rule, append, read_ledger, select
+
+ROOT = ledger.Path(__file__).resolve().parents[1]
+LEDGER = ROOT / "docs" / "results" / "ledger.jsonl"
+
+
+def _row(method, seed, rate, **extra):
+    return {"part": "curves", "method": method, "seed": seed, "success_rate": rate, **extra}
+
+
+RULE = Rule("toy", ("part", "method", "seed"), keep=lambda row: "old" not in row, refusal="an old-format row")
+
+
+def test_a_rerun_supersedes_without_removing_and_the_set_aside_rows_say_why(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    append(path, "toy", _row("a", 0, 0.2), code_commit="c1", warm_start="w", recorded="2026-12-01")
+    append(path, "toy", _row("b", 0, 0.5), code_commit="c1", warm_start="w", recorded="2026-12-01")
+    append(path, "other", _row("a", 0, 0.9), code_commit="c1", warm_start="w", recorded="2026-12-01")
+    append(path, "toy", _row("a", 0, 0.3, old=True), code_commit=None, warm_start=None, recorded="2026-12-02")
+    append(path, "toy", _row("a", 0, 0.4), code_commit="c2", warm_start="w", recorded="2026-12-03")
+    selection = select(read_ledger(path), RULE)
+    assert selection.rows == [_row("b", 0, 0.5), _row("a", 0, 0.4)]  # in the order of their last lines
+    assert [(entry.n, reason) for entry, reason in selection.set_aside] == [
+        (1, "superseded by line 5, a rerun recorded 2026-12-03"),
+        (4, "an old-format row"),
+    ]
+    lines = ledger.set_aside_lines(selection, lambda row: f"{row['method']} seed {row['seed']}")
+    assert (
+        lines[0]
+        == "- line 1 (2026-12-01): a seed 0, success 20.0%: superseded by line 5, a rerun recorded 2026-12-03"
+    )
+    assert len(path.read_text().splitlines()) == 5  # nothing was removed
+
+
+@pytest.mark.parametrize("tamper", ["edit", "remove", "swap"])
+def test_an_edited_removed_or_reordered_line_breaks_the_chain(tmp_path, tamper):
+    path = tmp_path / "ledger.jsonl"
+    for seed in range(3):
+        append(path, "toy", _row("a", seed, 0.5), code_commit=None, warm_start=None)
+    lines = path.read_text().splitlines()
+    if tamper == "edit":
+        lines[1] = lines[1].replace('"success_rate": 0.5', '"success_rate": 0.9')
+    elif tamper == "remove":
+        del lines[1]
+    else:
+        lines[1], lines[2] = lines[2], lines[1]
+    path.write_text("\n".join(lines) + "\n")
+    broken = (
+        3 if tamper == "edit" else 2
+    )  # an edited line is caught at the next, whose prev no longer matches
+    with pytest.raises(LedgerError, match=rf"ledger.jsonl:{broken}: the chain is broken"):
+        read_ledger(path)
+    with pytest.raises(LedgerError):  # and nothing can be appended to a broken ledger
+        append(path, "toy", _row("a", 9, 0.5), code_commit=None, warm_start=None)
+
+
+def test_a_malformed_line_is_named(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("{not json\n")
+    with pytest.raises(LedgerError, match=r"ledger.jsonl:1: not a ledger line"):
+        read_ledger(path)
+
+
+def test_a_warm_starts_digest_covers_names_and_bytes(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"\x00\x01")
+    first = ledger.folder_digest(folder)
+    (folder / "model.safetensors").write_bytes(b"\x00\x02")
+    assert ledger.folder_digest(folder) != first
+    assert ledger.folder_digest(None) is None and ledger.folder_digest(tmp_path / "hub/id") is None
+
+
+def test_the_code_version_names_the_commit_and_a_dirty_tree(tmp_path):
+    repo = _git_repo(tmp_path)
+    (repo / "rows.json").write_text("[]")
+    _commit(repo, "first")
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
+    assert ledger.code_version(repo) == head.strip()
+    (repo / "rows.json").write_text("[1]")
+    assert ledger.code_version(repo) == head.strip() + "+dirty"
+    assert ledger.code_version(tmp_path / "nowhere") is None
+
+
+def _git_repo(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for key, value in (("user.email", "t@example.org"), ("user.name", "t")):
+        subprocess.run(["git", "-C", str(repo), "config", key, value], check=True)
+    return repo
+
+
+def _commit(repo, message):
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", message], check=True)
+
+
+def test_the_history_recovers_every_row_version_a_study_ever_committed(tmp_path):
+    history = load_script("ledger_history")
+    repo = _git_repo(tmp_path)
+    table = repo / "docs" / "results" / "grouping.json"
+    table.parent.mkdir(parents=True)
+    first, second = _row("a", 0, 0.11), _row("b", 0, 0.13)
+    table.write_text(json.dumps([first, second]))
+    _commit(repo, "first rows")
+    rerun = _row("a", 0, 0.95)
+    table.write_text(json.dumps([second, rerun]))  # the rerun replaced the row in the file
+    _commit(repo, "rerun")
+    out = tmp_path / "ledger.jsonl"
+    history.main(["--repo", str(repo), "--ledger", str(out)])
+    entries = read_ledger(out)
+    assert [entry.row for entry in entries] == [
+        first,
+        second,
+        rerun,
+    ]  # the replaced row is back on the record
+    assert all(
+        entry.study == "grouping" and entry.note.startswith("recovered from the git history")
+        for entry in entries
+    )
+    with pytest.raises(SystemExit, match="already has lines"):
+        history.main(["--repo", str(repo), "--ledger", str(out)])
+
+
+@pytest.mark.parametrize(
+    ("script", "table"),
+    [
+        ("grouping_study", "grouping.json"),
+        ("reproduce_miniature", "miniature.json"),
+        ("scaling_study", "scaling.json"),
+    ],
+)
+def test_each_committed_table_is_what_its_rule_selects_from_the_ledger(script, table):
+    rule = load_script(script).RULE
+    rows = json.loads((LEDGER.parent / table).read_text())
+    assert rows == select(read_ledger(LEDGER), rule).rows, (
+        f"docs/results/{table} is not what {script}.RULE selects from docs/results/ledger.jsonl: tables are "
+        "built from the ledger (rerun the study's --report), never edited"
+    )
+
+
+def test_the_grouping_studys_first_seed_0_rows_are_on_the_record():
+    entries = [e for e in read_ledger(LEDGER) if e.study == "grouping"]
+    aside = {
+        (entry.row["method"], entry.row["budget"], entry.row["split"]): entry.row["success_rate"]
+        for entry, _ in select(entries, load_script("grouping_study").RULE).set_aside
+        if entry.row["seed"] == 0
+    }
+    assert aside[("at-grpo-per-role", 500, "val")] == 0.11 and aside[("trajectory-grpo", 500, "val")] == 0.13
+
+
+def test_the_ledger_page_lists_every_row_set_aside():
+    report = load_script("ledger_report")
+    assert report.PAGE.read_text() == report.render(LEDGER), (
+        "docs/ledger.md is not what scripts/ledger_report.py renders from the ledger: rerun it"
+    )
+    set_aside = sum(
+        len(select(read_ledger(LEDGER), load_script(script).RULE).set_aside)
+        for script in report.STUDIES.values()
+    )
+    assert report.PAGE.read_text().count("\n- line ") == set_aside
