@@ -62,6 +62,9 @@ METHODS = {
     "at-grpo-per-role": ["--grouping", "agent_turn", "--policy_layout", "per_role"],
     "at-grpo-shared": ["--grouping", "agent_turn", "--policy_layout", "shared"],
     "trajectory-grpo": ["--grouping", "trajectory", "--policy_layout", "per_role"],
+    "trajectory-grpo-equal-updates": [
+        "--grouping", "trajectory", "--policy_layout", "per_role", "--instances_per_step", "2",
+    ],
     "agent-only": ["--grouping", "agent", "--policy_layout", "per_role"],
     "turn-only": ["--grouping", "turn", "--policy_layout", "per_role"],
     "turn-only+dr-mas": ["--grouping", "turn", "--policy_layout", "per_role", "--per_agent_advantages", "true"],
@@ -71,8 +74,11 @@ METHODS = {
         "--grouping", "trajectory_turn", "--policy_layout", "per_role", "--turn_baseline", "summed",
     ],
 }  # fmt: skip
-"""Method -> trainer flags. The first five are the paper's comparison and ablations; the last four the newer
-credit-assignment options (pettingllms.trainers.advantages, pettingllms.rollout.grouping)."""
+"""Method -> trainer flags. The paper's comparison and ablations (at-grpo-per-role, at-grpo-shared, trajectory-grpo,
+agent-only, turn-only); the control at equal optimizer steps (`trajectory-grpo-equal-updates`: trajectory GRPO on 2
+instances per step instead of 4, so that at equal sampled completions it takes about as many optimizer steps as
+AT-GRPO, which samples fewer completions per step: "learns faster" then separates the grouping from the number of
+updates); and the newer credit-assignment options (pettingllms.trainers.advantages, pettingllms.rollout.grouping)."""
 REFERENCE = "trajectory-grpo"
 ABLATIONS = {
     "alpha=0": ["--alpha", "0"],
@@ -163,7 +169,7 @@ class Study:
         for budget, (step, completions) in reached.items():
             checkpoint = layout.checkpoint(step).folder
             result = self.evaluate(str(checkpoint), f"{folder.name}_b{budget}_val", "val")
-            row = _row(part, method, seed, result, budget=budget, completions=completions, split="val")
+            row = _row(part, method, seed, result, budget=budget, completions=completions, split="val", steps=step)
             self.record(row, self.warm_start(self.env_kwargs))
         self.final_row(part, method, seed, folder)
 
@@ -172,9 +178,11 @@ class Study:
         from pettingllms.runs.layout import RunLayout
 
         last = RunLayout(folder).latest_intact(log=print)
-        _, completions = _last_step(folder / "metrics.jsonl")
+        steps, completions = _last_step(folder / "metrics.jsonl")
         result = self.evaluate(str(last.folder), f"{folder.name}_final", "eval")
-        row = _row(part, method, seed, result, budget=self.args.budget, completions=completions, split="eval")
+        row = _row(
+            part, method, seed, result, budget=self.args.budget, completions=completions, split="eval", steps=steps
+        )
         self.record(row, self.warm_start(self.env_kwargs))
 
     # ----------------------------------------------------------------- parts
@@ -211,18 +219,20 @@ class Study:
         last = RunLayout(folder).latest_intact(log=print)
         policy = f"tool={last.model('plan')},plan={last.model('tool')}"
         result = self.evaluate(policy, f"{folder.name}_swapped", "eval")
-        _, completions = _last_step(folder / "metrics.jsonl")
+        steps, completions = _last_step(folder / "metrics.jsonl")
         row = _row("ablations", "roles swapped", seed, result, budget=self.args.budget, completions=completions,
-                   split="eval")  # fmt: skip
+                   split="eval", steps=steps)  # fmt: skip
         self.record(row, self.warm_start(self.env_kwargs))
 
 
 def _row(
-    part: str, method: str, seed: int, result: dict, *, budget: int, completions: int, split: str
+    part: str, method: str, seed: int, result: dict, *, budget: int, completions: int, split: str,
+    steps: int | None = None,
 ) -> dict:
+    """A table row; `steps`: the optimizer steps the evaluated checkpoint had taken (None for no run)."""
     return {
         "part": part, "env": ENV_ID, "method": method, "seed": seed, "budget": budget, "split": split,
-        "sampled_completions": completions, "success_rate": result["success_rate"],
+        "sampled_completions": completions, "optimizer_steps": steps, "success_rate": result["success_rate"],
         "interval_95": result.get("ci95"), "episodes": result["episodes"],
         "episode_success": "".join(str(int(s)) for s in result["per_episode"]["success"]),
     }  # fmt: skip
