@@ -84,12 +84,16 @@ def test_a_warm_starts_digest_covers_names_and_bytes(tmp_path):
 def test_the_code_version_names_the_commit_and_a_dirty_tree(tmp_path):
     repo = _git_repo(tmp_path)
     (repo / "rows.json").write_text("[]")
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "study.py").write_text("")
     _commit(repo, "first")
     head = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
     ).stdout
     assert ledger.code_version(repo) == head.strip()
-    (repo / "rows.json").write_text("[1]")
+    (repo / "rows.json").write_text("[1]")  # results the study writes: not its code
+    assert ledger.code_version(repo) == head.strip()
+    (repo / "scripts" / "study.py").write_text("changed = True\n")
     assert ledger.code_version(repo) == head.strip() + "+dirty"
     assert ledger.code_version(tmp_path / "nowhere") is None
 

@@ -170,9 +170,13 @@ def set_aside_lines(selection: Selection, describe: Callable[[dict[str, Any]], s
     return lines
 
 
+CODE_PATHS = ("pettingllms", "scripts", "configs", "pyproject.toml")
+"""What makes a result's code: a change elsewhere (the results and docs a study itself writes) is not "dirty"."""
+
+
 def code_version(repo: Path) -> str | None:
-    """The commit the git checkout at `repo` is at, with "+dirty" when a tracked file differs from it; None
-    outside a git checkout (or without git)."""
+    """The commit the git checkout at `repo` is at, with "+dirty" when a tracked file of `CODE_PATHS` differs from
+    it; None outside a git checkout (or without git)."""
     import subprocess
 
     def git(*args: str) -> str:
@@ -182,7 +186,7 @@ def code_version(repo: Path) -> str | None:
 
     try:
         commit = git("rev-parse", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
     except (OSError, subprocess.CalledProcessError):
         return None
     return commit + ("+dirty" if dirty else "")
