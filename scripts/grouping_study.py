@@ -169,7 +169,9 @@ class Study:
         for budget, (step, completions) in reached.items():
             checkpoint = layout.checkpoint(step).folder
             result = self.evaluate(str(checkpoint), f"{folder.name}_b{budget}_val", "val")
-            row = _row(part, method, seed, result, budget=budget, completions=completions, split="val", steps=step)
+            row = _row(
+                part, method, seed, result, budget=budget, completions=completions, split="val", steps=step
+            )
             self.record(row, self.warm_start(self.env_kwargs))
         self.final_row(part, method, seed, folder)
 
@@ -181,7 +183,14 @@ class Study:
         steps, completions = _last_step(folder / "metrics.jsonl")
         result = self.evaluate(str(last.folder), f"{folder.name}_final", "eval")
         row = _row(
-            part, method, seed, result, budget=self.args.budget, completions=completions, split="eval", steps=steps
+            part,
+            method,
+            seed,
+            result,
+            budget=self.args.budget,
+            completions=completions,
+            split="eval",
+            steps=steps,
         )
         self.record(row, self.warm_start(self.env_kwargs))
 
@@ -226,7 +235,14 @@ class Study:
 
 
 def _row(
-    part: str, method: str, seed: int, result: dict, *, budget: int, completions: int, split: str,
+    part: str,
+    method: str,
+    seed: int,
+    result: dict,
+    *,
+    budget: int,
+    completions: int,
+    split: str,
     steps: int | None = None,
 ) -> dict:
     """A table row; `steps`: the optimizer steps the evaluated checkpoint had taken (None for no run)."""

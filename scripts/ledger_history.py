@@ -6,8 +6,12 @@ The studies recorded their rows by replacing a row of the same identity in `docs
 scaling study dropped the rows of its previous setting), so a rerun's predecessor survives only in git. This walks
 each study file's commits oldest first and appends to the ledger (`pettingllms.eval.ledger`) every row version not
 seen before, in the order the commits first recorded them, with `note` naming that commit and `code_commit` and
-`warm_start` left null (not recorded at the time). It refuses to run on a ledger that already has lines: the
-recovery is made once, and every later row is appended by the study scripts as they record it.
+`warm_start` left null (not recorded at the time). A study file holding a list has one row per item; one holding an
+object (`default_run.json`: the last measurement) is itself the row. It refuses a study the ledger already has
+lines of: the recovery is made once per study, and every later row is appended by the study scripts as they
+record it.
+
+    .venv/bin/python scripts/ledger_history.py --studies default_run   # a study added to the ledger later
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pettingllms.eval.ledger import append, read_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "docs" / "results" / "ledger.jsonl"
-STUDIES = ("scaling", "miniature", "grouping")
+STUDIES = ("scaling", "miniature", "grouping", "default_run")
 """The studies whose rows are recovered, each from `docs/results/<study>.json`."""
 
 
@@ -46,7 +50,7 @@ def history_rows(repo: Path, studies: Sequence[str]) -> Iterator[tuple[str, str,
                 rows = json.loads(_git(repo, "show", f"{commit}:{paths[study]}"))
             except subprocess.CalledProcessError:  # the file deleted at this commit: nothing recorded here
                 continue
-            for row in rows:
+            for row in rows if isinstance(rows, list) else [rows]:
                 text = json.dumps(row, sort_keys=True)
                 if text not in seen[study]:
                     seen[study].add(text)
@@ -56,12 +60,16 @@ def history_rows(repo: Path, studies: Sequence[str]) -> Iterator[tuple[str, str,
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=ROOT, help="the git checkout whose history is read")
-    parser.add_argument("--ledger", type=Path, default=LEDGER, help="the ledger written (must be empty)")
+    parser.add_argument("--ledger", type=Path, default=LEDGER, help="the ledger appended to")
+    parser.add_argument("--studies", nargs="+", default=list(STUDIES), choices=STUDIES)
     args = parser.parse_args(argv)
-    if read_ledger(args.ledger):
-        raise SystemExit(f"{args.ledger} already has lines: the history is recovered once")
+    recorded = sorted({entry.study for entry in read_ledger(args.ledger)} & set(args.studies))
+    if recorded:
+        raise SystemExit(
+            f"{args.ledger} already has lines of {recorded}: a study's history is recovered once"
+        )
     count = 0
-    for study, commit, date, row in history_rows(args.repo, STUDIES):
+    for study, commit, date, row in history_rows(args.repo, args.studies):
         note = f"recovered from the git history: first recorded in commit {commit[:12]}"
         append(args.ledger, study, row, code_commit=None, warm_start=None, note=note, recorded=date)
         count += 1

@@ -21,7 +21,12 @@ from pettingllms.eval.ledger import read_ledger, select, set_aside_lines
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "docs" / "results" / "ledger.jsonl"
 PAGE = ROOT / "docs" / "ledger.md"
-STUDIES = {"grouping": "grouping_study", "miniature": "reproduce_miniature", "scaling": "scaling_study"}
+STUDIES = {
+    "grouping": "grouping_study",
+    "miniature": "reproduce_miniature",
+    "scaling": "scaling_study",
+    "default_run": "default_run",
+}
 """Study -> the script that declares its rule."""
 
 
@@ -35,7 +40,13 @@ def _script(name: str) -> ModuleType:
 
 
 def describe(row: dict) -> str:
-    """What a row measured, in words: part, env and setting where it names them, method, seed, budget, split."""
+    """What a row measured, in words: part, env and setting where it names them, method, seed, budget, split (for
+    a default run's measurement: its date, machine and before/after figures)."""
+    if "config_sha256" in row:
+        return (
+            f"the default run of {row['date']} ({row['machine']}): {row['run']['before']:.3f} before training, "
+            f"{row['run']['after']:.3f} after"
+        )
     parts = [row.get("part"), row.get("env"), row.get("method")]
     if "num_agents" in row:
         parts.append(f"{row['num_agents']} agents, {row.get('reward')} reward")
@@ -72,8 +83,8 @@ def render(ledger_path: Path) -> str:
             "",
             f"Rule (`scripts/{script}.py`, `RULE`): one row per {', '.join(rule.key)}, the last recorded"
             + (f"; refused: {rule.refusal}" if rule.refusal else "")
-            + f". {len(ours)} lines; {len(selection.rows)} rows in the table (`docs/results/{study}.json`); "
-            f"{len(selection.set_aside)} set aside:",
+            + f". {len(ours)} lines; {len(selection.rows)} rows selected; {len(selection.set_aside)} set aside"
+            + (":" if selection.set_aside else "."),
             "",
             *set_aside_lines(selection, describe),
         ]

@@ -18,7 +18,7 @@ def test_the_readme_shows_the_recorded_measurement_of_the_current_default_config
     readme = default_run.README.read_text()
     start, end = readme.index(default_run.SECTION_START), readme.index(default_run.SECTION_END)
     shown = readme[start : end + len(default_run.SECTION_END)]
-    assert shown == default_run.render_section(record), (
+    assert shown == default_run.render_section(record, default_run.history()), (
         "the README's default-run section is not what scripts/default_run.py renders from "
         "docs/results/default_run.json: rerun it with --report (or in full, if the figures are stale)"
     )
@@ -33,3 +33,16 @@ def test_the_recorded_figures_agree_with_each_other():
     difference = record["eval"]["after"] - record["eval"]["before"]
     assert abs(record["paired"]["difference"] - difference) < 1e-9
     assert record["first_command_s"] > record["build_s"] > 0 and record["training_s"] > 0
+
+
+def test_the_readme_gives_the_range_over_every_measurement_of_this_config_on_record():
+    records = default_run.history()
+    assert json.loads(default_run.OUT.read_text()) in records  # the last measurement is on the record
+    before = sorted(r["run"]["before"] for r in records)
+    sentence = default_run.spread(records)
+    assert f"Over the {len(records)} measurements of this config on record" in sentence
+    assert (
+        f"{before[0]:.3f}-{before[-1]:.3f} before training"
+        if len(set(before)) > 1
+        else f"{before[0]:.3f} before"
+    ) in sentence

@@ -135,8 +135,16 @@ def test_the_history_recovers_every_row_version_a_study_ever_committed(tmp_path)
         entry.study == "grouping" and entry.note.startswith("recovered from the git history")
         for entry in entries
     )
-    with pytest.raises(SystemExit, match="already has lines"):
+    with pytest.raises(SystemExit, match=r"already has lines of \['grouping'\]"):
         history.main(["--repo", str(repo), "--ledger", str(out)])
+    last = (
+        repo / "docs" / "results" / "default_run.json"
+    )  # a study whose file is one object: the last measurement
+    for before in (0.237, 0.257):
+        last.write_text(json.dumps({"date": str(before), "eval": {"before": before}}))
+        _commit(repo, f"measured {before}")
+    history.main(["--repo", str(repo), "--ledger", str(out), "--studies", "default_run"])
+    assert [e.row["eval"]["before"] for e in read_ledger(out) if e.study == "default_run"] == [0.237, 0.257]
 
 
 @pytest.mark.parametrize(
