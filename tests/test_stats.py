@@ -83,3 +83,117 @@ def test_the_bootstrap_interval_covers_the_true_difference_about_95_percent_of_t
         low, high = paired_comparison(a.astype(float), b.astype(float), resamples=2_000, seed=trial)["ci95"]
         covered += low <= 0.2 <= high
     assert 0.88 <= covered / 200 <= 0.99
+
+
+def test_t_quantiles_and_the_welch_interval_agree_with_scipy_at_fractional_degrees_of_freedom():
+    from pettingllms.eval.stats import t_cdf, t_quantile, welch_interval
+
+    for df in (0.7, 1.5, 3.18, 4.5, 12.25, 60.0):
+        for q in (0.6, 0.9, 0.975, 0.999):
+            assert t_quantile(q, df) == pytest.approx(scipy_stats.t.ppf(q, df), rel=1e-8)
+        assert t_cdf(-1.3, df) == pytest.approx(scipy_stats.t.cdf(-1.3, df), rel=1e-9)
+    a, b = [0.9, 0.8, 0.95, 0.9], [0.7, 0.8, 0.6]
+    interval, df = welch_interval(a, b)
+    reference = scipy_stats.ttest_ind(a, b, equal_var=False)
+    assert interval == pytest.approx(list(reference.confidence_interval()), rel=1e-9)
+    assert df == pytest.approx(reference.df)
+    # the Welch-Satterthwaite degrees of freedom by hand: variances of the means 0.0011458/4... (s^2/n each side)
+    va, vb = np.var(a, ddof=1) / 4, np.var(b, ddof=1) / 3
+    assert df == pytest.approx((va + vb) ** 2 / (va**2 / 3 + vb**2 / 2))
+
+
+def test_paired_seeds_by_hand_and_against_scipy():
+    from pettingllms.eval.stats import seed_comparison
+
+    # differences +0.2, 0, +0.35: the zero carries no sign; of the 4 sign patterns of the other two, those with
+    # |sum| >= 0.55 are (+,+) and (-,-): p = 2/4 = 0.5; with 3 seeds no test can go below 2/2^3 = 0.25
+    result = seed_comparison([0.9, 0.8, 0.95], [0.7, 0.8, 0.6], paired=True)
+    assert result["p_value"] == 0.5 and result["min_p"] == 0.25 and result["seeds"] == [3, 3]
+    assert result["difference"] == pytest.approx(0.55 / 3)
+    reference = scipy_stats.ttest_rel([0.9, 0.8, 0.95], [0.7, 0.8, 0.6]).confidence_interval()
+    assert result["ci95"] == pytest.approx(list(reference))
+    exact = scipy_stats.permutation_test(
+        ([0.9, 0.8, 0.95], [0.7, 0.8, 0.6]),
+        lambda x, y: np.mean(x - y),
+        permutation_type="samples",
+        n_resamples=np.inf,
+    )
+    assert result["p_value"] == pytest.approx(exact.pvalue)
+    five = seed_comparison([0.9] * 5, [0.1] * 5, paired=True)
+    assert five["p_value"] == five["min_p"] == 2 / 32 and five["ci95"] is None  # no spread: no t interval
+    with pytest.raises(ValueError, match="as many on each side"):
+        seed_comparison([0.9, 0.8], [0.7], paired=True)
+
+
+def test_unpaired_seed_groups_by_hand_and_against_scipy():
+    from pettingllms.eval.stats import seed_comparison
+
+    # a = {3, 4}, b = {1, 2}: of the C(4, 2) = 6 splits, |mean gap| >= 2 only for {3,4}|{1,2} and {1,2}|{3,4}
+    result = seed_comparison([3.0, 4.0], [1.0, 2.0], paired=False)
+    assert result["p_value"] == pytest.approx(2 / 6) and result["min_p"] == pytest.approx(2 / 6)
+    a, b = [0.9, 0.8, 0.95, 0.9, 0.85], [0.7, 0.8, 0.6]
+    exact = scipy_stats.permutation_test(  # |difference| at least the observed one: our two-sided definition
+        (a, b),
+        lambda x, y: abs(np.mean(x) - np.mean(y)),
+        permutation_type="independent",
+        n_resamples=np.inf,
+        alternative="greater",
+    )
+    assert seed_comparison(a, b, paired=False)["p_value"] == pytest.approx(exact.pvalue)
+
+
+def test_a_large_unpaired_comparison_falls_back_to_a_seeded_monte_carlo_test():
+    from pettingllms.eval.stats import permutation_p
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0.3, 1, 14), rng.normal(0.0, 1, 14)  # C(28, 14) > 20,000 relabelings
+    first = permutation_p(a, b, resamples=4_000, seed=2)
+    assert first == permutation_p(a, b, resamples=4_000, seed=2)
+    exact_t = scipy_stats.ttest_ind(a, b).pvalue
+    assert first == pytest.approx(exact_t, abs=0.05)
+
+
+def test_the_hierarchical_bootstrap_widens_with_the_spread_between_seeds():
+    from pettingllms.eval.stats import hierarchical_bootstrap, paired_comparison
+
+    rng = np.random.default_rng(0)
+    # method a's seeds disagree strongly (one collapsed run), b's agree; 300 instances each
+    rates_a, rates_b = [0.95, 0.9, 0.2], [0.6, 0.62, 0.58]
+    a = [(rng.random(300) < r).astype(float) for r in rates_a]
+    b = [(rng.random(300) < r).astype(float) for r in rates_b]
+    seeds_level = hierarchical_bootstrap(a, b, paired=True, seed=1)
+    pooled = paired_comparison(
+        np.concatenate(a), np.concatenate(b)
+    )  # the episode-level interval the issue rejects
+    width = seeds_level["ci95"][1] - seeds_level["ci95"][0]
+    assert width > 5 * (pooled["ci95"][1] - pooled["ci95"][0])
+    assert seeds_level["difference"] == pytest.approx(
+        np.mean([x.mean() for x in a]) - np.mean([y.mean() for y in b])
+    )
+    assert hierarchical_bootstrap(a, b, paired=True, seed=1) == seeds_level  # seeded
+    unpaired = hierarchical_bootstrap(a, b[:2], paired=False, seed=1)
+    assert unpaired["ci95"][0] < unpaired["difference"] < unpaired["ci95"][1]
+    with pytest.raises(ValueError, match="same seeds and instances"):
+        hierarchical_bootstrap(a, b[:2], paired=True)
+
+
+def test_with_one_seed_the_hierarchical_bootstrap_is_the_paired_instance_bootstrap():
+    from pettingllms.eval.stats import hierarchical_bootstrap
+
+    rng = np.random.default_rng(3)
+    a, b = (rng.random(200) < 0.7).astype(float), (rng.random(200) < 0.5).astype(float)
+    result = hierarchical_bootstrap([a], [b], paired=True, resamples=4_000, seed=5)
+    # an independent paired bootstrap of the instances (the one seed is always drawn)
+    draws = np.random.default_rng(11).integers(0, 200, size=(4_000, 200))
+    means = (a - b)[draws].mean(axis=1)
+    expected = np.percentile(means, [2.5, 97.5])
+    assert result["ci95"] == pytest.approx(list(expected), abs=0.012)
+
+
+def test_p_values_are_printed_as_what_they_are():
+    from pettingllms.eval.stats import format_p
+
+    assert format_p(0.2) == "p = 0.20" and format_p(0.049) == "p = 0.049"
+    floor = 1 / 20_001  # printed as "5e-05" before: the Monte Carlo floor is a bound, not a value
+    assert format_p(floor, resamples=20_000) == "p < 1e-4" and format_p(0.2, resamples=20_000) == "p = 0.20"
+    assert format_p(2 / 32, min_p=2 / 32) == "p = 0.0625 (the smallest possible)"

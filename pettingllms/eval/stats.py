@@ -1,12 +1,26 @@
-"""Statistics for comparing methods: seed summaries and paired per-episode comparisons on one suite.
+"""Statistics for comparing methods: seed summaries, seed-level comparisons of training methods, and paired
+per-episode comparisons of one fixed pair of models.
+
+Which to use: the replicate of a training method is its training seed, not an episode (episodes of one suite are
+strongly correlated across seeds), so two training methods are compared with `seed_comparison` (the test, over
+seeds) and `hierarchical_bootstrap` (the interval: seeds, then instances); `pettingllms.eval.method_comparison`
+puts them together. `paired_comparison` (episodes) is only for one fixed pair of models, e.g. a model before and
+after training.
 
 - `seed_summary(values)`: mean, sample standard deviation (ddof=1) and a 95% Student-t interval of per-seed
   figures (e.g. the success rate of each seed's run).
-- `paired_comparison(a, b)`: two methods played on the same episodes (`a[i]`, `b[i]`: episode i's success, or its
-  success rate over seeds): the mean difference `a - b`, a paired bootstrap 95% interval of it (episodes
-  resampled together), and a two-sided p-value of "no difference": McNemar's exact test when both are 0/1, else
-  a sign-flip permutation test of the paired differences (exact up to `EXACT_FLIPS_MAX` non-zero differences,
-  Monte Carlo beyond). Every random draw comes from the `seed` given.
+- `seed_comparison(a, b, paired=...)`: per-seed figures of two methods; paired by seed (sign-flip test, t
+  interval) or not (permutation test between the groups, Welch's interval; `t_quantile` for its fractional
+  degrees of freedom), with the smallest p the exact test can give with that many seeds (`min_p`).
+- `hierarchical_bootstrap(a_outcomes, b_outcomes, paired=...)`: per seed, per instance outcomes; a two-level
+  bootstrap interval of the difference of the mean success.
+- `format_p(p, ...)`: a p-value as a reader should see it (a Monte Carlo floor as a bound, an exact test's
+  smallest possible value said so).
+- `paired_comparison(a, b)`: one fixed pair of models played on the same episodes (`a[i]`, `b[i]`: episode i's
+  success): the mean difference `a - b`, a paired bootstrap 95% interval of it (episodes resampled together), and a
+  two-sided p-value of "no difference": McNemar's exact test when both are 0/1, else a sign-flip permutation test
+  of the paired differences (exact up to `EXACT_FLIPS_MAX` non-zero differences, Monte Carlo beyond). Not for
+  comparing training methods. Every random draw comes from the `seed` given.
 
 Pure numpy and the standard library.
 """
@@ -88,8 +102,9 @@ def sign_flip_p(differences: Sequence[float], *, resamples: int = 20_000, seed: 
 def paired_comparison(
     a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0
 ) -> dict[str, float | int | str | list[float]]:
-    """Compare methods `a` and `b` on the same episodes (see the module docstring): `difference` (mean of
-    a - b), `ci95` (paired bootstrap percentile interval), `p_value`, `test` (its name) and `episodes`."""
+    """Compare one fixed pair of models `a` and `b` on the same episodes (see the module docstring; never two
+    training methods, whose replicates are seeds: `seed_comparison`): `difference` (mean of a - b), `ci95` (paired
+    bootstrap percentile interval), `p_value`, `test` (its name) and `episodes`."""
     first, second = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if first.shape != second.shape or first.ndim != 1 or first.size == 0:
         raise ValueError(
@@ -112,3 +127,207 @@ def paired_comparison(
         "test": test,
         "episodes": int(differences.size),
     }
+
+
+# ----------------------------------------------------------------- comparing training methods: seeds are replicates
+EXACT_SPLITS_MAX = 20_000
+"""Up to this many group relabelings, the unpaired seed-level test enumerates them all (else Monte Carlo)."""
+
+
+def _regularized_beta(x: float, a: float, b: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function (Lentz's continued fraction, as in Numerical Recipes)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):  # the continued fraction converges fast below this point: use the symmetry
+        return 1.0 - _regularized_beta(1.0 - x, b, a)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    fraction = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            fraction *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return math.exp(log_front) * fraction / a
+
+
+def t_cdf(t: float, df: float) -> float:
+    """Student's t distribution function with `df` > 0 (not necessarily whole) degrees of freedom."""
+    if df <= 0:
+        raise ValueError(f"df={df} must be > 0")
+    tail = 0.5 * _regularized_beta(df / (df + t * t), df / 2, 0.5)
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The `q` quantile (0 < q < 1) of Student's t with `df` > 0 degrees of freedom (bisection on `t_cdf`).
+
+    >>> round(t_quantile(0.975, 4.5), 6)
+    2.658912
+    """
+    if not 0 < q < 1:
+        raise ValueError(f"q={q} must be in (0, 1)")
+    low, high = -1.0, 1.0
+    while t_cdf(low, df) > q:
+        low *= 2
+    while t_cdf(high, df) < q:
+        high *= 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        low, high = (middle, high) if t_cdf(middle, df) < q else (low, middle)
+        if high - low < 1e-12:
+            break
+    return (low + high) / 2
+
+
+def welch_interval(a: Sequence[float], b: Sequence[float]) -> tuple[list[float] | None, float | None]:
+    """The 95% Welch interval of mean(a) - mean(b) and its Welch-Satterthwaite degrees of freedom; (None, None)
+    when either side has fewer than two values or both have no spread."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.size < 2 or y.size < 2:
+        return None, None
+    va, vb = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    if va + vb == 0:
+        return None, None
+    df = (va + vb) ** 2 / (va**2 / (x.size - 1) + vb**2 / (y.size - 1))
+    half = t_quantile(0.975, df) * math.sqrt(va + vb)
+    difference = float(x.mean() - y.mean())
+    return [difference - half, difference + half], float(df)
+
+
+def permutation_p(a: Sequence[float], b: Sequence[float], *, resamples: int = 20_000, seed: int = 0) -> float:
+    """Two-sided p-value of "both groups come from one distribution": the share of relabelings of the pooled
+    values into groups of len(a) and len(b) whose |mean difference| is at least the observed one (all of them up
+    to `EXACT_SPLITS_MAX`; else `resamples` random ones, the observed counted, from `default_rng(seed)`)."""
+    pooled = np.concatenate([np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)])
+    size, total = len(a), pooled.sum()
+    observed = abs(pooled[:size].mean() - pooled[size:].mean()) - 1e-12
+
+    def gap(chosen: np.ndarray) -> np.ndarray:
+        first = chosen.sum(axis=-1)
+        return np.abs(first / size - (total - first) / (pooled.size - size))
+
+    if math.comb(pooled.size, size) <= EXACT_SPLITS_MAX:
+        splits = np.array(list(itertools.combinations(range(pooled.size), size)))
+        return float(np.mean(gap(pooled[splits]) >= observed))
+    rng = np.random.default_rng(seed)
+    chosen = np.argsort(rng.random((resamples, pooled.size)), axis=1)[:, :size]
+    return (int(np.sum(gap(pooled[chosen]) >= observed)) + 1) / (resamples + 1)
+
+
+def seed_comparison(
+    a: Sequence[float], b: Sequence[float], *, paired: bool, seed: int = 0, resamples: int = 20_000
+) -> dict[str, float | int | str | bool | list[float] | None]:
+    """Compare two training methods by their per-seed figures `a` and `b` (each seed's success rate): the seeds
+    are the replicates.
+
+    `paired` (seed s of both shares a warm start and its training draws; `len(a) == len(b)`): `difference` the
+    mean of a - b, `ci95` the t interval of the differences, `p_value` the exact sign-flip test of them, `min_p`
+    the smallest p it can give with n seeds (2 / 2^n). Unpaired: the difference of the means, Welch's interval,
+    and the permutation test between the groups (`permutation_p`), `min_p` its smallest p (1 / C(n_a + n_b, n_a),
+    doubled when the groups are equal in size). `ci95` is None with fewer than two seeds a side (or no spread);
+    `seeds` is [n_a, n_b]."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.size == 0 or y.size == 0:
+        raise ValueError("seed_comparison needs at least one seed on each side")
+    if paired:
+        if x.size != y.size:
+            raise ValueError(f"paired seeds need as many on each side (got {x.size} and {y.size})")
+        differences = x - y
+        summary = seed_summary(differences)
+        interval = summary["ci95"] if summary["std"] else None
+        return {
+            "difference": float(differences.mean()),
+            "ci95": interval,
+            "p_value": sign_flip_p(differences, resamples=resamples, seed=seed),
+            "test": "sign-flip over paired seeds",
+            "seeds": [int(x.size), int(y.size)],
+            "min_p": min(1.0, 2.0 / 2**x.size) if x.size <= EXACT_FLIPS_MAX else None,
+            "paired": True,
+        }
+    interval, df = welch_interval(x, y)
+    splits = math.comb(x.size + y.size, x.size)
+    return {
+        "difference": float(x.mean() - y.mean()),
+        "ci95": interval,
+        "p_value": permutation_p(x, y, resamples=resamples, seed=seed),
+        "test": "permutation between seed groups",
+        "seeds": [int(x.size), int(y.size)],
+        "min_p": min(1.0, (2 if x.size == y.size else 1) / splits) if splits <= EXACT_SPLITS_MAX else None,
+        "paired": False,
+        "welch_df": df,
+    }
+
+
+def hierarchical_bootstrap(
+    a_outcomes: Sequence[Sequence[float]],
+    b_outcomes: Sequence[Sequence[float]],
+    *,
+    paired: bool,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> dict[str, float | int | list[float]]:
+    """A 95% percentile interval of (mean over seeds of each seed's mean outcome) of a minus that of b, by a
+    two-level bootstrap: seeds resampled with replacement, then instances within each drawn seed.
+
+    `a_outcomes[s]` is method a's seed s's per-instance outcomes on the suite. `paired`: both methods ran the same
+    seeds on the same instances (equal shapes), and a draw takes the same seeds and, within a seed, the same
+    instances for both; unpaired, each method's seeds and instances are drawn on their own. Returns `difference`
+    (observed), `ci95` and `resamples`; every draw comes from `default_rng(seed)`."""
+    first = [np.asarray(o, dtype=np.float64) for o in a_outcomes]
+    second = [np.asarray(o, dtype=np.float64) for o in b_outcomes]
+    if not first or not second or any(o.ndim != 1 or o.size == 0 for o in [*first, *second]):
+        raise ValueError("each method needs at least one seed, each a non-empty list of outcomes")
+    if paired and (len(first) != len(second) or any(x.size != y.size for x, y in zip(first, second))):
+        raise ValueError("paired outcomes need the same seeds and instances on both sides")
+    rng = np.random.default_rng(seed)
+    observed = float(np.mean([o.mean() for o in first]) - np.mean([o.mean() for o in second]))
+    if paired:
+        draws = _two_level_means([x - y for x, y in zip(first, second)], resamples, rng)
+    else:
+        draws = _two_level_means(first, resamples, rng) - _two_level_means(second, resamples, rng)
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return {"difference": observed, "ci95": [float(low), float(high)], "resamples": resamples}
+
+
+def _two_level_means(outcomes: list[np.ndarray], resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """`resamples` two-level bootstrap draws of the mean over seeds of each seed's mean outcome."""
+    seeds = len(outcomes)
+    picked = rng.integers(0, seeds, size=(resamples, seeds))
+    sums = np.zeros((resamples, seeds))
+    for index, values in enumerate(outcomes):  # the draws of seed `index`, wherever it was picked
+        rows, cols = np.nonzero(picked == index)
+        if rows.size:
+            instances = rng.integers(0, values.size, size=(rows.size, values.size))
+            sums[rows, cols] = values[instances].mean(axis=1)
+    return sums.mean(axis=1)
+
+
+def format_p(p: float, *, resamples: int | None = None, min_p: float | None = None) -> str:
+    """A p-value as a reader should see it: `p = 0.031`, `p < 0.001`; at a Monte Carlo test's floor
+    (1 / (resamples + 1)) the bound it is (`p < 1e-4`); at an exact test's smallest attainable value, said so.
+
+    >>> format_p(0.0312), format_p(0.0004), format_p(1 / 20_001, resamples=20_000)
+    ('p = 0.031', 'p < 0.001', 'p < 1e-4')
+    >>> format_p(0.0625, min_p=0.0625)
+    'p = 0.0625 (the smallest possible)'
+    """
+    if resamples is not None and p <= 1 / (resamples + 1) + 1e-15:
+        exponent = math.ceil(math.log10(1 / (resamples + 1)))
+        return f"p < 1e{exponent}" if exponent < 0 else f"p < {10.0**exponent:g}"
+    if min_p is not None and abs(p - min_p) < 1e-12:
+        return f"p = {p:.3g} (the smallest possible)"
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {p:.2g}" if p < 0.1 else f"p = {p:.2f}"
