@@ -285,8 +285,30 @@ def _serve(args: argparse.Namespace) -> int:
         agent=args.agent,
         max_sessions=args.max_sessions,
         tier=args.tier,
+        answer=_frozen_others(args),
     )
     return 0
+
+
+def _frozen_others(args: argparse.Namespace):
+    """The policy `serve --others SPEC` names, loaded as `pettingllms-eval --policy` loads it, for the agents other
+    than `--agent` (greedy, at a run's own budget); None for no `--others` or a baseline the server plays itself."""
+    from pettingllms.integrations.openenv_server import BASELINES, served_agents, served_env_kwargs
+
+    if args.others is None or args.others in BASELINES:
+        return None
+    from pettingllms.core.extras import require_extra
+
+    require_extra("eval", f"pettingllms serve --others {args.others}")
+    from pettingllms.eval.play_policy import policy_answerer
+
+    env_kwargs = served_env_kwargs(args.env, args.tier, None)
+    agents, workflow = served_agents(args.env, env_kwargs)
+    agent = args.agent or agents[0]
+    if agent not in agents:
+        raise pettingllms.ConfigError(f"--agent {agent!r}: {args.env} has agents {agents}")
+    others = [name for name in agents if name != agent]
+    return policy_answerer(args.others, args.env, others, workflow=workflow, env_kwargs=env_kwargs)
 
 
 def _leaderboard(args: argparse.Namespace) -> int:

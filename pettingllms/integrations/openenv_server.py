@@ -52,7 +52,7 @@ from pettingllms.core.errors import ConfigError
 
 BASELINES = ("oracle", "random")
 """The `--others` played from the env's own state, with per-episode seeded randomness; any other spec is loaded
-as `pettingllms-eval --policy` loads it (`frozen_answerer`)."""
+as `pettingllms-eval --policy` loads it (`pettingllms serve` does, then passes it to `build_app`)."""
 
 Answerer = Callable[[Any, str], str]
 """`answer(env, agent) -> str`: a frozen policy's answer for `agent` at the env's current state."""
@@ -97,7 +97,7 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
         answer: Answerer | None = None,
     ):
         """`others`: None (the client acts for every agent), a baseline of `BASELINES`, or a spec whose loaded
-        policy is `answer` (required then, shared by every session: see `frozen_answerer`)."""
+        policy is `answer` (required then, shared by every session: see `build_app`)."""
         super().__init__()
         if others is not None and others not in BASELINES and answer is None:
             raise ConfigError(f"--others {others!r} needs its loaded policy (build_app loads it)")
@@ -199,48 +199,52 @@ def build_app(
     max_sessions: int = 8,
     env_kwargs: dict | None = None,
     tier: str | None = None,
+    answer: Answerer | None = None,
 ):
-    """OpenEnv's FastAPI app serving `env_id` (at `tier`, under `env_kwargs`); the arguments are checked, and a
-    spec of `others` loaded, here (a bad id, tier, agent or spec fails now, before the server listens)."""
-    from pettingllms.core.registration import spec, tier_arguments
-
+    """OpenEnv's FastAPI app serving `env_id` (at `tier`, under `env_kwargs`); the arguments are checked here (a
+    bad id, tier or agent fails now, before the server listens). `others` other than a baseline of `BASELINES`
+    needs `answer`, its policy loaded once (`pettingllms serve` loads it with
+    `pettingllms.eval.play_policy.policy_answerer`), whose calls are serialized by a lock: the sessions' threads
+    share one model."""
     if agent is not None and others is None:
         raise ConfigError("--agent names the client's agent among frozen others: pass --others too")
-    env_kwargs = {**tier_arguments(spec(env_id), tier), **(env_kwargs or {})}
-    probe = pettingllms.make(env_id, **env_kwargs)
-    agents, workflow = list(probe.possible_agents), probe.unwrapped.workflow
-    probe.close()
+    if others is not None and others not in BASELINES and answer is None:
+        raise ConfigError(f"--others {others!r} needs its loaded policy: pass answer=")
+    env_kwargs = served_env_kwargs(env_id, tier, env_kwargs)
+    agents = list(served_agents(env_id, env_kwargs)[0])
     if agent is not None and agent not in agents:
         raise ConfigError(f"--agent {agent!r}: {env_id} has agents {agents}")
-    agent = agent or (agents[0] if others else None)
-    answer = None
-    if others is not None and others not in BASELINES:
-        others_agents = [name for name in agents if name != agent]
-        answer = frozen_answerer(others, env_id, others_agents, workflow=workflow, env_kwargs=env_kwargs)
     factory = functools.partial(
         PettingLLMsEnvironment,
         env_id=env_id,
         others=others,
-        agent=agent,
+        agent=agent or (agents[0] if others else None),
         env_kwargs=env_kwargs,
-        answer=answer,
+        answer=None if answer is None else _serialized(answer),
     )
     return create_app(
         factory, AnswerAction, AgentObservation, env_name=env_id, max_concurrent_envs=max_sessions
     )
 
 
-def frozen_answerer(
-    spec: str, env_id: str, agents: list[str], *, workflow: str, env_kwargs: dict
-) -> Answerer:
-    """The policy `spec` names for `agents`, loaded once (`pettingllms.eval.play_policy.policy_answerer`: greedy,
-    at a run's own completion budget), its calls serialized by a lock: the sessions' threads share one model."""
-    from pettingllms.core.extras import require_extra
+def served_env_kwargs(env_id: str, tier: str | None, env_kwargs: dict | None) -> dict:
+    """The env arguments a server of `env_id` builds its envs with: `tier`'s, then `env_kwargs` (a bad tier is a
+    `ConfigError` naming the allowed ones)."""
+    from pettingllms.core.registration import spec, tier_arguments
 
-    require_extra("eval", f"pettingllms serve --others {spec}")
-    from pettingllms.eval.play_policy import policy_answerer
+    return {**tier_arguments(spec(env_id), tier), **(env_kwargs or {})}
 
-    answer = policy_answerer(spec, env_id, agents, workflow=workflow, env_kwargs=env_kwargs)
+
+def served_agents(env_id: str, env_kwargs: dict) -> tuple[list[str], str]:
+    """The agents and the workflow of `env_id` built with `env_kwargs`."""
+    probe = pettingllms.make(env_id, **env_kwargs)
+    agents, workflow = list(probe.possible_agents), probe.unwrapped.workflow
+    probe.close()
+    return agents, workflow
+
+
+def _serialized(answer: Answerer) -> Answerer:
+    """`answer` with its calls one at a time (the sessions run in threads and share its model)."""
     lock = threading.Lock()
 
     def locked(env: Any, agent: str) -> str:
