@@ -39,7 +39,9 @@ import numpy as np
 
 from pettingllms.eval import ledger
 from pettingllms.eval.markdown import replace_section
-from pettingllms.eval.stats import paired_comparison, seed_summary
+from pettingllms.eval.method_comparison import COMPARISON_WORDS, compare_methods
+from pettingllms.eval.method_comparison import cell as comparison_cell
+from pettingllms.eval.stats import seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "grouping"
@@ -297,8 +299,8 @@ def final_table(
     """Success on the evaluation suite per method, and its paired difference from `reference_method`'s main run
     over the same episodes of the seeds both have (`_paired_cell`)."""
     lines = [
-        f"| method | success (eval suite), mean ± sd over seeds | seeds | minus {reference_method}, paired (95% CI),"
-        " p; per seed |",
+        f"| method | success (eval suite), mean ± sd over seeds | seeds | minus {reference_method} in points [95% "
+        "interval], seed-level p, seeds; per seed |",
         "|---|---|---|---|",
     ]
     reference = _successes(rows, part="curves", method=reference_method, split="eval")
@@ -321,18 +323,8 @@ def final_table(
 
 
 def _paired_cell(ours: dict[int, np.ndarray], reference: dict[int, np.ndarray]) -> str:
-    """Paired difference over the episodes of the seeds both have (points, 95% CI, p) and each seed's own."""
-    seeds = sorted(set(ours) & set(reference))
-    if not seeds:
-        return "—"
-    comparison = paired_comparison(np.concatenate([ours[s] for s in seeds]),
-                                   np.concatenate([reference[s] for s in seeds]))  # fmt: skip
-    low, high = comparison["ci95"]
-    per_seed = ", ".join(f"{100 * (ours[s].mean() - reference[s].mean()):+.0f}" for s in seeds)
-    return (
-        f"{100 * comparison['difference']:+.1f} ({100 * low:+.1f}, {100 * high:+.1f}), "
-        f"p={comparison['p_value']:.2g}; seeds {per_seed}"
-    )
+    """`ours` minus `reference` over seeds (`pettingllms.eval.method_comparison`)."""
+    return comparison_cell(compare_methods(ours, reference))
 
 
 def budget_table(rows: list[dict], methods: list[str], reference_method: str = REFERENCE) -> list[str]:
@@ -389,6 +381,40 @@ def plot_curves(rows: list[dict], path: Path) -> None:
     plt.close(figure)
 
 
+def first_versions(rows: list[dict], selection: ledger.Selection) -> list[dict]:
+    """`rows` with every row that superseded an earlier one replaced by the first recorded row of its identity
+    (the table as it stood before any rerun)."""
+    first: dict[str, dict] = {}
+    for entry, reason in selection.set_aside:
+        if reason.startswith("superseded"):
+            first.setdefault(RULE.identity(entry.row), entry.row)
+    return [first.get(RULE.identity(row), row) for row in rows]
+
+
+def rerun_lines(rows: list[dict], out: Path) -> list[str]:
+    """The headline comparison at each budget with the first recorded rows in place of their reruns, when the
+    ledger beside `out` holds any (both versions on the record, docs/ledger.md)."""
+    selection = ledger.select(ledger.read_ledger(out.with_name(ledger.LEDGER_NAME)), RULE)
+    before = first_versions(rows, selection)
+    if before == rows:
+        return []
+    rerun = sorted(
+        {
+            (e.row["method"], e.row["seed"])
+            for e, reason in selection.set_aside
+            if reason.startswith("superseded")
+        }
+    )
+    named = "; ".join(f"{method} seed {seed}" for method, seed in rerun)
+    return [
+        "",
+        f"Reruns on the record: the rows first recorded for {named} were set aside by reruns of the same runs "
+        "(docs/ledger.md lists them, with the date). The headline comparison with the first rows in their place:",
+        "",
+        *budget_table(before, ["at-grpo-per-role"]),
+    ]
+
+
 def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
     plot_curves(rows, args.out.with_name("grouping_curves.png"))
     task = [
@@ -417,7 +443,8 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         "|---|---|---|",
         *task,
         "",
-        "Success on the evaluation suite after the whole budget, per method (paired over the same episodes):",
+        "Success on the evaluation suite after the whole budget, per method, and its difference from trajectory "
+        "GRPO. " + COMPARISON_WORDS,
         "",
         *final_table(rows, list(METHODS)),
         "",
@@ -425,12 +452,11 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         "",
         *curve_table(rows, list(METHODS)),
         "",
-        "Each method minus trajectory GRPO at each budget, validation split: the paired difference in points over "
-        "the same grids of the seeds both have (bootstrap 95% interval, McNemar's exact p; the p-value treats the "
-        "grids of the 3 seeds as independent pairs), then each seed's own difference, whose spread is the "
-        "seed-to-seed variation the pooled interval does not include:",
+        "Each method minus trajectory GRPO at each budget, validation split (100 grids, the same for every run). "
+        + COMPARISON_WORDS,
         "",
         *budget_table(rows, list(METHODS)),
+        *rerun_lines(rows, args.out),
         "",
         "![curves](results/grouping_curves.png)",
         "",

@@ -61,7 +61,8 @@ import numpy as np
 
 from pettingllms.eval import ledger
 from pettingllms.eval.markdown import replace_section, seed_cell
-from pettingllms.eval.stats import paired_comparison
+from pettingllms.eval.method_comparison import COMPARISON_WORDS, compare_methods
+from pettingllms.eval.method_comparison import cell as comparison_cell
 from pettingllms.warmstart.demos import PLAN_NOISE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -500,21 +501,26 @@ def best_baseline(rows: list[dict]) -> str | None:
     return max(means, key=means.get) if means else None
 
 
+def by_seed(rows: list[dict], **match) -> dict[int, list[int]]:
+    """seed -> the per-episode successes of the matching row of that seed (rows with per-episode results)."""
+    return {
+        r["seed"]: [int(c) for c in r["episode_success"]]
+        for r in matching(rows, **match)
+        if "episode_success" in r
+    }
+
+
 def paired_lines(rows: list[dict], methods: tuple[str, ...], reference_method: str | None) -> list[str]:
-    """Markdown rows: each of `methods` against `reference_method`, paired per episode."""
-    reference = per_episode(rows, method=reference_method) if reference_method else None
+    """Markdown rows: each of `methods` against `reference_method`, over seeds (`method_comparison`: the
+    hierarchical bootstrap interval, the seed-level test), and each seed's difference."""
+    if reference_method is None:
+        return []
+    reference = by_seed(rows, method=reference_method)
     lines = []
     for method in methods:
-        ours = per_episode(rows, method=method)
-        if ours is None or reference is None or ours.shape != reference.shape:
-            continue
-        result = paired_comparison(ours, reference)
-        low, high = result["ci95"]
-        lines.append(
-            f"| {method} | {reference_method} | {100 * result['difference']:+.1f} | "
-            f"[{100 * low:+.1f}, {100 * high:+.1f}] | {result['p_value']:.2g} ({result['test']}) | "
-            f"{result['episodes']} |"
-        )
+        comparison = compare_methods(by_seed(rows, method=method), reference)
+        if comparison is not None:
+            lines.append(f"| {method} | {reference_method} | {comparison_cell(comparison)} |")
     return lines
 
 
@@ -650,11 +656,9 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
     paired = paired_lines(main, ("mas+at-grpo-shared", "mas+at-grpo-per-role"), best_baseline(main))
     paired += paired_lines(main, ("mas+at-grpo-shared", "mas+at-grpo-per-role"), "mas+trajectory-grpo")
     if paired:
-        lines += ["", "Paired per episode (each episode's success averaged over seeds; 95% paired bootstrap "
-                  "interval; McNemar's exact test with one seed, a sign-flip test otherwise; a p-value above 0.05 "
-                  "means the difference is within noise):", "",
-                  "| method | against | difference (points) | 95% interval | p-value | episodes |",
-                  "|---|---|---|---|---|---|", *paired]  # fmt: skip
+        lines += ["", COMPARISON_WORDS, "",
+                  "| method | against | difference in points [95% interval], seed-level p, seeds; per seed |",
+                  "|---|---|---|", *paired]  # fmt: skip
     after = [r for r in rows if r["part"] == "mechanism"]
     if after:
         greedy = span([100 * r["greedy_correct_program_share"] for r in after])
@@ -694,31 +698,22 @@ paper's summary states it (math: a shared policy sometimes outperformed speciali
 
 def sharing_lines(all_rows: list[dict]) -> list[str]:
     """Markdown rows, one per domain with both AT-GRPO layouts in its main table (the domain's own setting):
-    per-role minus shared, paired per suite episode (each averaged over the seeds both layouts ran), and the
-    per-seed differences."""
+    per-role minus shared over seeds (`method_comparison`)."""
     lines = []
     for env_id, domain in DOMAINS.items():
         rows = [r for r in all_rows if r["env"] == env_id and r["part"] == "main"
                 and r.get("env_kwargs", dict(domain.env_kwargs)) == dict(domain.env_kwargs)]  # fmt: skip
-        by_seed = {m: {r["seed"]: r for r in matching(rows, method=m) if "episode_success" in r}
-                   for m in ("mas+at-grpo-per-role", "mas+at-grpo-shared")}  # fmt: skip
-        seeds = sorted(set(by_seed["mas+at-grpo-per-role"]) & set(by_seed["mas+at-grpo-shared"]))
-        if not seeds:
-            continue
         per_role, shared = (
-            [[int(c) for c in by_seed[m][s]["episode_success"]] for s in seeds] for m in by_seed
+            by_seed(rows, method="mas+at-grpo-per-role"),
+            by_seed(rows, method="mas+at-grpo-shared"),
         )
-        result = paired_comparison(np.mean(per_role, axis=0), np.mean(shared, axis=0))
-        low, high = result["ci95"]
-        success = {m: [by_seed[m][s]["success_rate"] for s in seeds] for m in by_seed}
-        differences = ", ".join(
-            f"{100 * (a - b):+.1f}"
-            for a, b in zip(success["mas+at-grpo-per-role"], success["mas+at-grpo-shared"])
-        )
+        comparison = compare_methods(per_role, shared)
+        if comparison is None:
+            continue
+        means = [100 * np.mean([np.mean(v) for v in runs.values()]) for runs in (per_role, shared)]
         lines.append(
-            f"| `{env_id}` | {100 * np.mean(per_role):.1f} | {100 * np.mean(shared):.1f} | "
-            f"{100 * result['difference']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | {result['p_value']:.2g} | "
-            f"{len(seeds)}: {differences} | {PAPER_SHARING.get(env_id, '—')} |"
+            f"| `{env_id}` | {means[0]:.1f} | {means[1]:.1f} | {comparison_cell(comparison)} | "
+            f"{PAPER_SHARING.get(env_id, '—')} |"
         )
     return lines
 
@@ -729,12 +724,11 @@ def write_sharing_report(all_rows: list[dict], results_md: Path) -> None:
     lines = [
         start, "## Role sharing against role specialization, per domain (miniature)", "",
         "Per-role AT-GRPO minus shared AT-GRPO on each domain's evaluation suite (its main table above): success "
-        "in %, the paired difference in points with its 95% bootstrap interval and McNemar's or the sign-flip "
-        "test's p (each episode averaged over the seeds), and each seed's difference. The paper finds "
+        "in % (mean over seeds), then the difference. " + COMPARISON_WORDS + " The paper finds "
         "specialization helps where the roles differ (coding) and sharing can help where they overlap (math); "
         "the miniature has no coding domain.", "",
-        "| domain | per-role | shared | per-role minus shared (95% CI) | p | seeds: differences | paper |",
-        "|---|---|---|---|---|---|---|", *sharing_lines(all_rows), "", end,
+        "| domain | per-role | shared | per-role minus shared in points [95% interval], seed-level p, seeds; per seed | paper |",
+        "|---|---|---|---|---|", *sharing_lines(all_rows), "", end,
     ]  # fmt: skip
     replace_section(results_md, start, end, "\n".join(lines))
 

@@ -124,9 +124,11 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
         "writes the correct program on the first turn of 97-99% of validation grids greedily and in 87-89%"
         in text
     )
-    # per episode (averaged over seeds): the team 1,1,1,1,0.5 against single 1,1,1,0,0: +15 points, two wins
+    # over seeds: the team +10 and +20 points above single on seeds 0 and 1, mean +15; 2 seeds: p >= 0.5
     line = next(line for line in text.splitlines() if line.startswith("| mas+at-grpo-per-role | single |"))
-    assert "| +15.0 |" in line and "sign-flip permutation" in line and "| 10 |" in line
+    assert (
+        "| +15.0 [" in line and "p = 0.5 (the smallest possible), 2 vs 2 seeds; per seed +10, +20 |" in line
+    )
     assert (tmp_path / "miniature_curves.png").stat().st_size > 5_000
 
 
@@ -169,9 +171,13 @@ def test_each_domain_and_setting_has_its_own_runs_rows_and_report_section(study,
     assert len(runner.rows) == 3  # one row per setting: the 9x9 candidate did not replace the default's
     assert json.loads((tmp_path / "rows.json").read_text()) == runner.rows
     runner.record({"part": "main", "method": "mas", "seed": 0, "success_rate": 0.5, "episodes": 300}, None)
-    assert [r["success_rate"] for r in runner.rows if r["part"] == "main"] == [0.5]  # the rerun is in the table
+    assert [r["success_rate"] for r in runner.rows if r["part"] == "main"] == [
+        0.5
+    ]  # the rerun is in the table
     lines = (tmp_path / "ledger.jsonl").read_text().splitlines()
-    assert len(lines) == 4 and '"success_rate": 0.4' in lines[2]  # and the row it supersedes stays on the record
+    assert (
+        len(lines) == 4 and '"success_rate": 0.4' in lines[2]
+    )  # and the row it supersedes stays on the record
 
     results_md = tmp_path / "results.md"
     results_md.write_text("<!-- miniature:start -->\nplan-path's section\n<!-- miniature:end -->\n")
@@ -240,9 +246,11 @@ def test_the_sharing_table_pairs_per_role_with_shared_per_episode_and_per_seed(s
             row("mas+at-grpo-shared", 2, "0000"),  # no per-role partner: left out
             row("mas+at-grpo-per-role", 0, "1111", env_kwargs={})]  # another setting: left out  # fmt: skip
     [line] = study.sharing_lines(rows)
-    # per episode over seeds 0 and 1: per-role (1, 1, 0.5, 0), shared (1, 0, 0.5, 0): +25 points
-    assert line.startswith("| `sokoban-v0` | 62.5 | 37.5 | +25.0 [")
-    assert "| 2: +25.0, +25.0 | — |" in line
+    # per-role seeds 0, 1 at 50% and 75%, shared seeds 0, 1, 2 at 25%, 50% and 0%: means 62.5 and 25.0, +37.5;
+    # different seeds, so the groups are compared: of the C(5, 2) = 10 splits of the five rates, 3 have a gap
+    # of means at least 0.375 ({.5, .75}, {.75, .5} and {.25, 0} against the rest): p = 0.3
+    assert line.startswith("| `sokoban-v0` | 62.5 | 25.0 | +37.5 [")
+    assert "p = 0.30, 2 vs 3 seeds; per seed +25, +25 | — |" in line
     results_md = tmp_path / "results.md"
     study.write_sharing_report(rows, results_md)
     study.write_sharing_report(rows, results_md)

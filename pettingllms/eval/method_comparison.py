@@ -25,6 +25,15 @@ import numpy as np
 
 from pettingllms.eval.stats import format_p, hierarchical_bootstrap, seed_comparison
 
+COMPARISON_WORDS = (
+    "Differences are over training seeds, the replicates: the mean over seeds of each method's success, its 95% "
+    "interval by a hierarchical bootstrap (seeds, then the suite's instances), and the seed-level test's p (an exact "
+    "sign-flip test of the per-seed differences when both methods ran the same seeds, else a permutation test "
+    "between the seed groups; with n seeds an exact test cannot go below 2/2^n, said where reached), then each "
+    "seed's own difference."
+)
+"""What a comparison cell says, for the reports' prose."""
+
 
 def compare_methods(
     ours: Mapping[int, Sequence[float]],
@@ -62,7 +71,7 @@ def cell(comparison: dict | None) -> str:
     low, high = comparison["ci95"]
     test = comparison["test"]
     p = format_p(test["p_value"], min_p=test.get("min_p"))
-    per_seed = ", ".join(f"{100 * d:+.0f}" for d in comparison["per_seed"].values())
+    per_seed = ", ".join(f"{round(100 * d):+d}" for d in comparison["per_seed"].values())  # no "-0"
     seeds = "{} vs {} seeds".format(*comparison["seeds"])
     return f"{100 * comparison['difference']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}], {p}, {seeds}" + (
         f"; per seed {per_seed}" if per_seed else ""
