@@ -197,3 +197,21 @@ def test_p_values_are_printed_as_what_they_are():
     floor = 1 / 20_001  # printed as "5e-05" before: the Monte Carlo floor is a bound, not a value
     assert format_p(floor, resamples=20_000) == "p < 1e-4" and format_p(0.2, resamples=20_000) == "p = 0.20"
     assert format_p(2 / 32, min_p=2 / 32) == "p = 0.0625 (the smallest possible)"
+
+
+def test_format_p_edge_cases():
+    from pettingllms.eval.stats import format_p
+
+    assert format_p(0.0) == "p < 0.001" and format_p(0.001) == "p = 0.001" and format_p(0.1) == "p = 0.10"
+    assert format_p(0.0999) == "p = 0.1"  # two significant figures below 0.1
+    # Monte Carlo floors at other resample counts: rounded up to a power of ten, never below the floor
+    assert format_p(1 / 1_000, resamples=999) == "p < 1e-3" and format_p(1 / 101, resamples=100) == "p < 1e-2"
+    assert format_p(2 / 20_001, resamples=20_000) == "p < 0.001"  # one extreme draw: above the floor
+    # the floor bound wins over an exact test's minimum (a Monte Carlo test has none), then min_p
+    assert format_p(0.25, min_p=0.25, seeds=3) == "p = 0.25 (the smallest possible with 3 seeds)"
+    assert format_p(0.5, min_p=0.25, seeds=3) == "p = 0.50"
+    assert format_p(0.1, min_p=0.1, seeds="3 vs 2") == "p = 0.1 (the smallest possible with 3 vs 2 seeds)"
+    assert format_p(1.0, min_p=1.0, seeds=1) == "p = 1 (the smallest possible with 1 seed)"
+    for bad in (-0.01, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="must be in"):
+            format_p(bad)

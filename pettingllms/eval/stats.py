@@ -314,20 +314,34 @@ def _two_level_means(outcomes: list[np.ndarray], resamples: int, rng: np.random.
     return sums.mean(axis=1)
 
 
-def format_p(p: float, *, resamples: int | None = None, min_p: float | None = None) -> str:
-    """A p-value as a reader should see it: `p = 0.031`, `p < 0.001`; at a Monte Carlo test's floor
-    (1 / (resamples + 1)) the bound it is (`p < 1e-4`); at an exact test's smallest attainable value, said so.
+def format_p(
+    p: float, *, resamples: int | None = None, min_p: float | None = None, seeds: int | str | None = None
+) -> str:
+    """A p-value as a reader should see it: `p = 0.031` (two significant figures below 0.1, two decimals above),
+    `p < 0.001`; at a Monte Carlo test's floor (1 / (resamples + 1): no relabeling was as extreme) the bound it
+    is, the floor rounded up to a power of ten (`p < 1e-4` for 20,000 resamples, never the `5e-05` the floor
+    would print as); at an exact test's smallest attainable value `min_p`, said so, with the seeds when `seeds`
+    is given (a count, or text such as "3 vs 2"). Raises ValueError for p outside [0, 1] (or NaN).
 
-    >>> format_p(0.0312), format_p(0.0004), format_p(1 / 20_001, resamples=20_000)
-    ('p = 0.031', 'p < 0.001', 'p < 1e-4')
+    >>> format_p(0.0312), format_p(0.0004), format_p(0.5), format_p(1.0)
+    ('p = 0.031', 'p < 0.001', 'p = 0.50', 'p = 1.00')
+    >>> format_p(1 / 20_001, resamples=20_000), format_p(1 / 10_001, resamples=10_000)
+    ('p < 1e-4', 'p < 1e-4')
     >>> format_p(0.0625, min_p=0.0625)
     'p = 0.0625 (the smallest possible)'
+    >>> format_p(2 / 2**5, min_p=2 / 2**5, seeds=5)
+    'p = 0.0625 (the smallest possible with 5 seeds)'
+    >>> format_p(2 / 2**12, min_p=2 / 2**12, seeds=12)
+    'p = 0.000488 (the smallest possible with 12 seeds)'
     """
+    if not 0.0 <= p <= 1.0:  # also NaN
+        raise ValueError(f"p={p} must be in [0, 1]")
     if resamples is not None and p <= 1 / (resamples + 1) + 1e-15:
         exponent = math.ceil(math.log10(1 / (resamples + 1)))
         return f"p < 1e{exponent}" if exponent < 0 else f"p < {10.0**exponent:g}"
     if min_p is not None and abs(p - min_p) < 1e-12:
-        return f"p = {p:.3g} (the smallest possible)"
+        with_seeds = "" if seeds is None else f" with {seeds} seed{'' if seeds == 1 else 's'}"
+        return f"p = {p:.3g} (the smallest possible{with_seeds})"
     if p < 0.001:
         return "p < 0.001"
     return f"p = {p:.2g}" if p < 0.1 else f"p = {p:.2f}"
