@@ -215,3 +215,55 @@ def test_format_p_edge_cases():
     for bad in (-0.01, 1.5, float("nan")):
         with pytest.raises(ValueError, match="must be in"):
             format_p(bad)
+
+
+def test_the_hierarchical_bootstrap_refuses_malformed_outcomes():
+    from pettingllms.eval.stats import hierarchical_bootstrap
+
+    good = [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
+    for a, b in (
+        ([], good),  # no seed on one side
+        (good, [[1.0, 0.0, 1.0], []]),  # a seed without outcomes
+        ([[[1.0, 0.0]]], good),  # a seed that is not a flat list
+        ([1.0, 0.0, 1.0], good),  # one seed's outcomes passed without the list of seeds around them
+    ):
+        with pytest.raises(ValueError, match="non-empty list of outcomes"):
+            hierarchical_bootstrap(a, b, paired=False)
+    with pytest.raises(ValueError, match="same seeds and instances"):
+        hierarchical_bootstrap(good, [[1.0, 0.0], [0.0, 1.0]], paired=True)  # fewer instances
+    with pytest.raises(ValueError, match="finite"):
+        hierarchical_bootstrap(good, [[1.0, float("nan"), 1.0], [0.0, 1.0, 1.0]], paired=True)
+    with pytest.raises(ValueError, match="resamples"):
+        hierarchical_bootstrap(good, good, paired=True, resamples=0)
+    # unpaired sides may differ in seeds and instances
+    assert hierarchical_bootstrap(good, [[1.0, 1.0]], paired=False)["difference"] == pytest.approx(-1 / 3)
+
+
+def test_with_constant_seeds_the_hierarchical_bootstrap_is_the_bootstrap_of_seed_means():
+    """A known limit: when every instance of a seed has the same outcome, resampling instances changes nothing,
+    and the interval is the plain bootstrap of the seed means (here unpaired: each side's seeds on their own)."""
+    from pettingllms.eval.stats import hierarchical_bootstrap
+
+    rates_a, rates_b = np.array([0.9, 0.5, 0.8, 0.2, 0.7]), np.array([0.3, 0.4, 0.1, 0.35])
+    a, b = [np.full(50, r) for r in rates_a], [np.full(80, r) for r in rates_b]
+    result = hierarchical_bootstrap(a, b, paired=False, resamples=20_000, seed=4)
+    rng = np.random.default_rng(99)  # an independent implementation, other draws: agreement is loose
+    draws = rates_a[rng.integers(0, 5, (20_000, 5))].mean(1) - rates_b[rng.integers(0, 4, (20_000, 4))].mean(
+        1
+    )
+    assert result["ci95"] == pytest.approx(list(np.percentile(draws, [2.5, 97.5])), abs=0.01)
+    assert result["difference"] == pytest.approx(rates_a.mean() - rates_b.mean())
+
+
+def test_paired_hierarchical_draws_take_the_same_seeds_and_instances_on_both_sides():
+    """Paired, b = a + 0.1 on every instance of every seed: every draw's difference is exactly -0.1 however
+    much seeds and instances vary; unpaired, the same data give a wide interval."""
+    from pettingllms.eval.stats import hierarchical_bootstrap
+
+    rng = np.random.default_rng(2)
+    a = [rng.random(40) * scale for scale in (0.2, 0.5, 0.9)]
+    b = [x + 0.1 for x in a]
+    low, high = hierarchical_bootstrap(a, b, paired=True, resamples=2_000, seed=0)["ci95"]
+    assert low == pytest.approx(-0.1) and high == pytest.approx(-0.1)
+    low, high = hierarchical_bootstrap(a, b, paired=False, resamples=2_000, seed=0)["ci95"]
+    assert high - low > 0.2

@@ -283,14 +283,20 @@ def hierarchical_bootstrap(
 
     `a_outcomes[s]` is method a's seed s's per-instance outcomes on the suite. `paired`: both methods ran the same
     seeds on the same instances (equal shapes), and a draw takes the same seeds and, within a seed, the same
-    instances for both; unpaired, each method's seeds and instances are drawn on their own. Returns `difference`
-    (observed), `ci95` and `resamples`; every draw comes from `default_rng(seed)`."""
+    instances for both; unpaired, each method's seeds and instances are drawn on their own (seeds may differ in
+    number, and seeds in their number of instances). Returns `difference` (observed), `ci95` and `resamples`;
+    every draw comes from `default_rng(seed)`. ValueError for an empty side or seed, a seed that is not a flat
+    list, unequal shapes when paired, a non-finite outcome or `resamples` < 1."""
     first = [np.asarray(o, dtype=np.float64) for o in a_outcomes]
     second = [np.asarray(o, dtype=np.float64) for o in b_outcomes]
     if not first or not second or any(o.ndim != 1 or o.size == 0 for o in [*first, *second]):
         raise ValueError("each method needs at least one seed, each a non-empty list of outcomes")
     if paired and (len(first) != len(second) or any(x.size != y.size for x, y in zip(first, second))):
         raise ValueError("paired outcomes need the same seeds and instances on both sides")
+    if not all(np.isfinite(o).all() for o in [*first, *second]):
+        raise ValueError("outcomes must be finite numbers (a NaN or an infinity is not an outcome)")
+    if resamples < 1:
+        raise ValueError(f"resamples={resamples} must be >= 1")
     rng = np.random.default_rng(seed)
     observed = float(np.mean([o.mean() for o in first]) - np.mean([o.mean() for o in second]))
     if paired:
