@@ -267,3 +267,60 @@ def test_paired_hierarchical_draws_take_the_same_seeds_and_instances_on_both_sid
     assert low == pytest.approx(-0.1) and high == pytest.approx(-0.1)
     low, high = hierarchical_bootstrap(a, b, paired=False, resamples=2_000, seed=0)["ci95"]
     assert high - low > 0.2
+
+
+def test_t_quantiles_hold_at_the_median_in_the_far_tails_and_at_large_degrees_of_freedom():
+    from pettingllms.eval.stats import t_cdf, t_quantile
+
+    for df in (0.3, 1.0, 2.5, 7.77, 150.5, 1e4, 1e6):
+        for q in (1e-6, 0.025, 0.5, 0.5 + 1e-9, 0.975, 1 - 1e-6):
+            expected = scipy_stats.t.ppf(q, df)
+            assert abs(t_quantile(q, df) - expected) <= 1e-9 * max(1.0, abs(expected))
+    # df = 1 is the Cauchy distribution: F(t) = 1/2 + atan(t)/pi, exact near the median (no 1 - (1 - tiny) loss)
+    for t in (1e-7, -3e-5, 2.0, -250.0):
+        assert t_cdf(t, 1.0) == pytest.approx(0.5 + np.arctan(t) / np.pi, rel=1e-13)
+    for q in (0.1, 0.5, 0.975):
+        assert t_quantile(q, 1.0) == pytest.approx(np.tan(np.pi * (q - 0.5)), abs=1e-10)
+    for bad in ((0.0, 3.0), (1.0, 3.0), (0.5, 0.0)):
+        with pytest.raises(ValueError):
+            t_quantile(*bad)
+
+
+def test_welch_degrees_of_freedom_by_hand():
+    from pettingllms.eval.stats import welch_interval
+
+    # a = 1, 2, 3: s^2 = 1, s^2/n = 1/3; b = 1, 3, 5, 7: s^2 = 20/3, s^2/n = 5/3; sum 2
+    # df = 2^2 / ((1/3)^2 / 2 + (5/3)^2 / 3) = 4 / (1/18 + 25/27) = 4 / (53/54) = 216/53
+    interval, df = welch_interval([1, 2, 3], [1, 3, 5, 7])
+    assert df == pytest.approx(216 / 53)
+    half = scipy_stats.t.ppf(0.975, 216 / 53) * np.sqrt(2)
+    assert interval == pytest.approx([-2 - half, -2 + half])
+    assert welch_interval([1.0], [1.0, 2.0]) == (None, None)  # one seed: no spread to estimate
+    assert welch_interval([1.0, 1.0], [2.0, 2.0]) == (None, None)  # no spread on either side
+
+
+def test_seed_comparison_minimum_p_values_and_monte_carlo_fallbacks():
+    from pettingllms.eval.stats import seed_comparison
+
+    # 1 vs 2 seeds, a = {10}, b = {1, 2}: of the C(3, 1) = 3 splits, {10} gives |10 - 1.5| = 8.5, {1} gives
+    # |1 - 6| = 5, {2} gives |2 - 5.5| = 3.5: only the observed split is as extreme, p = 1/3 = min_p
+    small = seed_comparison([10.0], [1.0, 2.0], paired=False)
+    assert small["p_value"] == small["min_p"] == pytest.approx(1 / 3) and small["ci95"] is None
+    assert small["seeds"] == [1, 2] and small["paired"] is False and small["test"]
+    # 5 paired seeds, differences with ties and mixed signs: the exact 'samples' permutation test of scipy
+    a, b = [0.9, 0.85, 0.6, 0.95, 0.7], [0.8, 0.85, 0.7, 0.75, 0.6]
+    paired = seed_comparison(a, b, paired=True)
+    exact = scipy_stats.permutation_test(
+        (a, b), lambda x, y: np.mean(x - y), permutation_type="samples", n_resamples=np.inf
+    )
+    assert paired["p_value"] == pytest.approx(exact.pvalue) and paired["min_p"] == 2 / 32
+    assert seed_comparison(a, a, paired=True)["p_value"] == 1.0  # every difference zero
+    # beyond the exact bounds: a seeded Monte Carlo p with no minimum, never below 1 / (resamples + 1)
+    rng = np.random.default_rng(5)
+    many_a, many_b = rng.normal(1, 1, 17), rng.normal(0, 1, 17)
+    for paired_flag in (True, False):
+        first = seed_comparison(many_a, many_b, paired=paired_flag, seed=3, resamples=2_000)
+        assert first == seed_comparison(many_a, many_b, paired=paired_flag, seed=3, resamples=2_000)
+        assert first["min_p"] is None and first["p_value"] >= 1 / 2_001
+    with pytest.raises(ValueError, match="at least one seed"):
+        seed_comparison([], [0.5], paired=False)

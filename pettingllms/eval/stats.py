@@ -134,15 +134,17 @@ EXACT_SPLITS_MAX = 20_000
 """Up to this many group relabelings, the unpaired seed-level test enumerates them all (else Monte Carlo)."""
 
 
-def _regularized_beta(x: float, a: float, b: float) -> float:
-    """I_x(a, b), the regularized incomplete beta function (Lentz's continued fraction, as in Numerical Recipes)."""
+def _regularized_beta(x: float, a: float, b: float, complement: float | None = None) -> float:
+    """I_x(a, b), the regularized incomplete beta function (Lentz's continued fraction, as in Numerical Recipes).
+    `complement` is 1 - x when the caller has it without cancellation (x close to 1)."""
+    y = 1.0 - x if complement is None else complement
     if x <= 0.0:
         return 0.0
-    if x >= 1.0:
+    if y <= 0.0:
         return 1.0
     if x > (a + 1) / (a + b + 2):  # the continued fraction converges fast below this point: use the symmetry
-        return 1.0 - _regularized_beta(1.0 - x, b, a)
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+        return 1.0 - _regularized_beta(y, b, a, x)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y)
     tiny = 1e-300
     c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
     d = 1.0 / (d if abs(d) > tiny else tiny)
@@ -166,7 +168,8 @@ def t_cdf(t: float, df: float) -> float:
     """Student's t distribution function with `df` > 0 (not necessarily whole) degrees of freedom."""
     if df <= 0:
         raise ValueError(f"df={df} must be > 0")
-    tail = 0.5 * _regularized_beta(df / (df + t * t), df / 2, 0.5)
+    square = t * t  # both df / (df + t^2) and its complement, so that neither is 1 minus a number close to 1
+    tail = 0.5 * _regularized_beta(df / (df + square), df / 2, 0.5, square / (df + square))
     return 1.0 - tail if t > 0 else tail
 
 
