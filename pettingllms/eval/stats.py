@@ -14,8 +14,8 @@ after training.
   degrees of freedom), with the smallest p the exact test can give with that many seeds (`min_p`).
 - `hierarchical_bootstrap(a_outcomes, b_outcomes, paired=...)`: per seed, per instance outcomes; a two-level
   bootstrap interval of the difference of the mean success.
-- `format_p(p, ...)`: a p-value as a reader should see it (a Monte Carlo floor as a bound, an exact test's
-  smallest possible value said so).
+- `format_p(p, ...)`: a p-value as a reader should see it (a Monte Carlo floor as a bound, `p < 1e-4`; an exact
+  test's smallest possible value said so, with how many seeds allow no smaller one when `seeds` is given).
 - `paired_comparison(a, b)`: one fixed pair of models played on the same episodes (`a[i]`, `b[i]`: episode i's
   success): the mean difference `a - b`, a paired bootstrap 95% interval of it (episodes resampled together), and a
   two-sided p-value of "no difference": McNemar's exact test when both are 0/1, else a sign-flip permutation test
@@ -102,8 +102,9 @@ def sign_flip_p(differences: Sequence[float], *, resamples: int = 20_000, seed: 
 def paired_comparison(
     a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0
 ) -> dict[str, float | int | str | list[float]]:
-    """Compare one fixed pair of models `a` and `b` on the same episodes (see the module docstring; never two
-    training methods, whose replicates are seeds: `seed_comparison`): `difference` (mean of a - b), `ci95` (paired
+    """Compare one fixed pair of models `a` and `b` (e.g. one model before and after training) on the same
+    episodes. Only for that: never for two training methods, whose replicates are seeds, not episodes (use
+    `seed_comparison` and `hierarchical_bootstrap`): `difference` (mean of a - b), `ci95` (paired
     bootstrap percentile interval), `p_value`, `test` (its name) and `episodes`."""
     first, second = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if first.shape != second.shape or first.ndim != 1 or first.size == 0:
