@@ -39,3 +39,8 @@ def test_methods_with_different_seeds_are_compared_as_groups():
     assert not result["paired"] and result["seeds"] == (5, 3) and list(result["per_seed"]) == [0, 1, 2]
     assert result["test"]["test"] == "permutation between seed groups"
     assert compare_methods({}, reference) is None and cell(None) == "—"
+
+
+def test_one_seed_a_side_is_said_to_allow_no_test():
+    result = compare_methods(_runs([0.9]), _runs([0.1], seed=1), resamples=500)
+    assert "no test possible, 1 vs 1 seeds" in cell(result)

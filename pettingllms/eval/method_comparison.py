@@ -70,7 +70,8 @@ def cell(comparison: dict | None) -> str:
         return "—"
     low, high = comparison["ci95"]
     test = comparison["test"]
-    p = format_p(test["p_value"], min_p=test.get("min_p"))
+    untestable = test.get("min_p") is not None and test["min_p"] >= 1  # e.g. one seed a side: no p below 1
+    p = "no test possible" if untestable else format_p(test["p_value"], min_p=test.get("min_p"))
     per_seed = ", ".join(f"{round(100 * d):+d}" for d in comparison["per_seed"].values())  # no "-0"
     seeds = "{} vs {} seeds".format(*comparison["seeds"])
     return f"{100 * comparison['difference']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}], {p}, {seeds}" + (
