@@ -5,22 +5,7 @@ takes its `Taskset` and `Env` from `__all__`; this package re-exports `pettingll
 everything is defined and documented.
 """
 
-from pettingllms.eval.verifiers_env import (
-    PettingLLMsEnvConfig,
-    PettingLLMsTask,
-    PettingLLMsTaskData,
-    PettingLLMsTaskset,
-    PettingLLMsTasksetConfig,
-    PettingLLMsVerifiersEnv,
-    load_environment,
-)
+from pettingllms.eval import verifiers_env
+from pettingllms.eval.verifiers_env import *  # noqa: F403 - exactly the module's __all__
 
-__all__ = [
-    "PettingLLMsEnvConfig",
-    "PettingLLMsTask",
-    "PettingLLMsTaskData",
-    "PettingLLMsTaskset",
-    "PettingLLMsTasksetConfig",
-    "PettingLLMsVerifiersEnv",
-    "load_environment",
-]
+__all__ = verifiers_env.__all__
