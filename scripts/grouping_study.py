@@ -494,6 +494,8 @@ def main() -> int:
     parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
     args = parser.parse_args()
     study = Study(args)
+    if args.report:  # the table, rebuilt from the ledger by the rule
+        study.rows = ledger.write_table(args.out, RULE)
     if not args.report:
         parts = {"task": study.choose_task, "curves": study.curves, "ablations": study.ablations}
         for part in args.parts:

@@ -274,12 +274,16 @@ class Study:
         return self.runs / "eval" / f"{name}.json"
 
     def publish(self, name: str, method: str) -> None:
-        """Copy evaluation `name` (a main row's, seed 0) to the leaderboard's results, one file per domain,
-        setting and method; `main` rebuilds the board from them."""
+        """Copy evaluation `name` (a main row's, seed 0, the ledger's last line) to the leaderboard's results under
+        a label naming that line (`leaderboard_label`), one file per domain, setting, method and line: a rerun is a
+        new row of the board, never an old row's name on other figures. `main` rebuilds the board."""
+        entry = ledger.read_ledger(self.args.out.with_name(ledger.LEDGER_NAME))[-1]
+        report = json.loads(self.eval_output(name).read_text())
+        report["label"] = leaderboard_label(method, entry)
         folder = self.args.leaderboard / "results"
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"miniature_{self.env_id}{setting_suffix(self.args)}_{method}.json"
-        target.write_text(self.eval_output(name).read_text())
+        target = folder / f"miniature_{self.env_id}{setting_suffix(self.args)}_{method}_line{entry.n}.json"
+        target.write_text(json.dumps(report, indent=2) + "\n")
 
     def record(self, row: dict, warm_start: Path | None) -> None:
         """Append `row` (this invocation's env and setting; measured on a run that started from `warm_start`) to the
@@ -499,6 +503,13 @@ def best_baseline(rows: list[dict]) -> str | None:
     means = {m: np.mean([r["success_rate"] for r in matching(rows, method=m)]) for m in BASELINES
              if matching(rows, method=m)}  # fmt: skip
     return max(means, key=means.get) if means else None
+
+
+def leaderboard_label(method: str, entry: ledger.Entry) -> str:
+    """A miniature row's name on the leaderboard: the method, its seed (or "warm start, no RL") and the ledger line
+    it is, with the date it was recorded."""
+    what = "warm start, no RL" if method in ("single", "mas") else f"seed {entry.row['seed']}"
+    return f"tiny miniature: {method} ({what}; ledger line {entry.n}, {entry.recorded})"
 
 
 def by_seed(rows: list[dict], **match) -> dict[int, list[int]]:
@@ -760,7 +771,9 @@ def main() -> int:
     parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
     parser.add_argument("--leaderboard", type=Path, default=ROOT / "leaderboard",
                         help="seed 0's evaluation of each main row goes to its results/, and the board is rebuilt")  # fmt: skip
-    parser.add_argument("--report", action="store_true", help="only rebuild the report from --out")
+    parser.add_argument(
+        "--report", action="store_true", help="only rebuild the table (--out) and the report from the ledger"
+    )
     parser.add_argument(
         "--demos_per_role", type=int, default=DEMOS_PER_ROLE, help="warm-start demonstrations per role"
     )
@@ -773,6 +786,8 @@ def main() -> int:
     args = parser.parse_args()
     args.budget = DOMAINS[args.env].budget if args.budget is None else args.budget
     study = Study(args)
+    if args.report:  # the table, rebuilt from the ledger by the rule
+        study.rows = ledger.write_table(args.out, RULE)
     if not args.report:
         started = time.perf_counter()
         parts = {

@@ -127,7 +127,7 @@ def main() -> int:
                         help="the model every run starts from (default: the study's warm start, WARM_START)")  # fmt: skip
     parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
     args = parser.parse_args()
-    rows = ledger.table_rows(args.out, RULE)
+    rows = ledger.write_table(args.out, RULE) if args.report else ledger.table_rows(args.out, RULE)
     if not args.report:
         model = args.model_name_or_path or str(_warm_start())
         for seed in args.seeds:  # seed by seed: an interrupted study has every team size for its first seeds

@@ -184,3 +184,21 @@ def test_the_ledger_page_lists_every_row_set_aside():
         for script in report.STUDIES.values()
     )
     assert report.PAGE.read_text().count("\n- line ") == set_aside
+
+
+def test_every_miniature_row_on_the_leaderboard_names_the_ledger_line_it_is():
+    import re
+
+    miniature = load_script("reproduce_miniature")
+    entries = {entry.n: entry for entry in read_ledger(LEDGER)}
+    files = sorted((ROOT / "leaderboard" / "results").glob("miniature_*.json"))
+    assert files
+    for path in files:
+        report = json.loads(path.read_text())
+        [(env, result)] = report["results"].items()
+        line = re.search(r"; ledger line (\d+), ", report["label"])
+        assert line, f"{path.name}: the label {report['label']!r} names no ledger line"
+        entry = entries[int(line[1])]
+        assert report["label"] == miniature.leaderboard_label(entry.row["method"], entry)
+        assert entry.row["env"] == env and entry.row["seed"] == 0
+        assert entry.row["episode_success"] == "".join(str(s) for s in result["per_episode"]["success"])

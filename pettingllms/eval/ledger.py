@@ -224,3 +224,10 @@ def record(
 def table_rows(table: Path, rule: Rule) -> list[dict]:
     """The rows of `rule`'s table, built from the ledger beside `table` (none without a ledger)."""
     return select(read_ledger(Path(table).with_name(LEDGER_NAME)), rule).rows
+
+
+def write_table(table: Path, rule: Rule) -> list[dict]:
+    """Rebuild `rule`'s table from the ledger beside `table` and write it there (a study's `--report`); its rows."""
+    rows = table_rows(table, rule)
+    Path(table).write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
