@@ -1,6 +1,7 @@
 """The envs as verifiers environments, run by verifiers' own `vf-eval` against an OpenAI-compatible stand-in on
 loopback: the rewards and metrics it records are the env's own, computed here independently by replaying the
-episodes; hostile answers get the env's penalty and its error text; `n` and `split` choose the instances."""
+episodes; hostile answers get the env's penalty and its error text; `n` and `split` choose the instances. verifiers
+runs its chat program through uv, which fetches the program's dependencies from PyPI on first use."""
 
 from __future__ import annotations
 
