@@ -59,6 +59,7 @@ def vllm_server(tiny_model):
     import socket
     import subprocess
     import sys
+    import tempfile
     import time
     import urllib.request
 
@@ -70,15 +71,16 @@ def vllm_server(tiny_model):
         "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
         "--kv-cache-memory-bytes", str(1 << 30), "--seed", "0",
     ]  # fmt: skip
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # a file, not a pipe: the server's log cannot fill a buffer and block it
+    log = tempfile.TemporaryFile(mode="w+")
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, text=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 300
         while True:
             if server.poll() is not None:
-                raise RuntimeError(
-                    f"vLLM's server exited with {server.returncode}: {server.stderr.read()[-2000:]}"
-                )
+                log.seek(0)
+                raise RuntimeError(f"vLLM's server exited with {server.returncode}: {log.read()[-2000:]}")
             try:
                 urllib.request.urlopen(f"{url}/models", timeout=2).close()
                 break
@@ -90,3 +92,4 @@ def vllm_server(tiny_model):
     finally:
         server.terminate()
         server.wait(timeout=60)
+        log.close()
