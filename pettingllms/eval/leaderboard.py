@@ -101,8 +101,9 @@ class Table:
         }
 
     def mean(self, label: str, envs: Sequence[str] | None = None) -> float:
-        """Mean success of `label` over `envs` (default: every column) that it covers; 0 when it covers none."""
-        values = [self.cells[(label, e)].success_rate for e in envs or self.envs if (label, e) in self.cells]
+        """Mean success of `label` over `envs` (None: every column) that it covers; 0 when it covers none."""
+        columns = self.envs if envs is None else envs
+        values = [self.cells[(label, e)].success_rate for e in columns if (label, e) in self.cells]
         return sum(values) / len(values) if values else 0.0
 
     def covered(self, label: str) -> set[str]:

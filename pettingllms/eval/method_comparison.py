@@ -46,8 +46,8 @@ def compare_methods(
     if not ours or not reference:
         return None
     shared = sorted(set(ours) & set(reference))
-    paired = set(ours) == set(reference)
-    a_seeds, b_seeds = (sorted(ours), sorted(reference)) if not paired else (shared, shared)
+    paired = set(ours) == set(reference)  # then seed i of each list is the same seed
+    a_seeds, b_seeds = sorted(ours), sorted(reference)
     a = [np.asarray(ours[s], dtype=np.float64) for s in a_seeds]
     b = [np.asarray(reference[s], dtype=np.float64) for s in b_seeds]
     rates_a, rates_b = [float(x.mean()) for x in a], [float(x.mean()) for x in b]
