@@ -9,6 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from chat_stand_in import send
 
 import pettingllms
 from pettingllms.backends.base import SamplingConfig
@@ -36,11 +37,7 @@ class Handler(BaseHTTPRequestHandler):
             {"index": i, "message": {"role": "assistant", "content": answer}} for i in range(body["n"])
         ]
         payload = json.dumps({"choices": choices[::-1]}).encode()  # out of order: the client sorts by index
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send(self, payload)
 
     def log_message(self, *args):
         pass

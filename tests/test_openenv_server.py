@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from chat_stand_in import send
 
 import pettingllms
 
@@ -274,11 +275,7 @@ class _ScriptedEndpoint(BaseHTTPRequestHandler):
             for i in range(body["n"])
         ]
         payload = json.dumps({"choices": choices}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send(self, payload)
 
     def log_message(self, *args):
         pass
