@@ -175,7 +175,8 @@ class Study:
                 part, method, seed, result, budget=budget, completions=completions, split="val", steps=step
             )
             self.record(row, self.warm_start(self.env_kwargs))
-        self.final_row(part, method, seed, folder)
+        if self.args.final_eval:
+            self.final_row(part, method, seed, folder)
 
     def final_row(self, part: str, method: str, seed: int, folder: Path) -> None:
         """Evaluate the run's last checkpoint on the evaluation suite."""
@@ -415,6 +416,46 @@ def rerun_lines(rows: list[dict], out: Path) -> list[str]:
     ]
 
 
+def version_lines(out: Path) -> list[str]:
+    """Which code made the table's curve rows, per budget and split: each row's commit on the ledger beside `out`
+    (or, for a row recovered from the git history, the commit that first recorded it), with its methods' seeds."""
+    selection = ledger.select(ledger.read_ledger(out.with_name(ledger.LEDGER_NAME)), RULE)
+    made: dict[tuple[str, int], dict[str, dict[str, set[int]]]] = {}
+    for entry in selection.entries:
+        row = entry.row
+        if row["part"] != "curves":
+            continue
+        if entry.code_commit:
+            code = f"commit {entry.code_commit[:7]}"
+        else:  # recovered from the git history (scripts/ledger_history.py names the commit in the note)
+            code = f"first recorded in {entry.note.rsplit(' ', 1)[-1][:7]}" if entry.note else "unknown"
+        made.setdefault((row["split"], row["budget"]), {}).setdefault(code, {}).setdefault(
+            row["method"], set()
+        ).add(row["seed"])
+    cells = []
+    for (split, budget), codes in sorted(made.items(), key=lambda item: (item[0][0] != "val", item[0][1])):
+        named = "; ".join(
+            f"{code}: "
+            + ", ".join(f"{method} {_seed_list(seeds)}" for method, seeds in sorted(methods.items()))
+            for code, methods in sorted(codes.items())
+        )
+        cells.append(f"| {'suite' if split == 'eval' else 'validation'} | {budget} | {named} |")
+    if not cells:
+        return []
+    return [
+        "The code behind each budget's rows, per method and seeds (`docs/results/ledger.jsonl`); a comparison "
+        "within one column is at one code version only where its two methods' seeds share one:",
+        "",
+        "| split | budget | code: method seeds |",
+        "|---|---|---|",
+        *cells,
+    ]
+
+
+def _seed_list(seeds: set[int]) -> str:
+    return "s" + ",".join(str(seed) for seed in sorted(seeds))
+
+
 def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
     plot_curves(rows, args.out.with_name("grouping_curves.png"))
     task = [
@@ -456,6 +497,8 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         + COMPARISON_WORDS,
         "",
         *budget_table(rows, list(METHODS)),
+        "",
+        *version_lines(args.out),
         *rerun_lines(rows, args.out),
         "",
         "![curves](results/grouping_curves.png)",
@@ -483,6 +526,10 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--ablation_seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--budget", type=int, default=BUDGETS[-1], help="sampled completions per run")
+    parser.add_argument("--final_eval", type=lambda text: {"true": True, "false": False}[text.lower()],
+                        default=True, metavar="{true,false}",
+                        help="evaluate each run's last checkpoint on the suite (false: a rerun of the first "
+                        "budgets only, whose suite rows would not be the whole budget's)")  # fmt: skip
     parser.add_argument("--max_steps", type=int, default=200, help="cap on optimizer steps per run")
     parser.add_argument("--val_episodes", type=int, default=100, help="validation grids per curve point")
     parser.add_argument("--eval_episodes", type=int, default=300, help="pettingllms-eval suite size")

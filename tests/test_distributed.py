@@ -101,14 +101,12 @@ def test_ranks_shard_instances_and_draw_their_own_seeds():
 @pytest.mark.parametrize(
     "model, loss_type, checkpointing",
     [
-        ("tiny", "grpo", "false"),
-        ("tiny", "dapo", "false"),
         ("tiny", "grpo", "true"),
-        (
-            "qwen3-test",
-            "grpo",
-            "true",
-        ),  # Qwen3's shapes: 151,936 tied embeddings, 16 heads of 128, 8 KV heads
+        # the other cases run in CI's slow set (`.ci/run`), outside the default run's 20 minutes
+        pytest.param("tiny", "grpo", "false", marks=pytest.mark.slow),
+        pytest.param("tiny", "dapo", "false", marks=pytest.mark.slow),
+        # Qwen3's shapes: 151,936 tied embeddings, 16 heads of 128, 8 KV heads
+        pytest.param("qwen3-test", "grpo", "true", marks=pytest.mark.slow),
     ],
 )
 def test_two_ranks_give_the_one_process_update(tiny_model, tmp_path, model, loss_type, checkpointing):
@@ -157,6 +155,7 @@ def _final_weights(run: Path, policy: str) -> dict:
     return load_file(run / "checkpoints" / "step_2" / f"policy_{policy}" / "model.safetensors")
 
 
+@pytest.mark.slow  # ~1 minute: in CI's slow set (`.ci/run`)
 def test_a_two_rank_run_resumes_exactly_and_writes_each_checkpoint_once(tiny_model, tmp_path):
     whole, interrupted = tmp_path / "whole", tmp_path / "interrupted"
     launch(2, "train", tiny_model, str(whole))

@@ -62,3 +62,33 @@ def test_the_budget_table_pairs_each_method_at_each_budget_and_shows_every_seed(
     # 5 discordant episodes' McNemar p of 0.062: the seeds are the replicates)
     assert cells[2].startswith("+62.5 [")
     assert cells[2].endswith("p = 0.5 (the smallest possible), 2 vs 2 seeds; per seed +50, +75")
+
+
+def test_the_report_names_the_code_behind_each_budgets_rows(study, tmp_path):
+    from pettingllms.eval import ledger
+
+    out = tmp_path / "grouping.json"
+    path = out.with_name(ledger.LEDGER_NAME)
+    old = dict(
+        code_commit=None,
+        warm_start=None,
+        note="recovered from the git history: first recorded in commit aee8c8c12345",
+    )
+    ledger.append(path, "grouping", row("trajectory-grpo", 0, [0, 1], split="val", budget=500), **old)
+    ledger.append(path, "grouping", row("at-grpo-per-role", 0, [1, 1], split="val", budget=500), **old)
+    new = dict(code_commit="4517de9" + "0" * 33, warm_start=None)
+    for seed in (0, 1):  # reruns at one commit: seed 0's supersede the old rows
+        for method in ("trajectory-grpo", "at-grpo-per-role"):
+            ledger.append(path, "grouping", row(method, seed, [1, 0], split="val", budget=500), **new)
+    ledger.append(path, "grouping", row("at-grpo-per-role", 0, [1, 1], split="eval", budget=4000), **old)
+    ledger.append(
+        path, "grouping", row("at-grpo-per-role", 0, [1], part="ablations"), **new
+    )  # not a curve row
+    lines = study.version_lines(out)
+    assert lines[2:] == [
+        "| split | budget | code: method seeds |",
+        "|---|---|---|",
+        "| validation | 500 | commit 4517de9: at-grpo-per-role s0,1, trajectory-grpo s0,1 |",
+        "| suite | 4000 | first recorded in aee8c8c: at-grpo-per-role s0 |",
+    ]
+    assert study.version_lines(tmp_path / "none" / "grouping.json") == []
