@@ -35,8 +35,9 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
    reaches it), K=4 candidates or episodes per step, 8 instances per step for the team and 16 for the single
    agent.
 3. `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`).
-4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`): the commit — greedy (the main
-   run), random, random for the tool and greedy for the plan — and outcome-only rewards (`reward="outcome"`).
+4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`; `--ablations` picks some): the
+   commit — greedy (the main run), random, random for the tool and greedy for the plan — and outcome-only rewards
+   (`reward="outcome"`).
 
 Rows (`{"part", "env", "env_kwargs", "method", "seed", "success_rate", ...}`) are appended to the ledger
 `docs/results/ledger.jsonl` after every run, so an interrupted study keeps what it finished, and the table
@@ -411,7 +412,8 @@ class Study:
     def ablations(self) -> None:
         _, base = method_flags("mas+at-grpo-per-role")
         for seed in self.args.ablation_seeds:
-            for name, (flags, env_kwargs) in ABLATIONS.items():
+            for name in self.args.ablations:
+                flags, env_kwargs = ABLATIONS[name]
                 if not flags and not env_kwargs:  # the default setting: the main table's per-role run
                     self.trained_row("main", "mas+at-grpo-per-role", seed, base, "mas")
                     reference = next(
@@ -533,6 +535,19 @@ def paired_lines(rows: list[dict], methods: tuple[str, ...], reference_method: s
         if comparison is not None:
             lines.append(f"| {method} | {reference_method} | {comparison_cell(comparison)} |")
     return lines
+
+
+def ablation_reference(rows: list[dict], ablations: list[dict]) -> tuple[list[dict], str]:
+    """(rows to compare, the reference method among them): the ablations against their `commit=greedy` rows (the
+    main per-role run, recorded with the ablations), or, where those were not recorded, against the main table's
+    per-role rows of the seeds the ablations ran."""
+    if any(r["method"] == "commit=greedy" for r in ablations):
+        return ablations, "commit=greedy"
+    seeds = {r["seed"] for r in ablations}
+    name = "mas+at-grpo-per-role (main table)"
+    main = [{**r, "method": name} for r in rows if r["part"] == "main"
+            and r["method"] == "mas+at-grpo-per-role" and r["seed"] in seeds]  # fmt: skip
+    return [*ablations, *main], name
 
 
 def span(values: list[float]) -> str:
@@ -682,15 +697,17 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
     if ablations:
         lines += ["", "### Ablations (`mas+at-grpo-per-role`, one knob at a time)", "",
                   "| knob | setting | success % | sampled completions per run |", "|---|---|---|---|"]  # fmt: skip
-        for name in ABLATIONS:
+        for name in [n for n in ABLATIONS if matching(ablations, method=n)]:
             knob, value = name.split("=", 1)
             lines.append(
                 f"| {knob} | {value} | {cell(ablations, method=name)} | {budget(ablations, method=name)} |"
             )
-        paired = paired_lines(ablations, tuple(n for n in ABLATIONS if n != "commit=greedy"), "commit=greedy")
+        compared, reference = ablation_reference(rows, ablations)
+        paired = paired_lines(compared, tuple(n for n in ABLATIONS if n != "commit=greedy"), reference)
         if paired:
-            lines += ["", "| setting | against | difference (points) | 95% interval | p-value | episodes |",
-                      "|---|---|---|---|---|---|", *paired]  # fmt: skip
+            lines += ["", f"Each ablation against {reference}, over the seeds both ran. {COMPARISON_WORDS}", "",
+                      "| setting | against | difference in points [95% interval], seed-level p, seeds; per seed |",
+                      "|---|---|---|", *paired]  # fmt: skip
     if runs:
         lines += ["", f"Wall time on this 2-core CPU: {sum(runs.values()) / 60:.1f} minutes of training over "
                   f"{len(runs)} runs ({np.mean(list(runs.values())):.0f} s per run)."]  # fmt: skip
@@ -757,6 +774,8 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", default=list(MAIN_ROWS), choices=MAIN_ROWS,
                         help="the main table's rows to run (the others keep their recorded rows)")  # fmt: skip
     parser.add_argument("--ablation_seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--ablations", nargs="+", default=list(ABLATIONS), choices=list(ABLATIONS),
+                        help="the ablations to run (the others keep their recorded rows)")  # fmt: skip
     parser.add_argument("--budget", type=int, default=None,
                         help="sampled completions per training run (default: the domain's, DOMAINS)")  # fmt: skip
     parser.add_argument("--max_steps", type=int, default=200, help="cap on optimizer steps per run")

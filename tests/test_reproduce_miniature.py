@@ -258,3 +258,37 @@ def test_the_sharing_table_pairs_per_role_with_shared_per_episode_and_per_seed(s
         results_md.read_text().count("<!-- miniature-sharing:start -->") == 1
         and line in results_md.read_text()
     )
+
+
+def test_ablations_without_greedy_rows_are_paired_with_the_main_per_role_run_of_their_seeds(study):
+    def row(part, method, seed, successes):
+        return {"part": part, "env": "sokoban-v0", "method": method, "seed": seed,
+                "success_rate": sum(successes) / len(successes), "episode_success": "".join(map(str, successes))}  # fmt: skip
+
+    main = [
+        row("main", "mas+at-grpo-per-role", seed, s) for seed, s in ((0, [1, 1]), (1, [0, 0]), (2, [1, 0]))
+    ]
+    ablations = [row("ablations", "reward=outcome", 1, [1, 1]), row("ablations", "reward=outcome", 2, [1, 1])]
+    compared, reference = study.ablation_reference([*main, *ablations], ablations)
+    assert reference == "mas+at-grpo-per-role (main table)"
+    assert sorted(r["seed"] for r in compared if r["method"] == reference) == [1, 2]  # seed 0 ran no ablation
+    [line] = study.paired_lines(compared, ("commit=random", "reward=outcome"), reference)
+    # seeds 1 and 2: +100 and +50 points, mean +75; the exact test over 2 seeds cannot go below 0.5
+    assert line.startswith("| reward=outcome | mas+at-grpo-per-role (main table) | +75.0 [")
+    assert line.endswith("p = 0.5 (the smallest possible), 2 vs 2 seeds; per seed +100, +50 |")
+    greedy = [*ablations, {**main[1], "part": "ablations", "method": "commit=greedy"}]
+    assert study.ablation_reference(main + greedy, greedy) == (greedy, "commit=greedy")
+
+
+def test_the_ablations_part_runs_only_the_ablations_asked_for(study):
+    ran = []
+    runner = study.Study.__new__(study.Study)
+    runner.args = argparse.Namespace(ablation_seeds=[1, 2], ablations=["reward=outcome"])
+    runner.trained_row = lambda part, method, seed, flags, workflow, env_kwargs=None: ran.append(
+        (part, method, seed, env_kwargs)
+    )
+    runner.ablations()
+    assert ran == [
+        ("ablations", "reward=outcome", 1, {"reward": "outcome"}),
+        ("ablations", "reward=outcome", 2, {"reward": "outcome"}),
+    ]
