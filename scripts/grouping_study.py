@@ -345,6 +345,21 @@ def budget_table(rows: list[dict], methods: list[str], reference_method: str = R
     return lines
 
 
+def steps_table(rows: list[dict], methods: list[str]) -> list[str]:
+    """The optimizer steps of the checkpoint each budget's validation row evaluated, mean over the seeds that
+    recorded them (rows before 2026-12-04 did not)."""
+    lines = ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |", "|---|" + "---|" * len(BUDGETS)]
+    for method in methods:
+        cells = []
+        for budget in BUDGETS:
+            steps = [r["optimizer_steps"] for r in rows if r["part"] == "curves" and r["method"] == method
+                     and r["split"] == "val" and r["budget"] == budget and r.get("optimizer_steps") is not None]  # fmt: skip
+            cells.append(f"{np.mean(steps):.1f} (n={len(steps)})" if steps else "—")
+        if any(cell != "—" for cell in cells):
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def curve_table(rows: list[dict], methods: list[str]) -> list[str]:
     lines = ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |", "|---|" + "---|" * len(BUDGETS)]
     for method in methods:
@@ -410,9 +425,10 @@ def rerun_lines(rows: list[dict], out: Path) -> list[str]:
     return [
         "",
         f"Reruns on the record: the rows first recorded for {named} were set aside by reruns of the same runs "
-        "(docs/ledger.md lists them, with the date). The headline comparison with the first rows in their place:",
+        "(docs/ledger.md lists them, with the date). The comparisons with each row's first recorded version in "
+        "place of its reruns (rows never rerun, such as seeds recorded only once, as they are):",
         "",
-        *budget_table(before, ["at-grpo-per-role"]),
+        *budget_table(before, list(METHODS)),
     ]
 
 
@@ -497,6 +513,16 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         + COMPARISON_WORDS,
         "",
         *budget_table(rows, list(METHODS)),
+        "",
+        "Per-role AT-GRPO minus the control at equal optimizer steps (trajectory GRPO on 2 instances per step, "
+        "which takes as many updates as AT-GRPO or more at each budget): what is left of the gap once the number "
+        "of updates is matched.",
+        "",
+        *budget_table(rows, ["at-grpo-per-role"], reference_method="trajectory-grpo-equal-updates"),
+        "",
+        "Optimizer steps taken by the checkpoint evaluated at each budget (mean over seeds):",
+        "",
+        *steps_table(rows, ["at-grpo-per-role", "trajectory-grpo", "trajectory-grpo-equal-updates"]),
         "",
         *version_lines(args.out),
         *rerun_lines(rows, args.out),

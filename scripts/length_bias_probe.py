@@ -13,9 +13,10 @@ however good the programs are. `dr_grpo` (Σ_i A_i / (B · max_completion_length
 
 This plays `--steps` training rollouts of the miniature's per-role AT-GRPO recipe (`reproduce_miniature.py`'s
 flags, its warm start of `--env`), computes the advantages as the trainer does, and reports, over the groups of
-`--agent` whose candidates all begin with `--prefix` and whose rewards differ, the per-group coefficient
-Σ_i A_i / L_i of the grpo loss (times the mean length, to read it in units of a typical token's weight), the share
-of groups where it is negative, and the mean length of the candidates above and below their group's mean.
+`--agent` in which two candidates or more begin with `--prefix` with different advantages, the per-group
+length-driven weight of the grpo loss on that prefix (`shared_prefix_weights`; times the mean length, to read it in
+units of a typical token's weight), the share of groups where it is negative, and the mean length of those
+candidates above and below their mean advantage.
 Nothing is trained. The figures go to `--out` (JSON) and stdout.
 """
 
@@ -25,6 +26,7 @@ import argparse
 import importlib.util
 import json
 import statistics
+import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -38,30 +40,35 @@ def _miniature():
         "reproduce_miniature", ROOT / "scripts" / "reproduce_miniature.py"
     )
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
 
 def shared_prefix_weights(samples, agent: str, prefix: str) -> dict:
-    """The figures of the module docstring over `samples` (advantages set), for the groups of `agent` whose every
-    candidate's completion starts with `prefix` and whose advantages are not all 0."""
+    """The figures of the module docstring over `samples` (advantages set), for the groups of `agent` in which at
+    least two candidates' completions start with `prefix` and those candidates' advantages differ.
+
+    A group's coefficient is the length-driven part of grpo's weight on the shared prefix: with F the candidates
+    that start with it, mean(L) · Σ_{i∈F} A_i (1/L_i - mean_{j∈F} 1/L_j) / K. It is the whole weight when every
+    candidate starts with the prefix (the advantages then sum to 0), and 0 for every loss that does not divide by
+    a sequence's own length."""
     groups = defaultdict(list)
     for sample in samples:
         if sample.agent == agent:
             groups[sample.group_id].append(sample)
     coefficients, above, below = [], [], []
     for members in groups.values():
-        if len(members) < 2 or not all(m.completion.startswith(prefix) for m in members):
+        sharing = [m for m in members if m.completion.startswith(prefix)]
+        if len(sharing) < 2 or len({m.advantage for m in sharing}) < 2:
             continue
-        if all(m.advantage == 0.0 for m in members):
-            continue
-        lengths = [len(m.generation.completion_ids) for m in members]
-        mean_length = statistics.fmean(lengths)
-        coefficients.append(
-            mean_length * sum(m.advantage / n for m, n in zip(members, lengths, strict=True)) / len(members)
-        )
-        above += [n for m, n in zip(members, lengths, strict=True) if m.advantage > 0]
-        below += [n for m, n in zip(members, lengths, strict=True) if m.advantage < 0]
+        lengths = [len(m.generation.completion_ids) for m in sharing]
+        inverse_mean = statistics.fmean(1 / n for n in lengths)
+        weight = sum(m.advantage * (1 / n - inverse_mean) for m, n in zip(sharing, lengths, strict=True))
+        coefficients.append(statistics.fmean(lengths) * weight / len(members))
+        mean_advantage = statistics.fmean(m.advantage for m in sharing)
+        above += [n for m, n in zip(sharing, lengths, strict=True) if m.advantage > mean_advantage]
+        below += [n for m, n in zip(sharing, lengths, strict=True) if m.advantage < mean_advantage]
     return {
         "groups": len(coefficients),
         "mean_coefficient": statistics.fmean(coefficients) if coefficients else None,

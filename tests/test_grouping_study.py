@@ -92,3 +92,27 @@ def test_the_report_names_the_code_behind_each_budgets_rows(study, tmp_path):
         "| suite | 4000 | first recorded in aee8c8c: at-grpo-per-role s0 |",
     ]
     assert study.version_lines(tmp_path / "none" / "grouping.json") == []
+
+
+def test_the_report_prints_every_comparison_again_with_the_first_rows_in_place_of_their_reruns(
+    study, tmp_path
+):
+    from pettingllms.eval import ledger
+
+    out = tmp_path / "grouping.json"
+    path = out.with_name(ledger.LEDGER_NAME)
+    first = [
+        row("trajectory-grpo", 0, [0, 0, 0, 0], split="val", budget=500),
+        row("at-grpo-per-role", 0, [0, 0, 0, 0], split="val", budget=500),
+        row("turn-only", 0, [1, 0, 0, 0], split="val", budget=500),
+    ]
+    for made in first:
+        ledger.append(path, "grouping", made, code_commit=None, warm_start=None)
+    assert study.rerun_lines(first, out) == []  # nothing rerun yet
+    rerun = row("at-grpo-per-role", 0, [1, 1, 1, 1], split="val", budget=500)
+    ledger.append(path, "grouping", rerun, code_commit=None, warm_start=None)
+    lines = study.rerun_lines([first[0], rerun, first[2]], out)
+    assert "at-grpo-per-role seed 0" in lines[1]
+    cells = {line.split(" | ")[0].strip("| "): line.split(" | ")[2] for line in lines[5:]}
+    assert cells["at-grpo-per-role"].startswith("+0.0 [")  # the first row, not the rerun's +100
+    assert cells["turn-only"].startswith("+25.0 [")  # every method's comparison is printed again

@@ -166,12 +166,14 @@ def test_each_committed_table_is_what_its_rule_selects_from_the_ledger(script, t
 
 def test_the_grouping_studys_first_seed_0_rows_are_on_the_record():
     entries = [e for e in read_ledger(LEDGER) if e.study == "grouping"]
-    aside = {
-        (entry.row["method"], entry.row["budget"], entry.row["split"]): entry.row["success_rate"]
-        for entry, _ in select(entries, load_script("grouping_study").RULE).set_aside
-        if entry.row["seed"] == 0
-    }
-    assert aside[("at-grpo-per-role", 500, "val")] == 0.11 and aside[("trajectory-grpo", 500, "val")] == 0.13
+    aside: dict[tuple, list[float]] = {}
+    for entry, _ in select(entries, load_script("grouping_study").RULE).set_aside:
+        if entry.row["seed"] == 0:
+            key = (entry.row["method"], entry.row["budget"], entry.row["split"])
+            aside.setdefault(key, []).append(entry.row["success_rate"])
+    # the first rows, set aside by the seed-0 reruns of 2026-12-02 (which the reruns at one commit set aside in turn)
+    assert aside[("at-grpo-per-role", 500, "val")][0] == 0.11
+    assert aside[("trajectory-grpo", 500, "val")][0] == 0.13
 
 
 def test_the_ledger_page_lists_every_row_set_aside():

@@ -50,3 +50,18 @@ def test_the_grpo_weight_of_a_shared_prefix_follows_advantage_and_length(probe):
     assert figures["mean_length_above_group_mean"] == pytest.approx(25.0)
     assert figures["mean_length_below_group_mean"] == pytest.approx(20.0)
     assert probe.shared_prefix_weights(samples, "plan", "<answer>")["groups"] == 0
+
+
+def test_in_a_group_with_a_direct_answer_only_the_length_driven_part_counts(probe):
+    fence = "```python\n"
+    samples = [
+        sample("f", "tool", fence + "a", 20, +0.6), sample("f", "tool", fence + "b", 10, +0.1),
+        sample("f", "tool", fence + "c", 10, -0.2), sample("f", "tool", "<answer>U</answer>", 5, -0.6),
+    ]  # fmt: skip
+    # 1/L over the fenced: 0.05, 0.1, 0.1 (mean 1/12); 0.6 (0.05 - 1/12) + 0.1 (0.1 - 1/12) - 0.2 (0.1 - 1/12)
+    # = -13/600; times the fenced mean length 40/3, over the group's 4 candidates: -13/180
+    figures = probe.shared_prefix_weights(samples, "tool", "```python")
+    assert figures["coefficients"] == pytest.approx([-13 / 180])
+    # above the fenced candidates' mean advantage (1/6): only +0.6's 20 tokens
+    assert figures["mean_length_above_group_mean"] == pytest.approx(20.0)
+    assert figures["mean_length_below_group_mean"] == pytest.approx(10.0)
