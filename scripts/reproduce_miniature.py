@@ -36,8 +36,9 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
    agent.
 3. `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`).
 4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`; `--ablations` picks some): the
-   commit — greedy (the main run), random, random for the tool and greedy for the plan — and outcome-only rewards
-   (`reward="outcome"`).
+   commit — greedy (the main run), random, random for the tool and greedy for the plan —, outcome-only rewards
+   (`reward="outcome"`), and the loss averaged over a constant length (`loss_type="dr_grpo"`) instead of each
+   completion's own (`scripts/length_bias_probe.py` measures why that can matter).
 
 Rows (`{"part", "env", "env_kwargs", "method", "seed", "success_rate", ...}`) are appended to the ledger
 `docs/results/ledger.jsonl` after every run, so an interrupted study keeps what it finished, and the table
@@ -201,6 +202,7 @@ ABLATIONS = {  # name -> (flags replacing the per-role AT-GRPO defaults, env kwa
     "commit=random": (["--commit", "random"], {}),
     "commit=tool-random,plan-greedy": (["--commit", "tool=random"], {}),
     "reward=outcome": ([], {"reward": "outcome"}),
+    "loss=dr_grpo": (["--loss_type", "dr_grpo"], {}),
 }
 
 

@@ -34,6 +34,7 @@ def test_trained_rows_are_the_papers_methods(study):
     assert study.ABLATIONS["commit=greedy"] == ([], {})  # the main table's per-role run
     assert flag(study.ABLATIONS["commit=tool-random,plan-greedy"][0], "--commit") == "tool=random"
     assert study.ABLATIONS["reward=outcome"][1] == {"reward": "outcome"}
+    assert flag(study.ABLATIONS["loss=dr_grpo"][0], "--loss_type") == "dr_grpo"
     assert (
         flag(study.COMMON, "--eval_split") == "val"
     )  # curves on the validation split, never the reported one
