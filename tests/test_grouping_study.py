@@ -116,3 +116,38 @@ def test_the_report_prints_every_comparison_again_with_the_first_rows_in_place_o
     cells = {line.split(" | ")[0].strip("| "): line.split(" | ")[2] for line in lines[5:]}
     assert cells["at-grpo-per-role"].startswith("+0.0 [")  # the first row, not the rerun's +100
     assert cells["turn-only"].startswith("+25.0 [")  # every method's comparison is printed again
+
+
+def test_the_steps_table_averages_each_budgets_recorded_optimizer_steps(study):
+    rows = [
+        {**row("trajectory-grpo", 0, [0], split="val", budget=500), "optimizer_steps": 3},
+        {**row("trajectory-grpo", 1, [0], split="val", budget=500), "optimizer_steps": 4},
+        {**row("trajectory-grpo", 2, [0], split="val", budget=500), "optimizer_steps": None},  # not recorded
+        {**row("trajectory-grpo", 0, [0], split="eval", budget=4000), "optimizer_steps": 27},  # the suite's
+    ]
+    lines = study.steps_table(rows, ["trajectory-grpo", "at-grpo-per-role"])
+    assert lines[2:] == ["| trajectory-grpo | — | 3.5 (n=2) | — | — | — |"]
+
+
+@pytest.mark.parametrize("final_eval", [True, False])
+def test_a_rerun_of_the_first_budgets_leaves_the_suite_alone(study, tmp_path, final_eval):
+    import argparse
+
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    metrics.parent.mkdir()
+    metrics.write_text(
+        "".join(json.dumps({"step": s, "train/completions_total": 300 * s}) + "\n" for s in (1, 2, 4))
+    )
+    runner = study.Study.__new__(study.Study)
+    runner.args = argparse.Namespace(budget=1000, final_eval=final_eval)
+    done = []
+    runner.evaluate = lambda policy, name, split: done.append((name, split)) or {"success_rate": 0.5, "episodes": 1,
+                                                                                  "per_episode": {"success": [1]}}  # fmt: skip
+    runner.record = lambda row, warm_start: None
+    runner.warm_start = lambda env_kwargs: None
+    runner.env_kwargs = {}
+    runner.final_row = lambda part, method, seed, folder: done.append(("final", "eval"))
+    runner.budget_rows("curves", "trajectory-grpo", 0, metrics.parent)
+    budgets = [name.rsplit("_b", 1)[1] for name, split in done if split == "val"]
+    assert budgets == ["250_val", "500_val", "1000_val"]
+    assert (("final", "eval") in done) is final_eval
