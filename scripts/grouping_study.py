@@ -348,27 +348,43 @@ def budget_table(rows: list[dict], methods: list[str], reference_method: str = R
 def steps_table(rows: list[dict], methods: list[str]) -> list[str]:
     """The optimizer steps of the checkpoint each budget's validation row evaluated, mean over the seeds that
     recorded them (rows before 2026-12-04 did not)."""
-    lines = ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |", "|---|" + "---|" * len(BUDGETS)]
-    for method in methods:
-        cells = []
-        for budget in BUDGETS:
-            steps = [r["optimizer_steps"] for r in rows if r["part"] == "curves" and r["method"] == method
-                     and r["split"] == "val" and r["budget"] == budget and r.get("optimizer_steps") is not None]  # fmt: skip
-            cells.append(f"{np.mean(steps):.1f} (n={len(steps)})" if steps else "—")
-        if any(cell != "—" for cell in cells):
-            lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    return lines
+
+    def cell(matched: list[dict]) -> str:
+        steps = [r["optimizer_steps"] for r in matched if r.get("optimizer_steps") is not None]
+        return f"{np.mean(steps):.1f} (n={len(steps)})" if steps else "—"
+
+    return _per_budget_table(rows, methods, cell)
 
 
 def curve_table(rows: list[dict], methods: list[str]) -> list[str]:
+    """Validation success at each budget, mean over seeds."""
+
+    def cell(matched: list[dict]) -> str:
+        values = [r["success_rate"] for r in matched]
+        return f"{100 * np.mean(values):.1f} (n={len(values)})" if values else "—"
+
+    return _per_budget_table(rows, methods, cell)
+
+
+def _per_budget_table(rows: list[dict], methods: list[str], cell) -> list[str]:
+    """A method-by-budget table: `cell(the method's validation curve rows at that budget)` ("—" for none); methods
+    without any cell left out."""
     lines = ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |", "|---|" + "---|" * len(BUDGETS)]
     for method in methods:
-        cells = []
-        for budget in BUDGETS:
-            values = [r["success_rate"] for r in rows if r["part"] == "curves" and r["method"] == method
-                      and r["split"] == "val" and r["budget"] == budget]  # fmt: skip
-            cells.append(f"{100 * np.mean(values):.1f} (n={len(values)})" if values else "—")
-        if any(cell != "—" for cell in cells):
+        cells = [
+            cell(
+                [
+                    r
+                    for r in rows
+                    if r["part"] == "curves"
+                    and r["method"] == method
+                    and r["split"] == "val"
+                    and r["budget"] == budget
+                ]
+            )  # fmt: skip
+            for budget in BUDGETS
+        ]
+        if any(value != "—" for value in cells):
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return lines
 
