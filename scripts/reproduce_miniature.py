@@ -38,7 +38,8 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
 4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`; `--ablations` picks some): the
    commit — greedy (the main run), random, random for the tool and greedy for the plan —, outcome-only rewards
    (`reward="outcome"`), and the loss averaged over a constant length (`loss_type="dr_grpo"`) instead of each
-   completion's own (`scripts/length_bias_probe.py` measures why that can matter).
+   completion's own (`scripts/length_bias_probe.py` measures why that can matter), also for `mas+trajectory-grpo`
+   (`loss=dr_grpo (trajectory)`, `ABLATION_BASES`). Each is compared with the run it changes.
 
 Rows (`{"part", "env", "env_kwargs", "method", "seed", "success_rate", ...}`) are appended to the ledger
 `docs/results/ledger.jsonl` after every run, so an interrupted study keeps what it finished, and the table
@@ -203,7 +204,15 @@ ABLATIONS = {  # name -> (flags replacing the per-role AT-GRPO defaults, env kwa
     "commit=tool-random,plan-greedy": (["--commit", "tool=random"], {}),
     "reward=outcome": ([], {"reward": "outcome"}),
     "loss=dr_grpo": (["--loss_type", "dr_grpo"], {}),
+    "loss=dr_grpo (trajectory)": (["--loss_type", "dr_grpo"], {}),
 }
+ABLATION_BASES = {"loss=dr_grpo (trajectory)": "mas+trajectory-grpo"}
+"""The main row an ablation changes one knob of, where it is not `mas+at-grpo-per-role`."""
+
+
+def ablation_base(name: str) -> str:
+    """The main table's method that ablation `name` changes one knob of."""
+    return ABLATION_BASES.get(name, "mas+at-grpo-per-role")
 
 
 class Study:
@@ -412,10 +421,10 @@ class Study:
                     self.trained_row("main", method, seed, flags, workflow)
 
     def ablations(self) -> None:
-        _, base = method_flags("mas+at-grpo-per-role")
         for seed in self.args.ablation_seeds:
             for name in self.args.ablations:
                 flags, env_kwargs = ABLATIONS[name]
+                _, base = method_flags(ablation_base(name))
                 if not flags and not env_kwargs:  # the default setting: the main table's per-role run
                     self.trained_row("main", "mas+at-grpo-per-role", seed, base, "mas")
                     reference = next(
@@ -525,31 +534,46 @@ def by_seed(rows: list[dict], **match) -> dict[int, list[int]]:
     }
 
 
-def paired_lines(rows: list[dict], methods: tuple[str, ...], reference_method: str | None) -> list[str]:
-    """Markdown rows: each of `methods` against `reference_method`, over seeds (`method_comparison`: the
-    hierarchical bootstrap interval, the seed-level test), and each seed's difference."""
+def paired_lines(
+    rows: list[dict], methods: tuple[str, ...], reference_method: str | Mapping[str, str] | None
+) -> list[str]:
+    """Markdown rows: each of `methods` against `reference_method` (one for all, or one per method: a method
+    without one is left out), over seeds (`method_comparison`: the hierarchical bootstrap interval, the seed-level
+    test), and each seed's difference."""
     if reference_method is None:
         return []
-    reference = by_seed(rows, method=reference_method)
+    references = (
+        reference_method
+        if isinstance(reference_method, Mapping)
+        else dict.fromkeys(methods, reference_method)
+    )
     lines = []
-    for method in methods:
-        comparison = compare_methods(by_seed(rows, method=method), reference)
+    for method in [m for m in methods if m in references]:
+        against = references[method]
+        comparison = compare_methods(by_seed(rows, method=method), by_seed(rows, method=against))
         if comparison is not None:
-            lines.append(f"| {method} | {reference_method} | {comparison_cell(comparison)} |")
+            lines.append(f"| {method} | {against} | {comparison_cell(comparison)} |")
     return lines
 
 
-def ablation_reference(rows: list[dict], ablations: list[dict]) -> tuple[list[dict], str]:
-    """(rows to compare, the reference method among them): the ablations against their `commit=greedy` rows (the
-    main per-role run, recorded with the ablations), or, where those were not recorded, against the main table's
-    per-role rows of the seeds the ablations ran."""
-    if any(r["method"] == "commit=greedy" for r in ablations):
-        return ablations, "commit=greedy"
-    seeds = {r["seed"] for r in ablations}
-    name = "mas+at-grpo-per-role (main table)"
-    main = [{**r, "method": name} for r in rows if r["part"] == "main"
-            and r["method"] == "mas+at-grpo-per-role" and r["seed"] in seeds]  # fmt: skip
-    return [*ablations, *main], name
+def ablation_reference(rows: list[dict], ablations: list[dict]) -> tuple[list[dict], dict[str, str]]:
+    """(rows to compare, each ablation's reference method among them): an ablation of per-role AT-GRPO against the
+    `commit=greedy` rows (the main per-role run, recorded with the ablations); any other ablation, and every one
+    where those were not recorded, against the main table's rows of the method it changes (`ablation_base`), named
+    "<method> (main table)", of the seeds its ablations ran."""
+    compared, references = list(ablations), {}
+    greedy = any(r["method"] == "commit=greedy" for r in ablations)
+    for name in dict.fromkeys(r["method"] for r in ablations if r["method"] != "commit=greedy"):
+        base = ablation_base(name)
+        if greedy and base == "mas+at-grpo-per-role":
+            references[name] = "commit=greedy"
+            continue
+        references[name] = reference = f"{base} (main table)"
+        seeds = {r["seed"] for r in ablations if r["method"] == name}
+        known = {r["seed"] for r in compared if r["method"] == reference}
+        compared += [{**r, "method": reference} for r in rows if r["part"] == "main" and r["method"] == base
+                     and r["seed"] in seeds - known]  # fmt: skip
+    return compared, references
 
 
 def span(values: list[float]) -> str:
@@ -697,17 +721,20 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
     if curves.is_file():
         lines += ["", f"![learning curves](results/{curves.name})"]
     if ablations:
-        lines += ["", "### Ablations (`mas+at-grpo-per-role`, one knob at a time)", "",
+        lines += ["", "### Ablations (one knob at a time, of `mas+at-grpo-per-role` unless the setting names another)", "",
                   "| knob | setting | success % | sampled completions per run |", "|---|---|---|---|"]  # fmt: skip
         for name in [n for n in ABLATIONS if matching(ablations, method=n)]:
             knob, value = name.split("=", 1)
             lines.append(
                 f"| {knob} | {value} | {cell(ablations, method=name)} | {budget(ablations, method=name)} |"
             )
-        compared, reference = ablation_reference(rows, ablations)
-        paired = paired_lines(compared, tuple(n for n in ABLATIONS if n != "commit=greedy"), reference)
+        compared, references = ablation_reference(rows, ablations)
+        paired = paired_lines(compared, tuple(n for n in ABLATIONS if n != "commit=greedy"), references)
         if paired:
-            lines += ["", f"Each ablation against {reference}, over the seeds both ran. {COMPARISON_WORDS}", "",
+            against = (
+                "the run it changes: commit=greedy where recorded, else the main table's row of its method"
+            )
+            lines += ["", f"Each ablation against {against}, over the seeds both ran. {COMPARISON_WORDS}", "",
                       "| setting | against | difference in points [95% interval], seed-level p, seeds; per seed |",
                       "|---|---|---|", *paired]  # fmt: skip
     if runs:

@@ -270,26 +270,67 @@ def test_ablations_without_greedy_rows_are_paired_with_the_main_per_role_run_of_
         row("main", "mas+at-grpo-per-role", seed, s) for seed, s in ((0, [1, 1]), (1, [0, 0]), (2, [1, 0]))
     ]
     ablations = [row("ablations", "reward=outcome", 1, [1, 1]), row("ablations", "reward=outcome", 2, [1, 1])]
-    compared, reference = study.ablation_reference([*main, *ablations], ablations)
-    assert reference == "mas+at-grpo-per-role (main table)"
+    compared, references = study.ablation_reference([*main, *ablations], ablations)
+    reference = "mas+at-grpo-per-role (main table)"
+    assert references == {"reward=outcome": reference}
     assert sorted(r["seed"] for r in compared if r["method"] == reference) == [1, 2]  # seed 0 ran no ablation
-    [line] = study.paired_lines(compared, ("commit=random", "reward=outcome"), reference)
+    [line] = study.paired_lines(compared, ("commit=random", "reward=outcome"), references)
     # seeds 1 and 2: +100 and +50 points, mean +75; the exact test over 2 seeds cannot go below 0.5
     assert line.startswith("| reward=outcome | mas+at-grpo-per-role (main table) | +75.0 [")
     assert line.endswith("p = 0.5 (the smallest possible), 2 vs 2 seeds; per seed +100, +50 |")
     greedy = [*ablations, {**main[1], "part": "ablations", "method": "commit=greedy"}]
-    assert study.ablation_reference(main + greedy, greedy) == (greedy, "commit=greedy")
+    assert study.ablation_reference(main + greedy, greedy) == (greedy, {"reward=outcome": "commit=greedy"})
+
+
+def test_an_ablation_of_trajectory_grpo_is_paired_with_the_main_trajectory_run_of_its_seeds(study):
+    def row(part, method, seed, successes):
+        return {"part": part, "env": "plan-path-v0", "method": method, "seed": seed,
+                "success_rate": sum(successes) / len(successes), "episode_success": "".join(map(str, successes))}  # fmt: skip
+
+    main = [
+        row("main", "mas+at-grpo-per-role", 1, [1, 1, 1, 1]),
+        row("main", "mas+trajectory-grpo", 1, [0, 1, 0, 1]),
+        row("main", "mas+trajectory-grpo", 2, [1, 1, 1, 0]),
+    ]
+    ablations = [
+        row("ablations", "commit=greedy", 1, [1, 1, 1, 1]),
+        row("ablations", "reward=outcome", 1, [1, 1, 0, 1]),
+        row("ablations", "loss=dr_grpo (trajectory)", 1, [1, 1, 1, 1]),
+    ]
+    compared, references = study.ablation_reference([*main, *ablations], ablations)
+    # the per-role ablation keeps its greedy rows; the trajectory one gets the main trajectory row of seed 1 only
+    assert references == {
+        "reward=outcome": "commit=greedy",
+        "loss=dr_grpo (trajectory)": "mas+trajectory-grpo (main table)",
+    }
+    assert [(r["method"], r["seed"]) for r in compared[len(ablations) :]] == [
+        ("mas+trajectory-grpo (main table)", 1)
+    ]
+    lines = study.paired_lines(compared, ("reward=outcome", "loss=dr_grpo (trajectory)"), references)
+    assert [line.split(" | ")[:2] for line in lines] == [
+        ["| reward=outcome", "commit=greedy"],
+        ["| loss=dr_grpo (trajectory)", "mas+trajectory-grpo (main table)"],
+    ]
+    assert lines[0].split(" | ")[2].startswith("-25.0 [") and lines[1].split(" | ")[2].startswith("+50.0 [")
 
 
 def test_the_ablations_part_runs_only_the_ablations_asked_for(study):
     ran = []
     runner = study.Study.__new__(study.Study)
-    runner.args = argparse.Namespace(ablation_seeds=[1, 2], ablations=["reward=outcome"])
+    runner.args = argparse.Namespace(
+        ablation_seeds=[1, 2], ablations=["reward=outcome", "loss=dr_grpo (trajectory)"]
+    )
     runner.trained_row = lambda part, method, seed, flags, workflow, env_kwargs=None: ran.append(
-        (part, method, seed, env_kwargs)
+        (part, method, seed, env_kwargs, flags)
     )
     runner.ablations()
+    _, per_role = study.method_flags("mas+at-grpo-per-role")
+    _, trajectory = study.method_flags("mas+trajectory-grpo")
+    dr_grpo = [*trajectory, "--loss_type", "dr_grpo"]
     assert ran == [
-        ("ablations", "reward=outcome", 1, {"reward": "outcome"}),
-        ("ablations", "reward=outcome", 2, {"reward": "outcome"}),
+        ("ablations", "reward=outcome", 1, {"reward": "outcome"}, per_role),
+        ("ablations", "loss=dr_grpo (trajectory)", 1, {}, dr_grpo),
+        ("ablations", "reward=outcome", 2, {"reward": "outcome"}, per_role),
+        ("ablations", "loss=dr_grpo (trajectory)", 2, {}, dr_grpo),
     ]
+    assert "--grouping" in trajectory and trajectory[trajectory.index("--grouping") + 1] == "trajectory"
