@@ -210,6 +210,19 @@ ABLATION_BASES = {"loss=dr_grpo (trajectory)": "mas+trajectory-grpo"}
 """The main row an ablation changes one knob of, where it is not `mas+at-grpo-per-role`."""
 
 
+def run_name(part: str, method: str, seed: int) -> str:
+    """The folder name of a trained row's run and evaluation: `part_method_sSEED`, "=" written "-" and any other
+    character outside letters, digits and "_.+-" written "_" (so a name holds no space, comma or bracket).
+
+    >>> run_name("ablations", "commit=tool-random,plan-greedy", 0)
+    'ablations_commit-tool-random_plan-greedy_s0'
+    >>> run_name("ablations", "loss=dr_grpo (trajectory)", 1)
+    'ablations_loss-dr_grpo_trajectory_s1'
+    """
+    slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{part}_{method}".replace("=", "-")).strip("_")
+    return f"{slug}_s{seed}"
+
+
 def ablation_base(name: str) -> str:
     """The main table's method that ablation `name` changes one knob of."""
     return ABLATION_BASES.get(name, "mas+at-grpo-per-role")
@@ -314,7 +327,7 @@ class Study:
 
     def trained_row(self, part: str, method: str, seed: int, flags: list[str], workflow: str,
                     env_kwargs: dict | None = None) -> None:  # fmt: skip
-        name = f"{part}_{method}_s{seed}".replace("=", "-").replace(",", "_")
+        name = run_name(part, method, seed)
         folder = self.train(name, workflow, seed, flags, env_kwargs or {})
         label = f"tiny miniature: {method} (seed {seed})" if part == "main" else None
         result = self.evaluate(str(folder), workflow, name, label=label)

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import re
 
 import pytest
 from scripts_loader import load_script
@@ -334,3 +335,19 @@ def test_the_ablations_part_runs_only_the_ablations_asked_for(study):
         ("ablations", "loss=dr_grpo (trajectory)", 2, {}, dr_grpo),
     ]
     assert "--grouping" in trajectory and trajectory[trajectory.index("--grouping") + 1] == "trajectory"
+
+
+def test_run_names_are_path_safe_unique_and_keep_the_recorded_runs_names(study):
+    names = [study.run_name("main", m, 0) for m in study.MAIN_ROWS if m not in ("single", "mas")]
+    names += [study.run_name("ablations", a, 0) for a in study.ABLATIONS]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[A-Za-z0-9_.+-]+", name) for name in names)
+    # the names of runs already on the ledger (their folders resume under them)
+    assert study.run_name("main", "mas+at-grpo-per-role", 3) == "main_mas+at-grpo-per-role_s3"
+    assert study.run_name("ablations", "loss=dr_grpo", 2) == "ablations_loss-dr_grpo_s2"
+    assert study.run_name("ablations", "commit=tool-random,plan-greedy", 0) == (
+        "ablations_commit-tool-random_plan-greedy_s0"
+    )
+    assert (
+        study.run_name("ablations", "loss=dr_grpo (trajectory)", 1) == "ablations_loss-dr_grpo_trajectory_s1"
+    )
