@@ -198,7 +198,7 @@ BASELINES = ("single", "single+grpo", "mas")
 """The paper's baselines (its main table): the best of them is what AT-GRPO is compared against, paired per
 episode. The team trained with trajectory-grouped GRPO (an ablation in the paper) is compared separately: it
 isolates the grouping, not the team."""
-ABLATIONS = {  # name -> (flags replacing the per-role AT-GRPO defaults, env kwargs)
+ABLATIONS = {  # name -> (flags added to its base method's (`ablation_base`), env kwargs)
     "commit=greedy": ([], {}),
     "commit=random": (["--commit", "random"], {}),
     "commit=tool-random,plan-greedy": (["--commit", "tool=random"], {}),
