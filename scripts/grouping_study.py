@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -366,22 +367,14 @@ def curve_table(rows: list[dict], methods: list[str]) -> list[str]:
     return _per_budget_table(rows, methods, cell)
 
 
-def _per_budget_table(rows: list[dict], methods: list[str], cell) -> list[str]:
+def _per_budget_table(rows: list[dict], methods: list[str], cell: Callable[[list[dict]], str]) -> list[str]:
     """A method-by-budget table: `cell(the method's validation curve rows at that budget)` ("—" for none); methods
     without any cell left out."""
+    validation = [r for r in rows if r["part"] == "curves" and r["split"] == "val"]
     lines = ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |", "|---|" + "---|" * len(BUDGETS)]
     for method in methods:
         cells = [
-            cell(
-                [
-                    r
-                    for r in rows
-                    if r["part"] == "curves"
-                    and r["method"] == method
-                    and r["split"] == "val"
-                    and r["budget"] == budget
-                ]
-            )  # fmt: skip
+            cell([r for r in validation if r["method"] == method and r["budget"] == budget])
             for budget in BUDGETS
         ]
         if any(value != "—" for value in cells):

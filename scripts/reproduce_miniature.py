@@ -56,7 +56,7 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -438,7 +438,7 @@ class Study:
             for name in self.args.ablations:
                 flags, env_kwargs = ABLATIONS[name]
                 _, base = method_flags(ablation_base(name))
-                if not flags and not env_kwargs:  # the default setting: the main table's per-role run
+                if name == "commit=greedy":  # the default setting: the main table's per-role run
                     self.trained_row("main", "mas+at-grpo-per-role", seed, base, "mas")
                     reference = next(
                         r for r in domain_rows(self.rows, self.args)
@@ -547,23 +547,16 @@ def by_seed(rows: list[dict], **match) -> dict[int, list[int]]:
     }
 
 
-def paired_lines(
-    rows: list[dict], methods: tuple[str, ...], reference_method: str | Mapping[str, str] | None
-) -> list[str]:
-    """Markdown rows: each of `methods` against `reference_method` (one for all, or one per method: a method
-    without one is left out), over seeds (`method_comparison`: the hierarchical bootstrap interval, the seed-level
-    test), and each seed's difference."""
-    if reference_method is None:
-        return []
-    references = (
-        reference_method
-        if isinstance(reference_method, Mapping)
-        else dict.fromkeys(methods, reference_method)
-    )
+def paired_lines(rows: list[dict], pairs: Iterable[tuple[str, str | None]]) -> list[str]:
+    """Markdown rows: each `(method, reference method)` of `pairs` (a None reference is skipped) compared over seeds
+    (`method_comparison`: the hierarchical bootstrap interval, the seed-level test), and each seed's difference."""
     lines = []
-    for method in [m for m in methods if m in references]:
-        against = references[method]
-        comparison = compare_methods(by_seed(rows, method=method), by_seed(rows, method=against))
+    for method, against in pairs:
+        comparison = (
+            None
+            if against is None
+            else compare_methods(by_seed(rows, method=method), by_seed(rows, method=against))
+        )
         if comparison is not None:
             lines.append(f"| {method} | {against} | {comparison_cell(comparison)} |")
     return lines
@@ -718,8 +711,10 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
     for method in MAIN_ROWS:
         lines.append(f"| {method} | {cell(main, method=method)} | {budget(main, method=method)} "
                      f"| {steps(main, method=method)} | {domain.paper.get(method, '—')} |")  # fmt: skip
-    paired = paired_lines(main, ("mas+at-grpo-shared", "mas+at-grpo-per-role"), best_baseline(main))
-    paired += paired_lines(main, ("mas+at-grpo-shared", "mas+at-grpo-per-role"), "mas+trajectory-grpo")
+    team = ("mas+at-grpo-shared", "mas+at-grpo-per-role")
+    paired = paired_lines(
+        main, [(m, ref) for ref in (best_baseline(main), "mas+trajectory-grpo") for m in team]
+    )
     if paired:
         lines += ["", COMPARISON_WORDS, "",
                   "| method | against | difference in points [95% interval], seed-level p, seeds; per seed |",
@@ -742,7 +737,7 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
                 f"| {knob} | {value} | {cell(ablations, method=name)} | {budget(ablations, method=name)} |"
             )
         compared, references = ablation_reference(rows, ablations)
-        paired = paired_lines(compared, tuple(n for n in ABLATIONS if n != "commit=greedy"), references)
+        paired = paired_lines(compared, [(n, references[n]) for n in ABLATIONS if n in references])
         if paired:
             against = (
                 "the run it changes: commit=greedy where recorded, else the main table's row of its method"

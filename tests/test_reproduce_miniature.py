@@ -275,7 +275,7 @@ def test_ablations_without_greedy_rows_are_paired_with_the_main_per_role_run_of_
     reference = "mas+at-grpo-per-role (main table)"
     assert references == {"reward=outcome": reference}
     assert sorted(r["seed"] for r in compared if r["method"] == reference) == [1, 2]  # seed 0 ran no ablation
-    [line] = study.paired_lines(compared, ("commit=random", "reward=outcome"), references)
+    [line] = study.paired_lines(compared, references.items())
     # seeds 1 and 2: +100 and +50 points, mean +75; the exact test over 2 seeds cannot go below 0.5
     assert line.startswith("| reward=outcome | mas+at-grpo-per-role (main table) | +75.0 [")
     assert line.endswith("p = 0.5 (the smallest possible), 2 vs 2 seeds; per seed +100, +50 |")
@@ -307,7 +307,7 @@ def test_an_ablation_of_trajectory_grpo_is_paired_with_the_main_trajectory_run_o
     assert [(r["method"], r["seed"]) for r in compared[len(ablations) :]] == [
         ("mas+trajectory-grpo (main table)", 1)
     ]
-    lines = study.paired_lines(compared, ("reward=outcome", "loss=dr_grpo (trajectory)"), references)
+    lines = study.paired_lines(compared, references.items())
     assert [line.split(" | ")[:2] for line in lines] == [
         ["| reward=outcome", "commit=greedy"],
         ["| loss=dr_grpo (trajectory)", "mas+trajectory-grpo (main table)"],
