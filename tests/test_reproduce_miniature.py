@@ -351,3 +351,66 @@ def test_run_names_are_path_safe_unique_and_keep_the_recorded_runs_names(study):
     assert (
         study.run_name("ablations", "loss=dr_grpo (trajectory)", 1) == "ablations_loss-dr_grpo_trajectory_s1"
     )
+
+
+def test_commit_greedy_reuses_a_main_per_role_run_of_this_warm_start_and_code_and_trains_the_others(
+    study, tmp_path, monkeypatch
+):
+    from pettingllms.eval import ledger
+
+    warm = tmp_path / "warm"
+    warm.mkdir()
+    (warm / "model.safetensors").write_bytes(b"weights")
+    out = tmp_path / "miniature.json"
+    kwargs = dict(study.DOMAINS["plan-path-v0"].env_kwargs)
+
+    def main_row(seed):
+        return {"part": "main", "env": "plan-path-v0", "env_kwargs": kwargs, "method": "mas+at-grpo-per-role",
+                "seed": seed, "success_rate": 0.5 + seed / 10, "episode_success": "10"}  # fmt: skip
+
+    recorded = {0: ("same", ledger.folder_digest(warm)), 1: ("same", "another build"), 2: ("older", None)}
+    for seed, (commit, digest) in recorded.items():
+        ledger.append(out.with_name(ledger.LEDGER_NAME), "miniature", main_row(seed), code_commit=commit,
+                      warm_start=digest)  # fmt: skip
+    monkeypatch.setattr(study, "same_package_code", lambda commit, repo: commit == "same")
+    runner = study.Study(argparse.Namespace(out=out, env="plan-path-v0", env_kwargs=None, runs=tmp_path / "runs",
+                                            ablation_seeds=[0, 1, 2], ablations=["commit=greedy"]))  # fmt: skip
+    runner.warm_start = lambda workflow: warm
+    trained = []
+    runner.trained_row = lambda part, method, seed, flags, workflow, env_kwargs=None: trained.append(seed)
+    runner.ablations()
+    assert trained == [1, 2]  # seed 1: another warm start; seed 2: other code
+    greedy = [r for r in runner.rows if r["method"] == "commit=greedy"]
+    assert greedy == [
+        {**main_row(seed), "part": "ablations", "method": "commit=greedy"} for seed in (0, 1, 2)
+    ]
+    assert [e.warm_start for e in ledger.read_ledger(out.with_name(ledger.LEDGER_NAME))[3:]] == [
+        ledger.folder_digest(warm)
+    ] * 3
+
+
+def test_same_package_code_compares_the_package_between_a_commit_and_a_clean_head(study, tmp_path):
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+    def commit(path, text):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text(text)
+        git("add", "-A")
+        git("commit", "-qm", path)
+        return git("rev-parse", "HEAD")
+
+    git("init", "-q")
+    first = commit("pettingllms/trainer.py", "step = 1\n")
+    docs_only = commit("docs/results.md", "a table\n")
+    assert study.same_package_code(first, tmp_path) and study.same_package_code(docs_only, tmp_path)
+    assert not study.same_package_code(first + "+dirty", tmp_path)
+    assert not study.same_package_code(None, tmp_path)
+    assert not study.same_package_code("0" * 40, tmp_path)  # not a commit of this repository
+    (tmp_path / "pettingllms" / "trainer.py").write_text("step = 2\n")
+    assert not study.same_package_code(docs_only, tmp_path)  # the checkout's package is dirty
+    changed = commit("pettingllms/trainer.py", "step = 2\n")
+    assert study.same_package_code(changed, tmp_path) and not study.same_package_code(docs_only, tmp_path)
