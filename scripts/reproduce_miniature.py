@@ -37,7 +37,7 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
 3. `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`).
 4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`; `--ablations` picks some): the
    commit — greedy (the main per-role run, reused where the ledger holds it from this warm start and package
-   code, `Study.recorded_main_row`), random, random for the tool and greedy for the plan —, outcome-only rewards
+   code, `Study.holds_main_run`), random, random for the tool and greedy for the plan —, outcome-only rewards
    (`reward="outcome"`), and the loss averaged over a constant length (`loss_type="dr_grpo"`) instead of each
    completion's own (`scripts/length_bias_probe.py` measures why that can matter), also for `mas+trajectory-grpo`
    (`loss=dr_grpo (trajectory)`, `ABLATION_BASES`). Each is compared with the run it changes.
@@ -434,21 +434,21 @@ class Study:
                     workflow, flags = method_flags(method)
                     self.trained_row("main", method, seed, flags, workflow)
 
-    def recorded_main_row(self, method: str, seed: int) -> dict | None:
-        """The main table's row of trained `method` and `seed` in this domain and setting, if the ledger entry behind
-        it was measured from this study's warm start (its digest) with this checkout's package code
-        (`same_package_code`): training it again would repeat it (same seed, code and weights), so the ablations'
-        `commit=greedy` reuses it. None otherwise. The recipe (`COMMON`, `method_flags`) is this script's and is
-        not compared: a change to it must come with a rerun of the main table."""
+    def holds_main_run(self, method: str, seed: int) -> bool:
+        """Whether the main table's row of trained `method` and `seed` in this domain and setting was measured from
+        this study's warm start (its digest) with this checkout's package code (`same_package_code`): training it
+        again would repeat it (same seed, code and weights), so the ablations' `commit=greedy` reuses it. The recipe
+        (`COMMON`, `method_flags`) is this script's and is not compared: a change to it must come with a rerun of
+        the main table."""
         entries = ledger.select(ledger.read_ledger(self.args.out.with_name(ledger.LEDGER_NAME)), RULE).entries
         warm_start = ledger.folder_digest(self.warm_start(method_flags(method)[0]))
-        for entry in entries:
-            row = entry.row
-            same_run = (row["part"], row["method"], row["seed"]) == ("main", method, seed)
-            if same_run and domain_rows([row], self.args):
-                same = entry.warm_start == warm_start and same_package_code(entry.code_commit, ROOT)
-                return row if same else None
-        return None
+        return any(
+            (entry.row["part"], entry.row["method"], entry.row["seed"]) == ("main", method, seed)
+            and domain_rows([entry.row], self.args)
+            and entry.warm_start == warm_start
+            and same_package_code(entry.code_commit, ROOT)
+            for entry in entries
+        )
 
     def ablations(self) -> None:
         for seed in self.args.ablation_seeds:
@@ -456,13 +456,12 @@ class Study:
                 flags, env_kwargs = ABLATIONS[name]
                 _, base = method_flags(ablation_base(name))
                 if name == "commit=greedy":  # the default setting: the main table's per-role run
-                    reference = self.recorded_main_row("mas+at-grpo-per-role", seed)
-                    if reference is None:
+                    if not self.holds_main_run("mas+at-grpo-per-role", seed):
                         self.trained_row("main", "mas+at-grpo-per-role", seed, base, "mas")
-                        reference = next(
-                            r for r in domain_rows(self.rows, self.args)
-                            if r["part"] == "main" and r["method"] == "mas+at-grpo-per-role" and r["seed"] == seed
-                        )  # fmt: skip
+                    reference = next(
+                        r for r in domain_rows(self.rows, self.args)
+                        if r["part"] == "main" and r["method"] == "mas+at-grpo-per-role" and r["seed"] == seed
+                    )  # fmt: skip
                     self.record({**reference, "part": "ablations", "method": name}, self.warm_start("mas"))
                 else:
                     self.trained_row("ablations", name, seed, [*base, *flags], "mas", env_kwargs)
