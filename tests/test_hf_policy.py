@@ -242,12 +242,36 @@ def test_training_mode_restored_and_errors(parts):
     model.train()
     policy(parts).generate(PROMPTS[:1], 1, GREEDY)
     assert model.training
-    with pytest.raises(ValueError, match="max_position_embeddings"):
-        policy(parts).generate(
-            PROMPTS[:1], 1, SamplingConfig(max_new_tokens=model.config.max_position_embeddings)
-        )
     with pytest.raises(ValueError, match="n=0"):
         policy(parts).generate(PROMPTS, 0, GREEDY)
+
+
+def test_a_row_ends_where_the_context_does(parts):
+    """As vLLM caps a request at max_model_len: a row whose prompt and budget overrun the model's context stops
+    when the context is full (truncated, the tokens before it unchanged); the other rows of the call do not; a
+    prompt that fills the context alone is refused with the fix."""
+    model, _ = parts
+    backend = policy(parts)
+    free = backend.generate(PROMPTS, 1, GREEDY)
+    lengths = [len(group[0].prompt_ids) for group in free]
+    assert all(len(group[0].completion_ids) == GREEDY.max_new_tokens for group in free)  # none ends early
+    context = max(lengths) + 5  # the longest prompt has room for 5 tokens, the shortest for its whole budget
+    assert min(lengths) + GREEDY.max_new_tokens <= context
+    saved = model.config.max_position_embeddings
+    model.config.max_position_embeddings = context
+    try:
+        capped = backend.generate(PROMPTS, 1, GREEDY)
+        model.config.max_position_embeddings = max(lengths)
+        with pytest.raises(ValueError, match="leaves no room for a completion"):
+            backend.generate(PROMPTS, 1, GREEDY)
+    finally:
+        model.config.max_position_embeddings = saved
+    rooms = [min(GREEDY.max_new_tokens, context - length) for length in lengths]
+    assert sorted(set(rooms)) == [5, GREEDY.max_new_tokens]
+    for group, fits, room in zip(capped, free, rooms):
+        assert group[0].completion_ids == fits[0].completion_ids[:room]
+        assert group[0].logprobs == pytest.approx(fits[0].logprobs[:room], abs=1e-5)
+        assert group[0].truncated
 
 
 def test_from_pretrained_reloads_the_same_policy(parts, tmp_path):

@@ -22,12 +22,15 @@ Contract of `generate(prompts, n, sampling)` (see `pettingllms.backends.base`):
   generation config's `eos_token_id`s, e.g. `<|im_end|>`), when a stop string fires in its decoded completion
   (the stop rule of `pettingllms.backends.base.cut_at_stop`: never inside a ``` fenced block or a
   `<think>` block; a prompt that ends by opening one, `base.opens_thinking`, starts the completion inside it),
-  or after `max_new_tokens` tokens; an ended row leaves the batch and its cache, so each
+  after `max_new_tokens` tokens, or when prompt and completion fill the model's context
+  (`config.max_position_embeddings`; vLLM caps a request at `max_model_len` the same way, and a prompt that fills
+  the context by itself is an error in both); an ended row leaves the batch and its cache, so each
   decoding step costs what the rows still generating need. Stop strings are looked for incrementally
   (`base.StopDetector`: each step decodes the row's last few tokens, not its whole completion), with the
   result re-decoding the whole completion every step would give.
 - `Generation.text` is the decoded completion without special tokens (a `<think>` block included: `action` is
-  the text without it). `Generation.truncated` is True for a row that ended at `max_new_tokens`. With a stop string the text is cut right
+  the text without it). `Generation.truncated` is True for a row that ended at `max_new_tokens` or at the
+  context. With a stop string the text is cut right
   AFTER the stop string that fired, which stays in the text (`...</answer>`, unlike vLLM's default).
 - `Generation.prompt_ids` are the unpadded template ids; `completion_ids` are every sampled token up to and
   including the eos token or the token that completed a stop string: exactly the tokens a loss trains on.
@@ -199,10 +202,11 @@ class HFPolicy:
         encoded = [list(ids) for ids in encoded]
         limit = getattr(self.model.config, "max_position_embeddings", None)
         longest = max((len(ids) for ids in encoded), default=0)
-        if limit is not None and longest + sampling.max_new_tokens > limit:
+        if limit is not None and longest >= limit:
             raise ValueError(
-                f"a prompt of {longest} tokens plus max_new_tokens={sampling.max_new_tokens} exceeds the model's "
-                f"max_position_embeddings={limit}"
+                f"a prompt of {longest} tokens leaves no room for a completion in the model's context "
+                f"(max_position_embeddings={limit}): shorten what the env shows (fewer max_turns, a shorter "
+                "max_completion_length) or use a model with a longer context"
             )
         per_batch = max(1, len(encoded) if self.max_batch_rows is None else self.max_batch_rows // n)
         # a call cut into several batches takes its prompts shortest first (bucketed by length), so that a batch
@@ -219,7 +223,7 @@ class HFPolicy:
                     chunk = order[start : start + per_batch]
                     rows = [encoded[i] for i in chunk for _ in range(n)]
                     row_seeds = None if seeds is None else [int(seeds[i]) + j for i in chunk for j in range(n)]
-                    generations = self._sample(rows, sampling, row_seeds)
+                    generations = self._sample(rows, sampling, row_seeds, limit)
                     for position, i in enumerate(chunk):
                         results[i] = generations[position * n : (position + 1) * n]
         finally:
@@ -228,14 +232,23 @@ class HFPolicy:
 
     # ----------------------------------------------------------------- the sampling loop
     def _sample(
-        self, rows: list[list[int]], sampling: SamplingConfig, row_seeds: list[int] | None
+        self,
+        rows: list[list[int]],
+        sampling: SamplingConfig,
+        row_seeds: list[int] | None,
+        context: int | None,
     ) -> list[Generation]:
+        """Sample every row to its end (eos, a stop string, `max_new_tokens`, or `context` tokens with its prompt)."""
         batch = len(rows)
+        budgets = [
+            sampling.max_new_tokens if context is None else min(sampling.max_new_tokens, context - len(row))
+            for row in rows
+        ]
         generators = None if row_seeds is None else [self._generator(seed) for seed in row_seeds]
         start = prefill(self.model, rows, pad_token_id=self.pad_token_id, device=self.device)
         cache, attention, next_position = start.cache, start.attention_mask, start.next_positions
         if self.reserve_cache:
-            reserve(cache, sampling.max_new_tokens)
+            reserve(cache, max(budgets))
         logits = start.last_logits
 
         completions: list[list[int]] = [[] for _ in rows]
@@ -248,7 +261,7 @@ class HFPolicy:
             else None
         )
         active = list(range(batch))  # the rows still generating, in the order of the batch's tensors
-        for step in range(sampling.max_new_tokens):
+        for _ in range(max(budgets)):
             tokens = self._sample_next(
                 logits, sampling, None if generators is None else [generators[row] for row in active]
             )
@@ -262,8 +275,9 @@ class HFPolicy:
                 if stops is not None and stops[row].push(token):
                     texts[row] = stops[row].text
                     continue
-                going.append(position)
-            if not going or step == sampling.max_new_tokens - 1:
+                if len(completions[row]) < budgets[row]:
+                    going.append(position)
+            if not going:
                 break
             if len(going) < len(active):  # finished rows leave the batch and its cache
                 keep = torch.tensor(going, device=self.device)
