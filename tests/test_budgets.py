@@ -167,7 +167,7 @@ def test_bf16_loads_and_generates_in_bf16_and_rows_per_batch_are_bounded(qwen3_f
     assert backend.max_batch_rows == 4
     calls = []
     original = backend._sample
-    backend._sample = lambda rows, sampling, seeds: calls.append(len(rows)) or original(rows, sampling, seeds)
+    backend._sample = lambda rows, *rest: calls.append(len(rows)) or original(rows, *rest)
     [group, _, _] = backend.generate(["a", "b", "c"], 2, SamplingConfig(max_new_tokens=3))
     assert calls == [4, 2] and len(group) == 2  # groups are never split: 2 prompts x K=2, then 1 x 2
 

@@ -231,19 +231,14 @@ class HFPolicy:
         return results
 
     # ----------------------------------------------------------------- the sampling loop
+    # long function: one decoding loop over a KV cache shared by the batch, whose state (cache, masks, positions,
+    # the rows still going, their budgets and stop detectors) changes together at every step.
     def _sample(
-        self,
-        rows: list[list[int]],
-        sampling: SamplingConfig,
-        row_seeds: list[int] | None,
-        context: int | None,
+        self, rows: list[list[int]], sampling: SamplingConfig, row_seeds: list[int] | None, context: int | None
     ) -> list[Generation]:
         """Sample every row to its end (eos, a stop string, `max_new_tokens`, or `context` tokens with its prompt)."""
         batch = len(rows)
-        budgets = [
-            sampling.max_new_tokens if context is None else min(sampling.max_new_tokens, context - len(row))
-            for row in rows
-        ]
+        budgets = completion_budgets(rows, sampling.max_new_tokens, context)
         generators = None if row_seeds is None else [self._generator(seed) for seed in row_seeds]
         start = prefill(self.model, rows, pad_token_id=self.pad_token_id, device=self.device)
         cache, attention, next_position = start.cache, start.attention_mask, start.next_positions
@@ -357,3 +352,13 @@ def _eos_ids(tokenizer, model) -> frozenset[int]:
     configured = getattr(config, "eos_token_id", None)
     ids.update(configured if isinstance(configured, (list, tuple)) else [configured])
     return frozenset(int(token) for token in ids if token is not None)
+
+
+def completion_budgets(rows: Sequence[Sequence[int]], max_new_tokens: int, context: int | None) -> list[int]:
+    """How many tokens each prompt row may generate: `max_new_tokens`, or fewer where prompt and completion would
+    overrun a `context` of that many tokens (None: no limit).
+
+    >>> completion_budgets([[1] * 5, [1] * 9], 4, 12)
+    [4, 3]
+    """
+    return [max_new_tokens if context is None else min(max_new_tokens, context - len(row)) for row in rows]
