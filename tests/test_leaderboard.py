@@ -320,3 +320,34 @@ def test_a_progression_score_outside_0_100_or_an_unknown_tier_is_refused():
         "plan-path-v0: mean_progress must be a finite number in [0, 100], not 101.0",
         "plan-path-v0: tier must be one of ['easy', 'medium', 'hard', 'expert'], not 'impossible'",
     ]
+
+
+def test_the_overview_grows_to_hold_every_policy_of_its_legend(tmp_path, monkeypatch):
+    """50 policies: the legend beside the axes fits in the figure's height and the axes keep theirs (a figure
+    of fixed size squeezed the axes to a strip under a legend that ran off the image)."""
+    from pettingllms.eval import leaderboard
+
+    measured = []  # (figure height, legend bottom, legend top, axes height) in pixels, per figure saved
+    original = leaderboard._save
+
+    def measure_then_save(figure, path):
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        axis = figure.axes[0]
+        legend = axis.get_legend()
+        if legend is not None:
+            box = legend.get_window_extent(renderer)
+            height = figure.get_figheight() * figure.dpi
+            measured.append((height, box.y0, box.y1, axis.get_window_extent(renderer).height))
+        return original(figure, path)
+
+    monkeypatch.setattr(leaderboard, "_save", measure_then_save)
+    results = {
+        f"p{i:02d}.json": _result(f"a policy with a long label, number {i:02d}", {"x-v0": i / 50})
+        for i in range(50)
+    }
+    table = build_leaderboard(_write(tmp_path / "many", results), tmp_path / "board")
+    assert len(table.labels) == 50
+    [(height, bottom, top, axes)] = measured  # only the overview has a legend
+    assert bottom >= 0 and top <= height  # every legend line is inside the figure
+    assert axes >= 0.5 * height  # the bars keep half the height or more

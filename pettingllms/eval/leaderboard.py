@@ -415,6 +415,10 @@ def plot(table: Table, out_dir: Path) -> list[Path]:
     return written
 
 
+LEGEND_LINE_INCHES = 0.17
+"""The height of one line of the overview's 7-point legend: the figure grows with the policies it shows."""
+
+
 def _overview(table: Table, path: Path) -> Path:
     """Grouped bars of the main table's suites, one group per suite, one bar per policy covering it."""
     import matplotlib.pyplot as plt
@@ -422,7 +426,8 @@ def _overview(table: Table, path: Path) -> Path:
 
     suites = table.suites
     labels = [label for label in table.labels if table.covered(label) & set(suites)]
-    figure, axis = plt.subplots(figsize=(max(7.0, 1.4 * len(suites)) + 2.5, 4))
+    legend_inches = LEGEND_LINE_INCHES * len(labels) + 0.5  # the legend beside the axes, one line per policy
+    figure, axis = plt.subplots(figsize=(max(7.0, 1.4 * len(suites)) + 2.5, max(4.0, legend_inches)))
     width = 0.8 / max(1, len(labels))
     for index, label in enumerate(labels):
         columns = [i for i, env in enumerate(suites) if (label, env) in table.cells]  # missing: no bar
@@ -448,7 +453,8 @@ def _overview(table: Table, path: Path) -> Path:
 def _save(figure, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    figure.savefig(path, dpi=100)
+    # "tight": tick labels and a legend beside the axes stay inside the image
+    figure.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(figure)
     return path
 
