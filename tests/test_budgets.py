@@ -172,6 +172,27 @@ def test_bf16_loads_and_generates_in_bf16_and_rows_per_batch_are_bounded(qwen3_f
     assert calls == [4, 2] and len(group) == 2  # groups are never split: 2 prompts x K=2, then 1 x 2
 
 
+def test_a_qwen3_row_ends_at_the_context_with_the_real_template(qwen3_folder, tmp_path):
+    """The context cap of `HFPolicy` on qwen3-test in bf16 (the real tokenizer and chat template): a prompt left 2
+    tokens of context generates the first 2 tokens of its uncapped completion, marked truncated."""
+    from pettingllms.trainers.policy_set import build_policies
+
+    args = parse(["--env_id", "plan-path-v0", "--model_name_or_path", "qwen3-test", "--bf16", "true",
+                  "--use_cpu", "true", "--output_dir", str(tmp_path), "--report_to", "none"])  # fmt: skip
+    backend = build_policies(args, ["tool", "plan"], log=print).backends["plan"]
+    greedy = SamplingConfig(temperature=0.0, max_new_tokens=6)
+    [[free]] = backend.generate(["Walk from @ to G."], 1, greedy)
+    assert len(free.completion_ids) == 6  # no eos in the first 6 tokens: the cap below is what ends the row
+    saved = backend.model.config.max_position_embeddings
+    backend.model.config.max_position_embeddings = len(free.prompt_ids) + 2
+    try:
+        [[capped]] = backend.generate(["Walk from @ to G."], 1, greedy)
+    finally:
+        backend.model.config.max_position_embeddings = saved
+    assert capped.prompt_ids == free.prompt_ids
+    assert capped.completion_ids == free.completion_ids[:2] and capped.truncated
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
