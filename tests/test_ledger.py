@@ -204,3 +204,34 @@ def test_every_miniature_row_on_the_leaderboard_names_the_ledger_line_it_is():
         assert report["label"] == miniature.leaderboard_label(entry.row["method"], entry)
         assert entry.row["env"] == env and entry.row["seed"] == 0
         assert entry.row["episode_success"] == "".join(str(s) for s in result["per_episode"]["success"])
+
+
+def test_recording_a_row_the_table_holds_from_the_same_code_and_weights_appends_nothing(tmp_path):
+    repo = _git_repo(tmp_path)
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "study.py").write_text("")
+    _commit(repo, "first")
+    table, path = repo / "toy.json", repo / ledger.LEDGER_NAME
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "model.safetensors").write_bytes(b"\x00")
+
+    def record(rate):
+        row = _row("a", 0, rate, interval_95=(0.4, 0.6))  # a tuple reads back from the ledger as a list
+        ledger.record(table, RULE, row, repo=repo, warm_start=weights)
+
+    record(0.5)
+    record(0.5)  # a resumed study re-reads its cached evaluation: nothing new
+    assert len(read_ledger(path)) == 1
+    record(0.6)
+    record(0.5)  # the first row again is a change from the table's last line: recorded
+    assert [entry.row["success_rate"] for entry in read_ledger(path)] == [0.5, 0.6, 0.5]
+    (weights / "model.safetensors").write_bytes(b"\x01")
+    record(0.5)  # the same row from other weights
+    (repo / "scripts" / "study.py").write_text("changed = True\n")
+    _commit(repo, "second")
+    record(0.5)  # and from other code
+    entries = read_ledger(path)
+    assert len(entries) == 5
+    assert entries[3].warm_start != entries[2].warm_start and entries[4].code_commit != entries[3].code_commit
+    assert json.loads(table.read_text()) == [_row("a", 0, 0.5, interval_95=[0.4, 0.6])]

@@ -8,7 +8,8 @@ ledger, `docs/results/ledger.jsonl`, one JSON object per line:
      "warm_start": "<sha256 of the warm start's weights>" or null, "recorded": "2026-12-02", "note": "...",
      "prev": "<sha256 of line n-1>"}
 
-- Append-only: a rerun adds a line; no line is ever edited or removed. Each line names the sha256 of the line
+- Append-only: a rerun adds a line; no line is ever edited or removed (`record` appends no copy of a row the
+  table already holds from the same code and warm start). Each line names the sha256 of the line
   before it (`prev`; the first names `GENESIS`), so an edited, removed or reordered line breaks the chain, and
   `read_ledger` raises `LedgerError` naming the line.
 - `code_commit` is the commit the run's code was at (`null` where it was not recorded: rows recovered from the
@@ -213,12 +214,31 @@ def record(
 ) -> list[dict]:
     """What a study script does with a new row: append it to the ledger beside `table` (with the checkout's
     `code_version` and the warm start's `folder_digest`), rebuild the table by `rule`, write it to `table`, and
-    return its rows."""
+    return its rows.
+
+    A row the table already holds as it is (the same identity's last line has the same row, code commit and warm
+    start) is not appended again: a resumed study re-reads its cached evaluations, and recording them once more
+    would list the first line as set aside by a "rerun" that measured nothing new."""
     ledger = Path(table).with_name(LEDGER_NAME)
-    append(ledger, rule.study, row, code_commit=code_version(repo), warm_start=folder_digest(warm_start))
+    code_commit, digest = code_version(repo), folder_digest(warm_start)
+    if not _holds(select(read_ledger(ledger), rule), rule, row, code_commit, digest):
+        append(ledger, rule.study, row, code_commit=code_commit, warm_start=digest)
     rows = select(read_ledger(ledger), rule).rows
     Path(table).write_text(json.dumps(rows, indent=1) + "\n")
     return rows
+
+
+def _holds(
+    selection: Selection, rule: Rule, row: dict[str, Any], code_commit: str | None, warm_start: str | None
+) -> bool:
+    """Whether `selection` already holds `row` from `code_commit` and `warm_start` as its identity's last line
+    (compared as the ledger stores it: a tuple of `row` reads back as a list)."""
+    identity, stored = rule.identity(row), json.loads(json.dumps(row))
+    return any(
+        rule.identity(entry.row) == identity
+        and (entry.row, entry.code_commit, entry.warm_start) == (stored, code_commit, warm_start)
+        for entry in selection.entries
+    )
 
 
 def table_rows(table: Path, rule: Rule) -> list[dict]:
