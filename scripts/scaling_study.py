@@ -36,7 +36,7 @@ import numpy as np
 
 from pettingllms.eval import ledger
 from pettingllms.eval.markdown import replace_section, seed_cell
-from pettingllms.eval.stats import seed_summary
+from pettingllms.eval.stats import format_p, seed_comparison, seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "plan-path-v0"
@@ -240,6 +240,41 @@ def _gain(rows: list[dict], **match) -> str:
     return f"{100 * np.mean(gains):+.1f}" if gains else "—"
 
 
+COMPARISONS = (
+    ("N = 2 minus N = 1", {"num_agents": 2, "reward": "shaped"}, {"num_agents": 1, "reward": "shaped"}),
+    ("N = 3 minus N = 2", {"num_agents": 3, "reward": "shaped"}, {"num_agents": 2, "reward": "shaped"}),
+    ("N = 5 minus N = 3", {"num_agents": 5, "reward": "shaped"}, {"num_agents": 3, "reward": "shaped"}),
+    ("N = 7 minus N = 3", {"num_agents": 7, "reward": "shaped"}, {"num_agents": 3, "reward": "shaped"}),
+    (
+        "outcome minus shaped (N = 2)",
+        {"num_agents": 2, "reward": "outcome"},
+        {"num_agents": 2, "reward": "shaped"},
+    ),
+)
+"""The report's seed-level comparisons of trained teams: (label, one side's match, the other's)."""
+
+
+def comparison_lines(rows: list[dict]) -> list[str]:
+    """One table row per comparison of `COMPARISONS` whose sides share seeds: the AT-GRPO rows compared over
+    those seeds, paired (every run starts from the one warm start, so seed s of both sides shares its weights
+    and seed), by `seed_comparison`: mean difference in points, the t-interval of the per-seed differences, the
+    exact sign-flip p and each seed's difference."""
+    lines = []
+    for label, ours, theirs in COMPARISONS:
+        a, b = ({r["seed"]: r["success_rate"] for r in rows if r["method"] == "at-grpo"
+                 and all(r.get(k) == v for k, v in side.items())} for side in (ours, theirs))  # fmt: skip
+        seeds = sorted(set(a) & set(b))
+        if not seeds:
+            continue
+        result = seed_comparison([a[s] for s in seeds], [b[s] for s in seeds], paired=True)
+        interval = result["ci95"]
+        shown = "—" if interval is None else f"[{100 * interval[0]:+.1f}, {100 * interval[1]:+.1f}]"
+        p = format_p(result["p_value"], min_p=result["min_p"], seeds=len(seeds))
+        per_seed = ", ".join(f"{round(100 * (a[s] - b[s])):+d}" for s in seeds)
+        lines.append(f"| {label} | {100 * result['difference']:+.1f} {shown} | {p} | {per_seed} |")
+    return lines
+
+
 def write_section(rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
     shaped = [r for r in rows if r["reward"] == "shaped"]
     seeds = sorted({r["seed"] for r in rows})
@@ -273,6 +308,14 @@ def write_section(rows: list[dict], args: argparse.Namespace, results_md: Path) 
         match = {"num_agents": 2, "reward": reward}
         lines.append(f"| {reward} | {_cell(rows, **match, method='untrained')} | "
                      f"{_cell(rows, **match, method='at-grpo')} | {_gain(rows, **match)} |")  # fmt: skip
+    compared = comparison_lines(rows)
+    if compared:
+        lines += ["", "Trained teams compared over seeds, the replicates (every run starts from the one warm start, "
+                  "so seed s of both sides is paired): the mean of the per-seed differences in points with their "
+                  "95% t-interval, the exact sign-flip test's p, and each seed's difference (seeds in order). The "
+                  "rows hold one success rate per run, so there is no bootstrap over the suite's grids.", "",
+                  "| comparison | difference [95% interval] | seed-level p | per seed |", "|---|---|---|---|",
+                  *compared]  # fmt: skip
     lines += ["", "![scaling study](results/scaling.png)", "", END]
     replace_section(results_md, START, END, "\n".join(lines))
 

@@ -63,6 +63,25 @@ def test_rows_are_recorded_after_every_run_and_rows_of_the_old_setting_are_set_a
     assert json.loads(out.read_text()) == rows and len(rows) == 4
     assert [r["success_rate"] for r in rows if r["num_agents"] == 1 and r["method"] == "at-grpo"] == [0.9]
     entries = read_ledger(tmp_path / "ledger.jsonl")
-    assert len(entries) == 7 and entries[3].warm_start is not None  # nothing removed; the warm start's digest
+    # nothing removed; the warm start's digest; the rerun's untrained row, the same figure from the same code and
+    # weights, is not recorded a second time
+    assert len(entries) == 6 and entries[3].warm_start is not None
     reasons = [reason for _, reason in select(entries, study.RULE).set_aside]
-    assert reasons[0].startswith("a row of the study's setting before its rerun") and len(reasons) == 3
+    assert reasons[0].startswith("a row of the study's setting before its rerun") and len(reasons) == 2
+
+
+def test_trained_teams_are_compared_paired_by_seed_against_a_hand_worked_example(study):
+    rows = []
+    for size, afters in ((1, (0.30, 0.40, 0.35)), (2, (0.90, 0.60, 0.65)), (3, (0.90, 0.84))):
+        for seed, after in enumerate(afters):
+            rows += study._rows(size, "shaped", seed, _result(0.3, after, 8, "runs/x"))
+    lines = study.comparison_lines(rows)
+    # N=2 - N=1 per seed: +60, +20, +30 -> mean 36.67; sd 20.817 (ddof=1); t(0.975, 2) = 4.3027 -> half-width
+    # 4.3027 * 20.817 / sqrt(3) = 51.71; every seed positive: the exact sign-flip p is 2 / 2^3 = 0.25
+    assert lines[0] == (
+        "| N = 2 minus N = 1 | +36.7 [-15.0, +88.4] | p = 0.25 (the smallest possible with 3 seeds) | +60, +20, +30 |"
+    )
+    # N=3 ran seeds 0 and 1 only: compared over those two, 0 and +24: every sign flip keeps |mean| 12, so p = 1;
+    # sd 16.97, t(0.975, 1) = 12.706 -> half-width 152.5
+    assert lines[1] == "| N = 3 minus N = 2 | +12.0 [-140.5, +164.5] | p = 1.00 | +0, +24 |"
+    assert len(lines) == 2  # N = 5, 7 and outcome-only rewards were not run: no row
