@@ -529,6 +529,13 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         "",
         *budget_table(rows, ["at-grpo-per-role"], reference_method="trajectory-grpo-equal-updates"),
         "",
+        "Per-role minus shared AT-GRPO (one policy per role against one for both roles), at each budget on the "
+        "validation split and on the suite after the whole budget:",
+        "",
+        *budget_table(rows, ["at-grpo-per-role"], reference_method="at-grpo-shared"),
+        "",
+        *final_table(rows, ["at-grpo-per-role"], reference_method="at-grpo-shared"),
+        "",
         "Optimizer steps taken by the checkpoint evaluated at each budget (mean over seeds):",
         "",
         *steps_table(rows, ["at-grpo-per-role", "trajectory-grpo", "trajectory-grpo-equal-updates"]),

@@ -46,6 +46,27 @@ def test_the_final_table_pairs_each_method_with_trajectory_grpo_on_the_same_epis
     assert lines[3] == "| trajectory-grpo | 25.0 ± 0.0 | 2 | — |"
 
 
+def test_the_report_compares_per_role_with_shared_at_each_budget_and_on_the_suite(study, tmp_path):
+    rows = [
+        row("trajectory-grpo", 0, [0, 0, 0, 0], split="val", budget=500),
+        row("at-grpo-shared", 0, [1, 0, 0, 0], split="val", budget=500),
+        row("at-grpo-per-role", 0, [1, 1, 1, 0], split="val", budget=500),
+        row("at-grpo-shared", 0, [1, 1, 0, 0]),
+        row("at-grpo-per-role", 0, [1, 1, 1, 1]),
+    ]
+    results_md = tmp_path / "results.md"
+    results_md.write_text("")
+    args = type("Args", (), {"out": tmp_path / "grouping.json", "task": next(iter(study.TASKS))})()
+    study.write_report(rows, args, results_md)
+    text = results_md.read_text()
+    section = text[text.index("Per-role minus shared AT-GRPO") : text.index("Optimizer steps taken")]
+    # one seed a side: 75% against 25% at 500 completions (+50), 100% against 50% on the suite (+50)
+    budget_row = next(line for line in section.splitlines() if line.startswith("| at-grpo-per-role | —"))
+    assert budget_row.split(" | ")[2].startswith("+50.0 [")
+    assert "| at-grpo-per-role | 100.0 | 1 | +50.0 [" in section
+    assert "minus at-grpo-shared in points" in section
+
+
 def test_the_budget_table_pairs_each_method_at_each_budget_and_shows_every_seed(study):
     rows = [
         row("trajectory-grpo", 0, [0, 0, 0, 0], split="val", budget=500),
