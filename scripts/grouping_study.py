@@ -24,7 +24,11 @@ Parts (each row appended to the ledger `docs/results/ledger.jsonl` as it finishe
 3. `ablations`: the per-role AT-GRPO run with one knob changed (`ABLATIONS`: alpha 0, 0.5, 2; K 2, 8), seed 0 by
    default, each evaluated after the whole budget on the evaluation suite; and the trained per-role policies
    swapped between the roles at evaluation.
-4. `report`: the tables (paired differences against trajectory GRPO with 95% intervals and p-values from
+4. `pooling`: per-role AT-GRPO and turn-only grouping under each loss (`POOLING`: `grpo` and `dr_grpo`) x
+   `--seeds`, from this machine's warm start, with `dump_rollouts` (what `scripts/turn_pool_probe.py` reads),
+   evaluated at each budget on the validation split: whether turn-only's lead over per-role AT-GRPO needs `grpo`
+   (its rows are their own part, so they set aside no `curves` row of another build).
+5. `report`: the tables (paired differences against trajectory GRPO with 95% intervals and p-values from
    `pettingllms.eval.stats`) and the curves into the grouping section of `docs/results.md`.
 """
 
@@ -82,6 +86,17 @@ agent-only, turn-only); the control at equal optimizer steps (`trajectory-grpo-e
 instances per step instead of 4, so that at equal sampled completions it takes about as many optimizer steps as
 AT-GRPO, which samples fewer completions per step: "learns faster" then separates the grouping from the number of
 updates); and the newer credit-assignment options (pettingllms.trainers.advantages, pettingllms.rollout.grouping)."""
+POOLING = {
+    "at-grpo-per-role": METHODS["at-grpo-per-role"],
+    "turn-only": METHODS["turn-only"],
+    "at-grpo-per-role+dr_grpo": [*METHODS["at-grpo-per-role"], "--loss_type", "dr_grpo"],
+    "turn-only+dr_grpo": [*METHODS["turn-only"], "--loss_type", "dr_grpo"],
+}
+"""Method -> trainer flags of the `pooling` part. With `scale_rewards: none`, turn-only grouping gives an agent's
+candidates AT-GRPO's advantages plus one constant per turn group, c = m_agent - m_turn (scripts/turn_pool_probe.py
+measures it). Under `grpo` a sequence's loss is divided by its own length L, so the constant adds c * grad E[1/L]
+to the expected gradient (shorter completions when c > 0, longer when c < 0); under `dr_grpo` it adds c * grad E[1]
+= 0. If turn-only's lead comes from that, it is gone under `dr_grpo`."""
 REFERENCE = "trajectory-grpo"
 ABLATIONS = {
     "alpha=0": ["--alpha", "0"],
@@ -216,6 +231,12 @@ class Study:
                 folder = self.train(f"{method}_s{seed}", seed, METHODS[method])
                 self.budget_rows("curves", method, seed, folder)
 
+    def pooling(self) -> None:
+        for seed in self.args.seeds:
+            for method, flags in POOLING.items():
+                folder = self.train(f"pooling_{method}_s{seed}", seed, [*flags, "--dump_rollouts", "true"])
+                self.budget_rows("pooling", method, seed, folder)
+
     def ablations(self) -> None:
         base = METHODS["at-grpo-per-role"]
         for seed in self.args.ablation_seeds:
@@ -329,16 +350,18 @@ def _paired_cell(ours: dict[int, np.ndarray], reference: dict[int, np.ndarray]) 
     return comparison_cell(compare_methods(ours, reference))
 
 
-def budget_table(rows: list[dict], methods: list[str], reference_method: str = REFERENCE) -> list[str]:
-    """At each budget on the validation split: every method minus `reference_method`, paired over the same
-    episodes of the seeds both have (points, bootstrap 95% interval, p-value), then each seed's difference."""
+def budget_table(
+    rows: list[dict], methods: list[str], reference_method: str = REFERENCE, part: str = "curves"
+) -> list[str]:
+    """At each budget on the validation split: every method of `part` minus `reference_method` of `part`, over the
+    seeds (`_paired_cell`); methods without any cell left out."""
     lines = ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |", "|---|" + "---|" * len(BUDGETS)]
     for method in methods:
         if method == reference_method:
             continue
         cells = [
-            _paired_cell(_successes(rows, part="curves", method=method, split="val", budget=budget),
-                         _successes(rows, part="curves", method=reference_method, split="val", budget=budget))
+            _paired_cell(_successes(rows, part=part, method=method, split="val", budget=budget),
+                         _successes(rows, part=part, method=reference_method, split="val", budget=budget))
             for budget in BUDGETS
         ]  # fmt: skip
         if any(cell != "—" for cell in cells):
@@ -357,20 +380,22 @@ def steps_table(rows: list[dict], methods: list[str]) -> list[str]:
     return _per_budget_table(rows, methods, cell)
 
 
-def curve_table(rows: list[dict], methods: list[str]) -> list[str]:
+def curve_table(rows: list[dict], methods: list[str], part: str = "curves") -> list[str]:
     """Validation success at each budget, mean over seeds."""
 
     def cell(matched: list[dict]) -> str:
         values = [r["success_rate"] for r in matched]
         return f"{100 * np.mean(values):.1f} (n={len(values)})" if values else "—"
 
-    return _per_budget_table(rows, methods, cell)
+    return _per_budget_table(rows, methods, cell, part)
 
 
-def _per_budget_table(rows: list[dict], methods: list[str], cell: Callable[[list[dict]], str]) -> list[str]:
-    """A method-by-budget table: `cell(the method's validation curve rows at that budget)` ("—" for none); methods
-    without any cell left out."""
-    validation = [r for r in rows if r["part"] == "curves" and r["split"] == "val"]
+def _per_budget_table(
+    rows: list[dict], methods: list[str], cell: Callable[[list[dict]], str], part: str = "curves"
+) -> list[str]:
+    """A method-by-budget table: `cell(the method's validation rows of `part` at that budget)` ("—" for none);
+    methods without any cell left out."""
+    validation = [r for r in rows if r["part"] == part and r["split"] == "val"]
     lines = ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |", "|---|" + "---|" * len(BUDGETS)]
     for method in methods:
         cells = [
@@ -380,6 +405,33 @@ def _per_budget_table(rows: list[dict], methods: list[str], cell: Callable[[list
         if any(value != "—" for value in cells):
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return lines
+
+
+def pooling_lines(rows: list[dict], out: Path) -> list[str]:
+    """The `pooling` part's tables, when the rows hold any: validation success per method and budget, and
+    turn-only minus per-role AT-GRPO under each loss, over the seeds."""
+    if not any(r["part"] == "pooling" for r in rows):
+        return []
+    differences = budget_table(rows, ["turn-only"], reference_method="at-grpo-per-role", part="pooling")
+    under_dr_grpo = budget_table(
+        rows, ["turn-only+dr_grpo"], reference_method="at-grpo-per-role+dr_grpo", part="pooling"
+    )
+    return [
+        "",
+        "Turn-only grouping against per-role AT-GRPO under each loss (part `pooling`: both methods under `grpo` and "
+        "under `dr_grpo`, seeds run from one warm start, their own rows apart from the curves above). Validation "
+        "success at each budget (mean over seeds):",
+        "",
+        *curve_table(rows, list(POOLING), part="pooling"),
+        "",
+        "Turn-only minus per-role AT-GRPO, under `grpo` (first row) and under `dr_grpo` (second row, "
+        "`turn-only+dr_grpo` minus `at-grpo-per-role+dr_grpo`):",
+        "",
+        *differences,
+        *under_dr_grpo[2:],
+        "",
+        *version_lines(out, part="pooling"),
+    ]
 
 
 def plot_curves(rows: list[dict], path: Path) -> None:
@@ -441,14 +493,15 @@ def rerun_lines(rows: list[dict], out: Path) -> list[str]:
     ]
 
 
-def version_lines(out: Path) -> list[str]:
-    """Which code made the table's curve rows, per budget and split: each row's commit on the ledger beside `out`
-    (or, for a row recovered from the git history, the commit that first recorded it), with its methods' seeds."""
+def version_lines(out: Path, part: str = "curves") -> list[str]:
+    """Which code made the table's rows of `part`, per budget and split: each row's commit on the ledger beside
+    `out` (or, for a row recovered from the git history, the commit that first recorded it), with its methods'
+    seeds."""
     selection = ledger.select(ledger.read_ledger(out.with_name(ledger.LEDGER_NAME)), RULE)
     made: dict[tuple[str, int], dict[str, dict[str, set[int]]]] = {}
     for entry in selection.entries:
         row = entry.row
-        if row["part"] != "curves":
+        if row["part"] != part:
             continue
         if entry.code_commit:
             code = f"commit {entry.code_commit[:7]}"
@@ -542,6 +595,7 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         "",
         *version_lines(args.out),
         *rerun_lines(rows, args.out),
+        *pooling_lines(rows, args.out),
         "",
         "![curves](results/grouping_curves.png)",
         "",
@@ -561,8 +615,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--parts", nargs="+", default=["task", "curves", "ablations"],
-                        choices=["task", "curves", "ablations"])  # fmt: skip
+    parser.add_argument("--parts", nargs="+", default=["task", "curves", "pooling", "ablations"],
+                        choices=["task", "curves", "pooling", "ablations"])  # fmt: skip
     parser.add_argument("--task", default=next(iter(TASKS)), choices=list(TASKS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
@@ -586,7 +640,10 @@ def main() -> int:
     if args.report:  # the table, rebuilt from the ledger by the rule
         study.rows = ledger.write_table(args.out, RULE)
     if not args.report:
-        parts = {"task": study.choose_task, "curves": study.curves, "ablations": study.ablations}
+        parts = {
+            "task": study.choose_task, "curves": study.curves, "pooling": study.pooling,
+            "ablations": study.ablations,
+        }  # fmt: skip
         for part in args.parts:
             parts[part]()
             write_report(study.rows, args, args.results_md)

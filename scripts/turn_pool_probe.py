@@ -1,0 +1,216 @@
+"""What pooling both agents' candidates of a turn in one group (turn-only grouping) does to their advantages.
+
+    .venv/bin/python scripts/turn_pool_probe.py --out docs/results/turn_pool_probe.json   # seeds 0-4, 1,000 each
+    .venv/bin/python scripts/turn_pool_probe.py --seeds 0 --budget 250 --runs /tmp/probe
+
+The grouping study's turn-only runs find the tool program faster than per-role AT-GRPO, unlike the paper's (52
+against 96). With `scale_rewards: none` the two differ in one thing only: a candidate's baseline is the mean reward
+of every candidate of its turn (both agents') instead of its own agent's (per-agent statistics inside turn groups,
+Dr. MAS, form exactly AT-GRPO's groups). So an agent's candidates of one turn get the advantage AT-GRPO gives them
+plus one constant, the shift m_agent - m_pooled: positive for the agent whose candidates earned more that turn,
+negative for the other. The shift leaves the order of an agent's candidates as it is but adds that constant times
+the sum of their log-probability gradients (zero in expectation, not per step: a negative shift lowers the
+probability of every sampled candidate); in a group where all of an agent's candidates earned the same reward,
+AT-GRPO gives them no signal and turn-only grouping gives them the shift alone.
+
+This reads the rollout dumps of the grouping study's `pooling` runs of `--method` (`scripts/grouping_study.py
+--parts pooling`: its task, flags and warm start; a run missing from `--runs` is trained first, to `--budget`
+sampled completions), and reports, per agent and per
+phase of the run (`pooling_shifts`): the turn groups where both agents have candidates, the mean shift and the
+share of groups where it is negative, the share of groups where the agent's candidates all tie (no AT-GRPO
+signal) and the shift gives them one, and the mean |shift| against the mean |AT-GRPO advantage| of its candidates;
+for the tool agent it also splits the groups by whether any candidate's program solved the instance. Each dumped
+advantage is checked against the pooled advantage recomputed here. The runs are diagnostics, not table rows:
+nothing goes to the ledger. The figures go to `--out` (JSON) and stdout (markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TOLERANCE = 1e-6
+"""How far a dumped advantage may lie from the pooled one recomputed here (float32 rewards, float64 means)."""
+
+
+def _grouping_study():
+    """`scripts/grouping_study.py` as a module (its task, flags and warm start)."""
+    spec = importlib.util.spec_from_file_location("grouping_study", ROOT / "scripts" / "grouping_study.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def pooling_shifts(
+    rows: Iterable[dict[str, Any]], *, check_advantages: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Per agent, the figures of the module docstring over the turn groups of `rows` (rollout dump rows of a
+    turn-grouped run with `scale_rewards: none`: `step`, `group_id`, `agent`, `reward`, `advantage`, and `program`
+    where the env reports one) in which two agents or more have candidates.
+
+    An agent's shift in a group is m_agent - m_pooled, the pooled advantage minus the per-agent one of each of its
+    candidates; it "ties" when all its candidates' rewards are equal. `check_advantages` raises ValueError where a
+    row's dumped advantage is not its reward minus its group's mean (the dump is not a turn-grouped run's with
+    `scale_rewards: none`). Keys per agent: `groups`, `mean_shift`, `negative_share`, `tied_share`,
+    `tied_signal_share` (tied and a nonzero shift), `shift_to_advantage` (mean |shift| over mean |per-agent
+    advantage|, None where every candidate tied), `flip_share` (of the candidates with a nonzero per-agent
+    advantage, the share whose pooled advantage is zero or of the other sign; None where there are none), and for
+    an agent whose candidates' programs solved the instance: `solving` (how many) and `solving_positive`, the
+    share of them with a positive advantage per agent (`per_agent`) and pooled (`pooled`)."""
+    groups: dict[tuple[Any, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["step"], row["group_id"])].append(row)
+    per_agent: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for key, members in groups.items():
+        pooled_mean = statistics.fmean(row["reward"] for row in members)
+        if check_advantages:
+            for row in members:
+                if abs(row["advantage"] - (row["reward"] - pooled_mean)) > TOLERANCE:
+                    raise ValueError(
+                        f"group {key}: advantage {row['advantage']} is not reward {row['reward']} minus the group "
+                        f"mean {pooled_mean}: not a turn-grouped dump with scale_rewards none"
+                    )
+        by_agent: dict[str, list[dict]] = defaultdict(list)
+        for row in members:
+            by_agent[row["agent"]].append(row)
+        if len(by_agent) < 2:
+            continue
+        for agent, candidates in by_agent.items():
+            rewards = [row["reward"] for row in candidates]
+            agent_mean = statistics.fmean(rewards)
+            figures = per_agent[agent]
+            figures["shift"].append(agent_mean - pooled_mean)
+            figures["tied"].append(max(rewards) == min(rewards))
+            for row in candidates:
+                own, pooled = row["reward"] - agent_mean, row["reward"] - pooled_mean
+                figures["advantage"].append(abs(own))
+                if own != 0:
+                    figures["flipped"].append(own * pooled <= 0)
+                if row.get("program") == "solves":
+                    figures["solving"].append((own > 0, pooled > 0))
+    return {agent: _summary(figures) for agent, figures in sorted(per_agent.items())}
+
+
+def _summary(figures: dict[str, list]) -> dict[str, Any]:
+    shifts, tied, flipped, solving = figures["shift"], figures["tied"], figures["flipped"], figures["solving"]
+    mean_advantage = statistics.fmean(figures["advantage"])
+    summary = {
+        "groups": len(shifts),
+        "mean_shift": statistics.fmean(shifts),
+        "negative_share": sum(shift < 0 for shift in shifts) / len(shifts),
+        "tied_share": sum(tied) / len(shifts),
+        "tied_signal_share": sum(t and s != 0 for t, s in zip(tied, shifts, strict=True)) / len(shifts),
+        "shift_to_advantage": (
+            statistics.fmean(abs(shift) for shift in shifts) / mean_advantage if mean_advantage > 0 else None
+        ),
+        "flip_share": sum(flipped) / len(flipped) if flipped else None,
+    }
+    if solving:
+        summary["solving"] = len(solving)
+        summary["solving_positive"] = {
+            "per_agent": sum(own for own, _ in solving) / len(solving),
+            "pooled": sum(pooled for _, pooled in solving) / len(solving),
+        }
+    return summary
+
+
+def phases(rows: list[dict], bounds: tuple[int, ...]) -> dict[str, list]:
+    """`rows` split by `drawn_before` (the sampled completions the run had drawn when the row's step began): one
+    list per phase "[lo, hi)" of consecutive `bounds`; rows outside every phase are left out."""
+    split: dict[str, list] = {f"[{lo}, {hi})": [] for lo, hi in zip(bounds, bounds[1:])}
+    for row in rows:
+        for lo, hi in zip(bounds, bounds[1:]):
+            if lo <= row["drawn_before"] < hi:
+                split[f"[{lo}, {hi})"].append(row)
+    return split
+
+
+def _markdown(report: dict) -> str:
+    lines = [
+        "| phase (completions drawn) | agent | turn groups | mean shift | shift < 0 | all tied | tied, given a signal "
+        "| mean abs shift / mean abs AT-GRPO advantage | advantage sign changed | solving programs: positive "
+        "per agent / pooled |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for phase, agents in report["phases"].items():
+        for agent, s in agents.items():
+            ratio = "—" if s["shift_to_advantage"] is None else f"{s['shift_to_advantage']:.2f}"
+            flips = "—" if s["flip_share"] is None else f"{100 * s['flip_share']:.0f}%"
+            solving = "—"
+            if "solving" in s:
+                positive = s["solving_positive"]
+                solving = (
+                    f"{100 * positive['per_agent']:.0f}% / {100 * positive['pooled']:.0f}% of {s['solving']}"
+                )
+            lines.append(
+                f"| {phase} | {agent} | {s['groups']} | {s['mean_shift']:+.3f} | {100 * s['negative_share']:.0f}% "
+                f"| {100 * s['tied_share']:.0f}% | {100 * s['tied_signal_share']:.0f}% | {ratio} | {flips} "
+                f"| {solving} |"
+            )
+    return "\n".join(lines)
+
+
+def _read_run(folder: Path, seed: int) -> list[dict]:
+    """A run's dumped rows, each with `step` made (seed, step) and `drawn_before`: the completions drawn before its
+    step (metrics.jsonl's `train/completions_total` of the step before; steps count from 1)."""
+    totals = {0: 0}
+    for line in (folder / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if "train/completions_total" in record:
+            totals[record["step"]] = record["train/completions_total"]
+    rows = []
+    for path in sorted((folder / "rollouts").glob("step_*.jsonl")):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            rows.append({**row, "step": (seed, row["step"]), "drawn_before": totals[row["step"] - 1]})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--method", default="turn-only", choices=["turn-only", "turn-only+dr_grpo"])
+    parser.add_argument("--budget", type=int, default=1000, help="sampled completions of a run trained here")
+    parser.add_argument("--bounds", type=int, nargs="+", default=[0, 250, 500, 1000],
+                        help="phase bounds in completions drawn before a step")  # fmt: skip
+    parser.add_argument("--runs", type=Path, default=None, help="the study's runs folder (default: its own)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+
+    study_module = _grouping_study()
+    study = study_module.Study(argparse.Namespace(
+        out=study_module.OUT, task=next(iter(study_module.TASKS)), runs=args.runs or study_module.RUNS,
+        budget=args.budget,
+        max_steps=200, demos_per_role=study_module.WARM_START["demos_per_role"], warm_start_steps=None,
+    ))  # fmt: skip
+    flags = [*study_module.POOLING[args.method], "--dump_rollouts", "true"]
+    rows: list[dict] = []
+    for seed in args.seeds:
+        rows += _read_run(study.train(f"pooling_{args.method}_s{seed}", seed, flags), seed)
+    report = {
+        "method": args.method, "seeds": args.seeds, "budget": args.budget,
+        "warm_start": study.warm_start(study.env_kwargs).name,
+        "whole_run": pooling_shifts(rows),
+        "phases": {
+            phase: pooling_shifts(members) for phase, members in phases(rows, tuple(args.bounds)).items() if members
+        },
+    }  # fmt: skip
+    print(_markdown(report))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
