@@ -172,3 +172,33 @@ def test_a_rerun_of_the_first_budgets_leaves_the_suite_alone(study, tmp_path, fi
     budgets = [name.rsplit("_b", 1)[1] for name, split in done if split == "val"]
     assert budgets == ["250_val", "500_val", "1000_val"]
     assert (("final", "eval") in done) is final_eval
+
+
+def test_the_pooling_part_compares_turn_only_with_per_role_under_each_loss_apart_from_the_curves(
+    study, tmp_path
+):
+    from pettingllms.eval import ledger
+
+    out = tmp_path / "grouping.json"
+    made = [
+        row("at-grpo-per-role", 0, [1, 0, 0, 0], part="pooling", split="val", budget=500),
+        row("turn-only", 0, [1, 1, 1, 0], part="pooling", split="val", budget=500),
+        row("at-grpo-per-role+dr_grpo", 0, [1, 1, 0, 0], part="pooling", split="val", budget=500),
+        row("turn-only+dr_grpo", 0, [1, 1, 0, 0], part="pooling", split="val", budget=500),
+        row("turn-only", 0, [0, 0, 0, 0], split="val", budget=500),  # a curves row: not in these tables
+    ]
+    for entry in made:
+        ledger.append(out.with_name(ledger.LEDGER_NAME), "grouping", entry, code_commit="a959dc1" + "0" * 33,
+                      warm_start=None)  # fmt: skip
+    lines = study.pooling_lines(made, out)
+    success = {line.split(" | ")[0].strip("| "): line.split(" | ")[2] for line in lines if "(n=" in line}
+    assert success == {"at-grpo-per-role": "25.0 (n=1)", "turn-only": "75.0 (n=1)",
+                       "at-grpo-per-role+dr_grpo": "50.0 (n=1)", "turn-only+dr_grpo": "50.0 (n=1)"}  # fmt: skip
+    differences = [line for line in lines if line.startswith("| turn-only") and "(n=" not in line]
+    # one seed a side at 500 completions: 75% - 25% under grpo, 50% - 50% under dr_grpo
+    assert [line.split(" | ")[2][:5] for line in differences] == ["+50.0", "+0.0 "]
+    assert (
+        "| validation | 500 | commit a959dc1: at-grpo-per-role s0, at-grpo-per-role+dr_grpo s0"
+        in "\n".join(lines)
+    )
+    assert study.pooling_lines([entry for entry in made if entry["part"] == "curves"], out) == []
