@@ -416,6 +416,18 @@ def pooling_lines(rows: list[dict], out: Path) -> list[str]:
     under_dr_grpo = budget_table(
         rows, ["turn-only+dr_grpo"], reference_method="at-grpo-per-role+dr_grpo", part="pooling"
     )
+
+    def lead(method: str, reference: str, budget: int) -> dict[int, np.ndarray]:
+        """seed -> per-grid success of `method` minus `reference` (the same validation grids in every run)."""
+        ours = _successes(rows, part="pooling", method=method, split="val", budget=budget)
+        theirs = _successes(rows, part="pooling", method=reference, split="val", budget=budget)
+        return {seed: ours[seed] - theirs[seed] for seed in sorted(ours.keys() & theirs.keys())}
+
+    interaction = [
+        _paired_cell(lead("turn-only", "at-grpo-per-role", budget),
+                     lead("turn-only+dr_grpo", "at-grpo-per-role+dr_grpo", budget))
+        for budget in BUDGETS
+    ]  # fmt: skip
     return [
         "",
         "Turn-only grouping against per-role AT-GRPO under each loss (part `pooling`: both methods under `grpo` and "
@@ -429,6 +441,13 @@ def pooling_lines(rows: list[dict], out: Path) -> list[str]:
         "",
         *differences,
         *under_dr_grpo[2:],
+        "",
+        "Turn-only's lead under `grpo` minus its lead under `dr_grpo` (the first row above minus the second, seed by "
+        "seed):",
+        "",
+        "| difference | " + " | ".join(str(b) for b in BUDGETS) + " |",
+        "|---|" + "---|" * len(BUDGETS),
+        "| lead under grpo minus lead under dr_grpo | " + " | ".join(interaction) + " |",
         "",
         *version_lines(out, part="pooling"),
     ]

@@ -1,6 +1,6 @@
 """What pooling both agents' candidates of a turn in one group (turn-only grouping) does to their advantages.
 
-    .venv/bin/python scripts/turn_pool_probe.py --out docs/results/turn_pool_probe.json   # seeds 0-4, 1,000 each
+    .venv/bin/python scripts/turn_pool_probe.py --out docs/results/turn_pool_probe.json  # seeds 0-4
     .venv/bin/python scripts/turn_pool_probe.py --seeds 0 --budget 250 --runs /tmp/probe
 
 The grouping study's turn-only runs find the tool program faster than per-role AT-GRPO, unlike the paper's (52
@@ -9,19 +9,21 @@ of every candidate of its turn (both agents') instead of its own agent's (per-ag
 Dr. MAS, form exactly AT-GRPO's groups). So an agent's candidates of one turn get the advantage AT-GRPO gives them
 plus one constant, the shift m_agent - m_pooled: positive for the agent whose candidates earned more that turn,
 negative for the other. The shift leaves the order of an agent's candidates as it is but adds that constant times
-the sum of their log-probability gradients (zero in expectation, not per step: a negative shift lowers the
-probability of every sampled candidate); in a group where all of an agent's candidates earned the same reward,
+the sum of their loss-weighted log-probability gradients: in expectation zero under `dr_grpo` (a constant divisor),
+and c * grad E[1/L] under `grpo`, which divides each completion's loss by its own length L (a negative shift moves
+the agent toward longer completions). In a group where all of an agent's candidates earned the same reward,
 AT-GRPO gives them no signal and turn-only grouping gives them the shift alone.
 
-This reads the rollout dumps of the grouping study's `pooling` runs of `--method` (`scripts/grouping_study.py
---parts pooling`: its task, flags and warm start; a run missing from `--runs` is trained first, to `--budget`
-sampled completions), and reports, per agent and per
-phase of the run (`pooling_shifts`): the turn groups where both agents have candidates, the mean shift and the
-share of groups where it is negative, the share of groups where the agent's candidates all tie (no AT-GRPO
-signal) and the shift gives them one, and the mean |shift| against the mean |AT-GRPO advantage| of its candidates;
-for the tool agent it also splits the groups by whether any candidate's program solved the instance. Each dumped
-advantage is checked against the pooled advantage recomputed here. The runs are diagnostics, not table rows:
-nothing goes to the ledger. The figures go to `--out` (JSON) and stdout (markdown).
+This reads the rollout dumps of the grouping study's `pooling` runs (`scripts/grouping_study.py --parts
+pooling`: its task, flags and warm start; a run missing from `--runs` is trained first, to `--budget` sampled
+completions) and reports, for turn-only grouping under each loss, per agent and phase of the run
+(`pooling_shifts`): the turn groups where both agents have candidates, the mean shift and the share of groups
+where it is negative, the share where the agent's candidates all tie and the shift gives them a signal, the mean
+|shift| against the mean |AT-GRPO advantage|, the share of advantages whose sign it changes, and the share of
+solving programs credited positively per agent and pooled. Each dumped advantage is checked against the pooled one
+recomputed here. It also reports the tool agent's mean completion length per seed and phase in every pooling run,
+and turn-only's minus per-role AT-GRPO's under each loss (`length_leads`). It records nothing on the ledger (the
+study records the runs' evaluations); the figures go to `--out` (JSON) and stdout (markdown).
 """
 
 from __future__ import annotations
@@ -136,26 +138,35 @@ def phases(rows: list[dict], bounds: tuple[int, ...]) -> dict[str, list]:
 
 def _markdown(report: dict) -> str:
     lines = [
-        "| phase (completions drawn) | agent | turn groups | mean shift | shift < 0 | all tied | tied, given a signal "
-        "| mean abs shift / mean abs AT-GRPO advantage | advantage sign changed | solving programs: positive "
-        "per agent / pooled |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| method | phase (completions drawn) | agent | turn groups | mean shift | shift < 0 | all tied | tied, given "
+        "a signal | mean abs shift / mean abs AT-GRPO advantage | advantage sign changed | solving programs: "
+        "positive per agent / pooled |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for phase, agents in report["phases"].items():
-        for agent, s in agents.items():
-            ratio = "—" if s["shift_to_advantage"] is None else f"{s['shift_to_advantage']:.2f}"
-            flips = "—" if s["flip_share"] is None else f"{100 * s['flip_share']:.0f}%"
-            solving = "—"
-            if "solving" in s:
-                positive = s["solving_positive"]
-                solving = (
-                    f"{100 * positive['per_agent']:.0f}% / {100 * positive['pooled']:.0f}% of {s['solving']}"
+    for method, figures in report["shifts"].items():
+        for phase, agents in figures["phases"].items():
+            for agent, s in agents.items():
+                ratio = "—" if s["shift_to_advantage"] is None else f"{s['shift_to_advantage']:.2f}"
+                flips = "—" if s["flip_share"] is None else f"{100 * s['flip_share']:.0f}%"
+                solving = "—"
+                if "solving" in s:
+                    positive = s["solving_positive"]
+                    solving = f"{100 * positive['per_agent']:.0f}% / {100 * positive['pooled']:.0f}% of {s['solving']}"
+                lines.append(
+                    f"| {method} | {phase} | {agent} | {s['groups']} | {s['mean_shift']:+.3f} "
+                    f"| {100 * s['negative_share']:.0f}% | {100 * s['tied_share']:.0f}% "
+                    f"| {100 * s['tied_signal_share']:.0f}% | {ratio} | {flips} | {solving} |"
                 )
-            lines.append(
-                f"| {phase} | {agent} | {s['groups']} | {s['mean_shift']:+.3f} | {100 * s['negative_share']:.0f}% "
-                f"| {100 * s['tied_share']:.0f}% | {100 * s['tied_signal_share']:.0f}% | {ratio} | {flips} "
-                f"| {solving} |"
-            )
+    lines += [
+        "",
+        "| phase (completions drawn) | loss | tool's mean completion length, turn-only minus per-role, per seed "
+        "(characters) |",
+        "|---|---|---|",
+    ]
+    for phase, figures in report["tool_lengths"].items():
+        for loss, leads in figures["turn_only_minus_per_role"].items():
+            per_seed = ", ".join(f"{lead:+.0f}" for _, lead in sorted(leads.items()))
+            lines.append(f"| {phase} | {loss} | {per_seed} |")
     return "\n".join(lines)
 
 
@@ -175,12 +186,37 @@ def _read_run(folder: Path, seed: int) -> list[dict]:
     return rows
 
 
+def mean_lengths(rows: Iterable[dict[str, Any]], agent: str) -> dict[Any, float]:
+    """Per seed (the first element of each row's `step`), the mean length in characters of `agent`'s completions."""
+    lengths: dict[Any, list[int]] = defaultdict(list)
+    for row in rows:
+        if row["agent"] == agent:
+            lengths[row["step"][0]].append(len(row["completion"]))
+    return {seed: statistics.fmean(values) for seed, values in sorted(lengths.items())}
+
+
+def length_leads(
+    runs: dict[str, list[dict]], bounds: tuple[int, ...], agent: str = "tool"
+) -> dict[str, dict]:
+    """Per phase: `agent`'s mean completion length per method and seed, and turn-only's minus per-role AT-GRPO's
+    per seed under each loss (`grpo`, `dr_grpo`)."""
+    split = {method: phases(rows, bounds) for method, rows in runs.items()}
+    report = {}
+    for phase in split[next(iter(split))]:
+        means = {method: mean_lengths(split[method][phase], agent) for method in runs}
+        leads = {}
+        for loss, suffix in (("grpo", ""), ("dr_grpo", "+dr_grpo")):
+            ours, theirs = means[f"turn-only{suffix}"], means[f"at-grpo-per-role{suffix}"]
+            leads[loss] = {seed: ours[seed] - theirs[seed] for seed in ours.keys() & theirs.keys()}
+        report[phase] = {"mean_chars": means, "turn_only_minus_per_role": leads}
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--method", default="turn-only", choices=["turn-only", "turn-only+dr_grpo"])
     parser.add_argument("--budget", type=int, default=1000, help="sampled completions of a run trained here")
     parser.add_argument("--bounds", type=int, nargs="+", default=[0, 250, 500, 1000],
                         help="phase bounds in completions drawn before a step")  # fmt: skip
@@ -194,17 +230,24 @@ def main(argv: list[str] | None = None) -> int:
         budget=args.budget,
         max_steps=200, demos_per_role=study_module.WARM_START["demos_per_role"], warm_start_steps=None,
     ))  # fmt: skip
-    flags = [*study_module.POOLING[args.method], "--dump_rollouts", "true"]
-    rows: list[dict] = []
-    for seed in args.seeds:
-        rows += _read_run(study.train(f"pooling_{args.method}_s{seed}", seed, flags), seed)
+    runs: dict[str, list[dict]] = {}
+    for method, flags in study_module.POOLING.items():
+        runs[method] = []
+        for seed in args.seeds:
+            folder = study.train(f"pooling_{method}_s{seed}", seed, [*flags, "--dump_rollouts", "true"])
+            runs[method] += _read_run(folder, seed)
+    bounds = tuple(args.bounds)
     report = {
-        "method": args.method, "seeds": args.seeds, "budget": args.budget,
-        "warm_start": study.warm_start(study.env_kwargs).name,
-        "whole_run": pooling_shifts(rows),
-        "phases": {
-            phase: pooling_shifts(members) for phase, members in phases(rows, tuple(args.bounds)).items() if members
+        "seeds": args.seeds, "budget": args.budget, "warm_start": study.warm_start(study.env_kwargs).name,
+        "shifts": {
+            method: {
+                "whole_run": pooling_shifts(runs[method]),
+                "phases": {phase: pooling_shifts(rows) for phase, rows in phases(runs[method], bounds).items()
+                           if rows},
+            }
+            for method in ("turn-only", "turn-only+dr_grpo")
         },
+        "tool_lengths": length_leads(runs, bounds),
     }  # fmt: skip
     print(_markdown(report))
     if args.out:

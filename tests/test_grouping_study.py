@@ -201,4 +201,9 @@ def test_the_pooling_part_compares_turn_only_with_per_role_under_each_loss_apart
         "| validation | 500 | commit a959dc1: at-grpo-per-role s0, at-grpo-per-role+dr_grpo s0"
         in "\n".join(lines)
     )
+    # the lead under grpo minus the lead under dr_grpo, grid by grid: (0, 1, 1, 0) - (0, 0, 0, 0) at 500
+    interaction = next(
+        line for line in lines if line.startswith("| lead under grpo minus lead under dr_grpo")
+    )
+    assert interaction.split(" | ")[1] == "—" and interaction.split(" | ")[2].startswith("+50.0 [")
     assert study.pooling_lines([entry for entry in made if entry["part"] == "curves"], out) == []

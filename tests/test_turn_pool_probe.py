@@ -82,3 +82,26 @@ def test_a_runs_rows_carry_their_seed_and_the_completions_drawn_before_their_ste
         )
     rows = probe._read_run(tmp_path, seed=3)
     assert [(r["step"], r["drawn_before"]) for r in rows] == [((3, 1), 0), ((3, 2), 96)]
+
+
+def test_length_leads_compare_turn_only_with_per_role_per_seed_under_each_loss(probe):
+    def completions(seed, drawn, *texts):
+        return [
+            {"step": (seed, 1), "drawn_before": drawn, "agent": "tool", "completion": text} for text in texts
+        ]
+
+    runs = {
+        "at-grpo-per-role": completions(0, 0, "ab", "abcd") + completions(1, 0, "a"),
+        "turn-only": completions(0, 0, "abcdef") + completions(1, 0, "ab") + completions(1, 300, "abc"),
+        "at-grpo-per-role+dr_grpo": completions(0, 0, "abc"),
+        "turn-only+dr_grpo": completions(0, 0, "a")
+        + [
+            {"step": (0, 1), "drawn_before": 0, "agent": "plan", "completion": "a long plan answer"}
+        ],  # fmt: skip
+    }
+    report = probe.length_leads(runs, (0, 250, 500))
+    first = report["[0, 250)"]
+    assert first["mean_chars"]["at-grpo-per-role"] == {0: 3.0, 1: 1.0}
+    # turn-only 6 and 2 against per-role 3 and 1; under dr_grpo 1 against 3 (the plan's answer is not counted)
+    assert first["turn_only_minus_per_role"] == {"grpo": {0: 3.0, 1: 1.0}, "dr_grpo": {0: -2.0}}
+    assert report["[250, 500)"]["turn_only_minus_per_role"]["grpo"] == {}  # no per-role rows there
