@@ -172,17 +172,23 @@ def _markdown(report: dict) -> str:
 
 def _read_run(folder: Path, seed: int) -> list[dict]:
     """A run's dumped rows, each with `step` made (seed, step) and `drawn_before`: the completions drawn before its
-    step (metrics.jsonl's `train/completions_total` of the step before; steps count from 1)."""
+    step (metrics.jsonl's `train/completions_total` of the step before; steps count from 1). Every trained step
+    must have its dump (`dump_rollouts`)."""
+    from pettingllms.runs.layout import RunLayout
+
+    layout = RunLayout(folder)
     totals = {0: 0}
-    for line in (folder / "metrics.jsonl").read_text().splitlines():
+    for line in layout.metrics.read_text().splitlines():
         record = json.loads(line)
         if "train/completions_total" in record:
             totals[record["step"]] = record["train/completions_total"]
     rows = []
-    for path in sorted((folder / "rollouts").glob("step_*.jsonl")):
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            rows.append({**row, "step": (seed, row["step"]), "drawn_before": totals[row["step"] - 1]})
+    for step in sorted(totals)[1:]:
+        dump = layout.rollout_dump(step)
+        if not dump.is_file():
+            raise FileNotFoundError(f"{dump} is missing: the run was not trained with --dump_rollouts true")
+        for line in dump.read_text().splitlines():
+            rows.append({**json.loads(line), "step": (seed, step), "drawn_before": totals[step - 1]})
     return rows
 
 

@@ -82,6 +82,9 @@ def test_a_runs_rows_carry_their_seed_and_the_completions_drawn_before_their_ste
         )
     rows = probe._read_run(tmp_path, seed=3)
     assert [(r["step"], r["drawn_before"]) for r in rows] == [((3, 1), 0), ((3, 2), 96)]
+    (tmp_path / "rollouts" / "step_2.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match="--dump_rollouts true"):
+        probe._read_run(tmp_path, seed=3)
 
 
 def test_length_leads_compare_turn_only_with_per_role_per_seed_under_each_loss(probe):
