@@ -231,11 +231,15 @@ class Study:
                 folder = self.train(f"{method}_s{seed}", seed, METHODS[method])
                 self.budget_rows("curves", method, seed, folder)
 
+    def pooling_run(self, method: str, seed: int) -> Path:
+        """The `pooling` part's run of `method` (of `POOLING`) and `seed`, with rollout dumps (trained first unless
+        it is finished)."""
+        return self.train(f"pooling_{method}_s{seed}", seed, [*POOLING[method], "--dump_rollouts", "true"])
+
     def pooling(self) -> None:
         for seed in self.args.seeds:
-            for method, flags in POOLING.items():
-                folder = self.train(f"pooling_{method}_s{seed}", seed, [*flags, "--dump_rollouts", "true"])
-                self.budget_rows("pooling", method, seed, folder)
+            for method in POOLING:
+                self.budget_rows("pooling", method, seed, self.pooling_run(method, seed))
 
     def ablations(self) -> None:
         base = METHODS["at-grpo-per-role"]

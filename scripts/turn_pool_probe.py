@@ -213,7 +213,7 @@ def length_leads(
         leads = {}
         for loss, suffix in (("grpo", ""), ("dr_grpo", "+dr_grpo")):
             ours, theirs = means[f"turn-only{suffix}"], means[f"at-grpo-per-role{suffix}"]
-            leads[loss] = {seed: ours[seed] - theirs[seed] for seed in ours.keys() & theirs.keys()}
+            leads[loss] = {seed: ours[seed] - theirs[seed] for seed in sorted(ours.keys() & theirs.keys())}
         report[phase] = {"mean_chars": means, "turn_only_minus_per_role": leads}
     return report
 
@@ -227,21 +227,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bounds", type=int, nargs="+", default=[0, 250, 500, 1000],
                         help="phase bounds in completions drawn before a step")  # fmt: skip
     parser.add_argument("--runs", type=Path, default=None, help="the study's runs folder (default: its own)")
+    parser.add_argument(
+        "--demos_per_role", type=int, default=None, help="the study's warm start (its default)"
+    )
+    parser.add_argument(
+        "--warm_start_steps", type=int, default=None, help="the study's warm start (its default)"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
 
     study_module = _grouping_study()
+    demos_per_role = args.demos_per_role or study_module.WARM_START["demos_per_role"]
     study = study_module.Study(argparse.Namespace(
         out=study_module.OUT, task=next(iter(study_module.TASKS)), runs=args.runs or study_module.RUNS,
-        budget=args.budget,
-        max_steps=200, demos_per_role=study_module.WARM_START["demos_per_role"], warm_start_steps=None,
+        budget=args.budget, max_steps=200, demos_per_role=demos_per_role, warm_start_steps=args.warm_start_steps,
     ))  # fmt: skip
     runs: dict[str, list[dict]] = {}
-    for method, flags in study_module.POOLING.items():
-        runs[method] = []
-        for seed in args.seeds:
-            folder = study.train(f"pooling_{method}_s{seed}", seed, [*flags, "--dump_rollouts", "true"])
-            runs[method] += _read_run(folder, seed)
+    for method in study_module.POOLING:
+        runs[method] = [
+            row for seed in args.seeds for row in _read_run(study.pooling_run(method, seed), seed)
+        ]
     bounds = tuple(args.bounds)
     report = {
         "seeds": args.seeds, "budget": args.budget, "warm_start": study.warm_start(study.env_kwargs).name,

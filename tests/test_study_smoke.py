@@ -96,3 +96,32 @@ def test_the_grouping_study_runs_end_to_end_at_a_tiny_budget(tmp_path):
     assert (
         "<!-- grouping:start -->" in results_md.read_text() and (tmp_path / "grouping_curves.png").is_file()
     )
+
+
+def test_the_grouping_studys_pooling_part_and_its_probe_run_end_to_end_at_a_tiny_budget(tmp_path):
+    out, results_md, probe = tmp_path / "rows.json", tmp_path / "results.md", tmp_path / "probe.json"
+    results_md.write_text("# Results\n")
+    warm_start = ("--demos_per_role", "40", "--warm_start_steps", "2", "--runs", str(tmp_path / "runs"))
+    run_script(
+        "grouping_study.py",
+        *("--parts", "pooling", "--seeds", "0", "--budget", "260", "--final_eval", "false"),
+        *("--val_episodes", "4", "--out", str(out), "--results_md", str(results_md), *warm_start),
+        home=tmp_path / "home",
+    )
+    rows = json.loads(out.read_text())
+    assert {(row["part"], row["method"], row["budget"]) for row in rows} == {
+        ("pooling", method, 250)
+        for method in ("at-grpo-per-role", "turn-only", "at-grpo-per-role+dr_grpo", "turn-only+dr_grpo")
+    }
+    assert "| lead under grpo minus lead under dr_grpo |" in results_md.read_text()
+    # the probe reads the same runs' dumps (trains nothing) and checks each dumped advantage against its own
+    run_script(
+        "turn_pool_probe.py",
+        *("--seeds", "0", "--budget", "260", "--bounds", "0", "1000", "--out", str(probe), *warm_start),
+        home=tmp_path / "home",
+    )
+    report = json.loads(probe.read_text())
+    shifts = report["shifts"]["turn-only"]["whole_run"]
+    assert set(shifts) == {"plan", "tool"}  # K candidates each: their shifts are opposite
+    assert shifts["tool"]["mean_shift"] == pytest.approx(-shifts["plan"]["mean_shift"])
+    assert set(report["tool_lengths"]["[0, 1000)"]["turn_only_minus_per_role"]) == {"grpo", "dr_grpo"}
