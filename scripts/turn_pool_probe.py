@@ -29,27 +29,15 @@ study records the runs' evaluations); the figures go to `--out` (JSON) and stdou
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
-import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-6
 """How far a dumped advantage may lie from the pooled one recomputed here (float32 rewards, float64 means)."""
-
-
-def _grouping_study():
-    """`scripts/grouping_study.py` as a module (its task, flags and warm start)."""
-    spec = importlib.util.spec_from_file_location("grouping_study", ROOT / "scripts" / "grouping_study.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def pooling_shifts(
@@ -236,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
 
-    study_module = _grouping_study()
+    import grouping_study as study_module  # scripts/ is on sys.path: this file runs as a script
+
     demos_per_role = args.demos_per_role or study_module.WARM_START["demos_per_role"]
     study = study_module.Study(argparse.Namespace(
         out=study_module.OUT, task=next(iter(study_module.TASKS)), runs=args.runs or study_module.RUNS,

@@ -221,9 +221,11 @@ def record(
     would list the first line as set aside by a "rerun" that measured nothing new."""
     ledger = Path(table).with_name(LEDGER_NAME)
     code_commit, digest = code_version(repo), folder_digest(warm_start)
-    if not _holds(select(read_ledger(ledger), rule), rule, row, code_commit, digest):
+    selection = select(read_ledger(ledger), rule)
+    if not _holds(selection, rule, row, code_commit, digest):
         append(ledger, rule.study, row, code_commit=code_commit, warm_start=digest)
-    rows = select(read_ledger(ledger), rule).rows
+        selection = select(read_ledger(ledger), rule)
+    rows = selection.rows
     Path(table).write_text(json.dumps(rows, indent=1) + "\n")
     return rows
 
