@@ -1,5 +1,5 @@
 """The update's micro-batching on completions of very different lengths: cut by count (TRL's way) against packed
-by a token budget (`micro_batching: tokens`, `trainers/micro_batches.py`), on the same samples.
+by a token budget (`micro_batching: tokens`, `trainers/update/micro_batches.py`), on the same samples.
 
 The samples are shaped like one policy's share of an AT-GRPO step whose completions vary as a real rollout's do:
 `--samples` rows whose prompts are 48-160 tokens and whose completions are short (16-48 tokens) except for one row
@@ -53,9 +53,9 @@ def long_tailed_samples(count: int, seed: int):
 
 def updater(folder: Path, rows: int, micro_batching: str):
     from pettingllms.backends.hf import load_pretrained
-    from pettingllms.trainers.arguments import parse
-    from pettingllms.trainers.model_source import starting_model
-    from pettingllms.trainers.updater import PolicyUpdater
+    from pettingllms.trainers.policies.model_source import starting_model
+    from pettingllms.trainers.settings.arguments import parse
+    from pettingllms.trainers.update.updater import PolicyUpdater
 
     args = parse(
         [
@@ -97,7 +97,7 @@ def largest_relative_difference(a: dict[str, torch.Tensor], b: dict[str, torch.T
 
 
 def main() -> None:
-    from pettingllms.trainers.micro_batches import by_count, by_tokens, padded_tokens
+    from pettingllms.trainers.update.micro_batches import by_count, by_tokens, padded_tokens
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

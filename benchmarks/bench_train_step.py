@@ -49,9 +49,9 @@ def median_time(function, repeats: int) -> float:
 
 
 def default_trainer(folder: Path):
-    from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
-    from pettingllms.trainers.model_source import prepare_starting_models
+    from pettingllms.trainers.policies.model_source import prepare_starting_models
+    from pettingllms.trainers.settings.arguments import parse
 
     # the shapes measured in benchmarks/README.md: the default run of 2026-12-01 (5x5 grids, the default warm
     # start, 16 instances, 24-token completions), pinned here since the default config moved to the miniature's
@@ -68,7 +68,7 @@ class FloorUpdate:
     (AdamW as transformers configures it for `PolicyUpdater`: no weight decay; gradient clipping at 1.0)."""
 
     def __init__(self, model, samples, tokenizer, micro_batch: int, lr: float, temperature: float):
-        from pettingllms.trainers.updater import collate
+        from pettingllms.trainers.update.updater import collate
 
         self.model, self.samples, self.temperature = model, list(samples), temperature
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
@@ -187,9 +187,9 @@ def main() -> None:
     from pettingllms.backends.shared_prefix import SharedLayout
     from pettingllms.core.seeding import derive_seed
     from pettingllms.runs.layout import RunLayout
-    from pettingllms.trainers import checkpoint
     from pettingllms.trainers.advantages import compute_advantages
     from pettingllms.trainers.at_grpo import training_seeds
+    from pettingllms.trainers.outputs import checkpoint
 
     figures: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench-train-step-") as scratch:

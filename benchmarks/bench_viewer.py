@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pettingllms.backends.base import Generation
-from pettingllms.eval.viewer import build_view
+from pettingllms.presentation.viewer import build_view
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample, dump_rows
 
 INSTANCES, TURNS, AGENTS, K = 32, 4, ("tool", "plan"), 4

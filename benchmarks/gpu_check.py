@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 
 import pettingllms
-from pettingllms.trainers.arguments import parse
-from pettingllms.trainers.memory_plan import FLOAT32, GIB, Hardware, plan_run
-from pettingllms.trainers.model_shapes import ModelShape
+from pettingllms.trainers.policies.memory_plan import FLOAT32, GIB, Hardware, plan_run
+from pettingllms.trainers.policies.model_shapes import ModelShape
+from pettingllms.trainers.settings.arguments import parse
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "paper" / "qwen3-1.7b" / "plan_path.yaml"
 
@@ -183,7 +183,7 @@ def update_phase(options, model_dir: Path) -> dict:
     from pettingllms.backends.base import Generation
     from pettingllms.backends.hf import load_pretrained
     from pettingllms.rollout.samples import Sample
-    from pettingllms.trainers.updater import PolicyUpdater
+    from pettingllms.trainers.update.updater import PolicyUpdater
 
     flags = ("--plan_prompt_tokens", str(options.context), "--max_completion_length", str(options.context))
     flags += ("--instances_per_step", str(max(1, options.rows // 4)), "--policy_layout", "shared")

@@ -153,7 +153,7 @@ def _others(
     from pettingllms.core.extras import require_extra
 
     require_extra("eval", "pettingllms play --policy")
-    from pettingllms.eval.play_policy import policy_answerer
+    from pettingllms.play_policy import policy_answerer
 
     answer = policy_answerer(
         args.policy, args.env, agents, workflow=workflow, env_kwargs=setting, seed=args.seed
@@ -300,7 +300,7 @@ def _frozen_others(args: argparse.Namespace):
     from pettingllms.core.extras import require_extra
 
     require_extra("eval", f"pettingllms serve --others {args.others}")
-    from pettingllms.eval.play_policy import policy_answerer
+    from pettingllms.play_policy import policy_answerer
 
     env_kwargs = served_env_kwargs(args.env, args.tier, None)
     agents, workflow = served_agents(args.env, env_kwargs)
@@ -317,7 +317,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
     try:
         require_extra("eval", "pettingllms leaderboard")
-        from pettingllms.eval.leaderboard import build_leaderboard
+        from pettingllms.presentation.leaderboard import build_leaderboard
 
         table = build_leaderboard(args.results, args.out)
     except (ValueError, DependencyNotInstalled) as error:
@@ -330,7 +330,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from pettingllms.eval.viewer import build_view
+    from pettingllms.presentation.viewer import build_view
 
     page = build_view(Path(args.path), None if args.out is None else Path(args.out))
     print(f"wrote {page} (open {page.resolve().as_uri()})")

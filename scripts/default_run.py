@@ -8,7 +8,7 @@ an empty `PETTINGLLMS_HOME`, so that nothing built here is reused: `bash scripts
 (pip's download cache is this machine's), then `.venv/bin/pettingllms-train` runs with no arguments (the tiny
 model's build included), then `pettingllms-eval` evaluates the trained run and the warm start on the same suite
 (they must report the run's own figures: the evaluation equality) and compares them episode by episode
-(`pettingllms.eval.stats.paired_comparison`). Everything measured goes to `docs/results/default_run.json` (and is
+(`research.stats.paired_comparison`). Everything measured goes to `docs/results/default_run.json` (and is
 appended to the run ledger, whose measurements of the same config give the README's range, `RULE`), with the
 digest of the default config (`pettingllms/configs/tiny/plan_path.yaml`); the README's section between
 `SECTION_START` and `SECTION_END` is rendered from that file (`render_section`), and `tests/test_default_run.py`
@@ -29,9 +29,9 @@ import time
 from datetime import date
 from pathlib import Path
 
-from pettingllms.eval import ledger
-from pettingllms.eval.markdown import replace_section
-from pettingllms.eval.stats import paired_comparison
+from research import ledger
+from research.markdown import replace_section
+from research.stats import paired_comparison
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "pettingllms" / "configs" / "tiny" / "plan_path.yaml"

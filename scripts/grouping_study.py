@@ -29,7 +29,7 @@ Parts (each row appended to the ledger `docs/results/ledger.jsonl` as it finishe
    evaluated at each budget on the validation split: whether turn-only's lead over per-role AT-GRPO needs `grpo`
    (its rows are their own part, so they set aside no `curves` row of another build).
 5. `report`: the tables (paired differences against trajectory GRPO with 95% intervals and p-values from
-   `pettingllms.eval.stats`) and the curves into the grouping section of `docs/results.md`.
+   `research.stats`) and the curves into the grouping section of `docs/results.md`.
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pettingllms.eval import ledger
-from pettingllms.eval.markdown import replace_section
-from pettingllms.eval.method_comparison import COMPARISON_WORDS, compare_methods
-from pettingllms.eval.method_comparison import cell as comparison_cell
-from pettingllms.eval.stats import seed_summary
+from research import ledger
+from research.markdown import replace_section
+from research.method_comparison import COMPARISON_WORDS, compare_methods
+from research.method_comparison import cell as comparison_cell
+from research.stats import seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "grouping"
@@ -108,7 +108,7 @@ ABLATIONS = {
 """Knobs changed from the per-role AT-GRPO run (alpha 1, K 4)."""
 RULE = ledger.Rule("grouping", ("part", "method", "seed", "budget", "split"))
 """How the table (`OUT`) is built from the ledger beside it: one row per part, method, seed, budget and split, the
-last recorded (`pettingllms.eval.ledger`)."""
+last recorded (`research.ledger`)."""
 WARM_START = {"workflow": "mas", "demos_per_role": 3200, "sft_steps": 400, "tool_programs": 0.4,
               "program_bugs": 0.4, "eval_episodes": 0}  # fmt: skip
 
@@ -136,8 +136,8 @@ class Study:
 
     def train(self, name: str, seed: int, flags: list[str]) -> Path:
         """One run of `--budget` completions with a checkpoint every step (resumed, or skipped if finished)."""
-        from pettingllms.trainers.arguments import parse
         from pettingllms.trainers.at_grpo import ATGRPOTrainer
+        from pettingllms.trainers.settings.arguments import parse
 
         folder = self.args.runs / name
         argv = [
@@ -350,7 +350,7 @@ def final_table(
 
 
 def _paired_cell(ours: dict[int, np.ndarray], reference: dict[int, np.ndarray]) -> str:
-    """`ours` minus `reference` over seeds (`pettingllms.eval.method_comparison`)."""
+    """`ours` minus `reference` over seeds (`research.method_comparison`)."""
     return comparison_cell(compare_methods(ours, reference))
 
 

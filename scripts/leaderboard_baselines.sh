@@ -19,8 +19,8 @@ $EVAL --env plan-path-v0 --policy tiny --episodes 300 --label "tiny, SFT warm st
 # the default run (pettingllms-train with no arguments, 7x7 grids): its warm start, then the trained team, each on
 # the run's own suite (a run is evaluated on its setting and suite size by default)
 [ -d runs/tiny/plan_path_per_role/checkpoints/step_15 ] || .venv/bin/pettingllms-train --resume true
-WARM_START=$(.venv/bin/python -c "from pettingllms.trainers.arguments import parse
-from pettingllms.trainers.model_source import starting_model
+WARM_START=$(.venv/bin/python -c "from pettingllms.trainers.settings.arguments import parse
+from pettingllms.trainers.policies.model_source import starting_model
 print(starting_model('tiny', parse([])))")
 $EVAL --env plan-path-v0 --policy "$WARM_START" --env_kwargs '{"size": 7}' --episodes 300 \
   --label "tiny, the default run's warm start (tool programs)" --output "$OUT/tiny_default_warm_start.json"

@@ -4,7 +4,7 @@
 
 The studies recorded their rows by replacing a row of the same identity in `docs/results/<study>.json` (and the
 scaling study dropped the rows of its previous setting), so a rerun's predecessor survives only in git. This walks
-each study file's commits oldest first and appends to the ledger (`pettingllms.eval.ledger`) every row version not
+each study file's commits oldest first and appends to the ledger (`research.ledger`) every row version not
 seen before, in the order the commits first recorded them, with `note` naming that commit and `code_commit` and
 `warm_start` left null (not recorded at the time). A study file holding a list has one row per item; one holding an
 object (`default_run.json`: the last measurement) is itself the row. It refuses a study the ledger already has
@@ -22,7 +22,7 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pettingllms.eval.ledger import append, read_ledger
+from research.ledger import append, read_ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "docs" / "results" / "ledger.jsonl"

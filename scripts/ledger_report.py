@@ -3,7 +3,7 @@
     .venv/bin/python scripts/ledger_report.py          # write docs/ledger.md from docs/results/ledger.jsonl
 
 Each study's table (`docs/results/<study>.json`) is built from the ledger by the rule its script declares (`RULE`,
-`pettingllms.eval.ledger`); this page lists, per study, the rule and the rows it set aside (superseded by a rerun,
+`research.ledger`); this page lists, per study, the rule and the rows it set aside (superseded by a rerun,
 or refused by the rule), so that no rerun replaces a row out of sight. `tests/test_ledger.py` checks the page is
 what this script renders from the ledger.
 """
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from pettingllms.eval.ledger import read_ledger, select, set_aside_lines
+from research.ledger import read_ledger, select, set_aside_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "docs" / "results" / "ledger.jsonl"
@@ -67,7 +67,7 @@ def render(ledger_path: Path) -> str:
         "[Back to the results](results.md)",
         "",
         "Every result row the studies recorded is a line of `docs/results/ledger.jsonl`, appended, never edited or "
-        "removed (`pettingllms.eval.ledger`: each line names the sha256 of the one before it). Each study's table "
+        "removed (`research.ledger`: each line names the sha256 of the one before it). Each study's table "
         "is built from it by the rule its script declares: for each identity (the fields below), the row of the "
         "last line, among the rows the rule admits. The rows before the ledger existed were recovered from the git "
         "history of the studies' JSON files (`scripts/ledger_history.py`); their `code_commit` and `warm_start` "

@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pettingllms.trainers.advantages import compute_advantages
-    from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.at_grpo import ATGRPOTrainer, training_seeds
+    from pettingllms.trainers.settings.arguments import parse
     from pettingllms.warmstart.build import ensure_tiny_model
 
     mini = _miniature()

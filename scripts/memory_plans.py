@@ -22,8 +22,8 @@ BEGIN, END = "<!-- memory-plans: begin -->", "<!-- memory-plans: end -->"
 
 def table() -> str:
     import pettingllms
-    from pettingllms.trainers.arguments import parse
-    from pettingllms.trainers.memory_plan import GIB, Hardware, plan_run
+    from pettingllms.trainers.policies.memory_plan import GIB, Hardware, plan_run
+    from pettingllms.trainers.settings.arguments import parse
 
     lines = [
         "| model | layout | GPUs | generation | activation checkpointing | fits | micro-batch (rows) | rows per "

@@ -46,7 +46,7 @@ def longest_prompt(config: Path) -> tuple[int, int]:
     import pettingllms
     from pettingllms.backends.chat import chat_prompt_ids
     from pettingllms.models.qwen3_tokenizer import qwen3_tokenizer
-    from pettingllms.trainers.arguments import parse
+    from pettingllms.trainers.settings.arguments import parse
 
     args = parse(["--config", str(config), "--use_cpu", "true", "--bf16", "false", "--output_dir", "unused"])
     tokenizer = qwen3_tokenizer()

@@ -63,11 +63,11 @@ from typing import Any
 
 import numpy as np
 
-from pettingllms.eval import ledger
-from pettingllms.eval.markdown import replace_section, seed_cell
-from pettingllms.eval.method_comparison import COMPARISON_WORDS, compare_methods
-from pettingllms.eval.method_comparison import cell as comparison_cell
 from pettingllms.warmstart.demos import PLAN_NOISE
+from research import ledger
+from research.markdown import replace_section, seed_cell
+from research.method_comparison import COMPARISON_WORDS, compare_methods
+from research.method_comparison import cell as comparison_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "miniature"
@@ -80,7 +80,7 @@ RULE = ledger.Rule(
     "method and seed were rerun or retired since, and it cannot be matched to a setting",
 )
 """How the table (`OUT`) is built from the ledger beside it: one row per part, env, setting, method and seed, the
-last recorded, among the rows that name their setting (`pettingllms.eval.ledger`)."""
+last recorded, among the rows that name their setting (`research.ledger`)."""
 COMMON = [
     "--scale_rewards", "none", "--learning_rate", "1e-4", "--num_generations", "4", "--temperature", "1.0",
     "--per_device_train_batch_size", "32", "--save_steps", "5", "--resume", "true", "--eval_split", "val",
@@ -256,8 +256,8 @@ class Study:
 
     def train(self, name: str, workflow: str, seed: int, flags: list[str], env_kwargs: dict) -> Path:
         """One training run (resumed if it has a checkpoint, skipped if finished); returns its folder."""
-        from pettingllms.trainers.arguments import parse
         from pettingllms.trainers.at_grpo import ATGRPOTrainer
+        from pettingllms.trainers.settings.arguments import parse
 
         folder = self.runs / name
         argv = [
@@ -896,7 +896,7 @@ def main() -> int:
     write_report(study.rows, args, args.results_md)
     write_sharing_report(study.rows, args.results_md)
     if (args.leaderboard / "results").is_dir():
-        from pettingllms.eval.leaderboard import build_leaderboard
+        from pettingllms.presentation.leaderboard import build_leaderboard
 
         build_leaderboard(args.leaderboard / "results", args.leaderboard)
     print(f"wrote {args.out}, the miniature section of {args.results_md} and {args.leaderboard}")

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pettingllms.eval import ledger
-from pettingllms.eval.markdown import replace_section, seed_cell
-from pettingllms.eval.stats import format_p, seed_comparison, seed_summary
+from research import ledger
+from research.markdown import replace_section, seed_cell
+from research.stats import format_p, seed_comparison, seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "plan-path-v0"
@@ -62,8 +62,8 @@ def run_args(name: str, seed: int, args: argparse.Namespace, extra: list[str]) -
 
 def train(argv: list[str]) -> dict:
     """One run (resumed if it has a checkpoint); returns its step-0 and final evaluations and its budget."""
-    from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
+    from pettingllms.trainers.settings.arguments import parse
 
     args = parse(argv)
     metrics_path = Path(args.output_dir) / "metrics.jsonl"
@@ -97,7 +97,7 @@ RULE = ledger.Rule(
     refusal=f"a row of the study's setting before its rerun at {SETTING}",
 )
 """How the table is built from the ledger beside it: the rows of today's setting, one per team size, reward, seed
-and method, the last recorded (`pettingllms.eval.ledger`)."""
+and method, the last recorded (`research.ledger`)."""
 
 
 def record(new: list[dict], path: Path, warm_start: Path | None) -> list[dict]:

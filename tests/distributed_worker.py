@@ -24,8 +24,8 @@ from pettingllms.parallel.world import current_world, leave_process_group  # noq
 
 def update(model_path: str, out: str, loss_type: str, *flags: str) -> None:
     from pettingllms.backends.weights import model_stream
-    from pettingllms.trainers.sharding import full_model_state, is_sharded
-    from pettingllms.trainers.updater import PolicyUpdater
+    from pettingllms.trainers.update.sharding import full_model_state, is_sharded
+    from pettingllms.trainers.update.updater import PolicyUpdater
 
     args = args_for(
         model_path,
@@ -71,7 +71,7 @@ def vllm(model_path: str, run_dir: str, layout: str) -> None:
     from pettingllms.backends.base import SamplingConfig
     from pettingllms.backends.hf import HFPolicy
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
-    from pettingllms.trainers.sharding import full_weights
+    from pettingllms.trainers.update.sharding import full_weights
 
     flags = ("--use_cpu", "true", "--policy_layout", layout, "--generation_backend", "vllm")
     trainer = ATGRPOTrainer(args_for(model_path, run_dir, *flags, "--max_completion_length", "12"), log=print)

@@ -24,12 +24,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pettingllms"
 
 LAYERS = (
     "trainers",
+    "presentation",
+    "integrations",
     "eval",
     "parallel",
     "warmstart",
     "rollout",
     "runs",
-    "integrations",
     "backends",
     "pools",
     "models",
@@ -150,3 +151,101 @@ def upward_imports(root: Path = PACKAGE.parent) -> list[str]:
             if target is not None and order.index(target) < order.index(own):
                 found.append(f"{module} ({own}) imports {name} ({target})")
     return found
+
+
+TRAINER_ROOMS = ("outputs", "policies", "settings", "update")
+"""The rooms of `pettingllms.trainers` (docs/architecture.md); beside them, at the top of `trainers/`, the loop
+(`LOOP`) and the advantages."""
+LOOP = ("at_grpo", "cli", "schedule")
+"""The modules of the loop: they may import every room, and no room imports them."""
+ROOM_NEVER_IMPORTS = {
+    "update": ("policies", "outputs", "loop"),
+    "settings": ("policies", "loop"),
+    "policies": ("outputs", "loop"),
+    "outputs": ("loop",),
+}
+"""What each room must not import: the update knows nothing of where policies live or of what a run writes; the
+settings read the allowed values from the modules that implement them (the loss, the micro-batching, the
+advantages, the trackers) but never the policies; the policies know nothing of the run's outputs."""
+
+
+def trainer_room(module: str) -> str | None:
+    """The room of a module of `pettingllms.trainers` ("loop" for `LOOP`'s, "advantages"), None elsewhere."""
+    parts = module.split(".")
+    if parts[:2] != ["pettingllms", "trainers"] or len(parts) < 3:
+        return None
+    if parts[2] in TRAINER_ROOMS:
+        return parts[2]
+    return "loop" if parts[2] in LOOP else parts[2]
+
+
+def forbidden_room_imports(root: Path = PACKAGE.parent) -> list[str]:
+    """Every import, inside `pettingllms.trainers` under `root`, that `ROOM_NEVER_IMPORTS` forbids, as
+    "module (room) imports name (room)"."""
+    found = []
+    for path in sorted((root / "pettingllms" / "trainers").rglob("*.py")):
+        module = module_name(path, root)
+        forbidden = ROOM_NEVER_IMPORTS.get(trainer_room(module) or "", ())
+        for name in sorted(imports_of(path, root)):
+            if trainer_room(name) in forbidden:
+                found.append(f"{module} ({trainer_room(module)}) imports {name} ({trainer_room(name)})")
+    return found
+
+
+def import_circles(root: Path = PACKAGE.parent) -> list[list[str]]:
+    """Every circle of imports between the modules of the `pettingllms` package under `root` (each a sorted list of
+    two or more modules that import one another, directly or through others). A module's import of one of its own
+    ancestor packages is no edge: Python has loaded those before the module runs, so it orders nothing."""
+    modules = {module_name(path, root): path for path in (root / "pettingllms").rglob("*.py")}
+    graph = {
+        module: sorted(
+            name
+            for name in imports_of(path, root)
+            if name in modules and name != module and not module.startswith(name + ".")
+        )
+        for module, path in modules.items()
+    }
+    return strongly_connected(graph)
+
+
+def strongly_connected(graph: dict[str, list[str]]) -> list[list[str]]:
+    """The components of two or more nodes of the directed `graph` (node -> its successors) in which every node
+    reaches every other (Tarjan's algorithm, iterative), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(graph[start]))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            successor = next(successors, None)
+            if successor is not None:
+                if successor not in index:
+                    index[successor] = low[successor] = len(index)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(graph.get(successor, []))))
+                elif successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles

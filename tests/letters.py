@@ -6,7 +6,7 @@ signal.
 
 import pettingllms
 from pettingllms.core.env import StepOutcome, TextAECEnv
-from pettingllms.trainers.arguments import parse
+from pettingllms.trainers.settings.arguments import parse
 
 LETTERS_ENV = "test-letters-v0"
 

@@ -13,8 +13,8 @@ from test_updater_weights import grouped_samples  # noqa: E402
 
 from pettingllms.backends.hf import load_pretrained  # noqa: E402
 from pettingllms.backends.shared_prefix import uses_activation_checkpointing  # noqa: E402
-from pettingllms.trainers.activation_checkpointing import checkpointing_options  # noqa: E402
-from pettingllms.trainers.updater import PolicyUpdater  # noqa: E402
+from pettingllms.trainers.update.activation_checkpointing import checkpointing_options  # noqa: E402
+from pettingllms.trainers.update.updater import PolicyUpdater  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 

@@ -7,7 +7,7 @@ from scripts_loader import load_script
 
 torch = pytest.importorskip("torch")
 
-from pettingllms.trainers.micro_batches import by_count, by_tokens, padded_tokens  # noqa: E402
+from pettingllms.trainers.update.micro_batches import by_count, by_tokens, padded_tokens  # noqa: E402
 
 
 def load_benchmark():

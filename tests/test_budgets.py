@@ -20,8 +20,8 @@ from pettingllms.backends.openai_compat import OpenAIPolicy  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.eval import metrics  # noqa: E402
 from pettingllms.eval.episode_cache import EpisodeCache, EpisodeRecord, _link  # noqa: E402
-from pettingllms.trainers.arguments import parse  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
+from pettingllms.trainers.settings.arguments import parse  # noqa: E402
 
 qwen3_home = test_qwen3_tokenizer.qwen3_home
 
@@ -156,7 +156,7 @@ def test_the_truncated_rate_by_hand_and_rows_cached_before_it_was_counted(tmp_pa
 
 
 def test_bf16_loads_and_generates_in_bf16_and_rows_per_batch_are_bounded(qwen3_folder, tmp_path):
-    from pettingllms.trainers.policy_set import build_policies
+    from pettingllms.trainers.policies.build import build_policies
 
     args = parse(["--env_id", "plan-path-v0", "--model_name_or_path", "qwen3-test", "--bf16", "true",
                   "--use_cpu", "true", "--max_generation_rows", "4", "--output_dir", str(tmp_path),
@@ -175,7 +175,7 @@ def test_bf16_loads_and_generates_in_bf16_and_rows_per_batch_are_bounded(qwen3_f
 def test_a_qwen3_row_ends_at_the_context_with_the_real_template(qwen3_folder, tmp_path):
     """The context cap of `HFPolicy` on qwen3-test in bf16 (the real tokenizer and chat template): a prompt left 2
     tokens of context generates the first 2 tokens of its uncapped completion, marked truncated."""
-    from pettingllms.trainers.policy_set import build_policies
+    from pettingllms.trainers.policies.build import build_policies
 
     args = parse(["--env_id", "plan-path-v0", "--model_name_or_path", "qwen3-test", "--bf16", "true",
                   "--use_cpu", "true", "--output_dir", str(tmp_path), "--report_to", "none"])  # fmt: skip

@@ -11,7 +11,7 @@ from letters import args_for  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.runs.layout import RunLayout  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
-from pettingllms.trainers.checkpoint import prune  # noqa: E402
+from pettingllms.trainers.outputs.checkpoint import prune  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 

@@ -15,9 +15,9 @@ from letters import args_for  # noqa: E402
 from trl import GRPOConfig  # noqa: E402
 
 from pettingllms.core.errors import ConfigError  # noqa: E402
-from pettingllms.trainers.arguments import CONFIG_DIR, parse  # noqa: E402
-from pettingllms.trainers.config import ATGRPOConfig  # noqa: E402
-from pettingllms.trainers.inherited_fields import (  # noqa: E402
+from pettingllms.trainers.settings.arguments import CONFIG_DIR, parse  # noqa: E402
+from pettingllms.trainers.settings.config import ATGRPOConfig  # noqa: E402
+from pettingllms.trainers.settings.inherited_fields import (  # noqa: E402
     HONOURED,
     NEWER_TRANSFORMERS_ONLY,
     REFUSED,
@@ -205,9 +205,9 @@ def test_a_bad_flag_is_one_line_without_a_usage_dump(capsys, argv, expected):
 
 
 def test_help_groups_the_at_grpo_fields_then_the_honoured_ones_by_theme_and_hides_the_refused_ones(capsys):
-    from pettingllms.trainers.arguments import OWN_THEMES
     from pettingllms.trainers.cli import main
-    from pettingllms.trainers.inherited_fields import HONOURED, HONOURED_THEMES
+    from pettingllms.trainers.settings.arguments import OWN_THEMES
+    from pettingllms.trainers.settings.inherited_fields import HONOURED, HONOURED_THEMES
 
     inherited = {field.name for field in dataclasses.fields(GRPOConfig)}
     own = [field.name for field in dataclasses.fields(ATGRPOConfig) if field.name not in inherited]

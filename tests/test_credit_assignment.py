@@ -182,7 +182,72 @@ def test_trajectory_turn_rollouts_carry_returns_to_go_grouped_by_turn_index():
     ],
 )
 def test_bad_combinations_are_refused_by_name(flags, message, tmp_path):
-    from pettingllms.trainers.config import ATGRPOConfig
+    from pettingllms.trainers.settings.config import ATGRPOConfig
 
     with pytest.raises(ConfigError, match=message):
         ATGRPOConfig(output_dir=str(tmp_path), use_cpu=True, **flags)
+
+
+# ----------------------------------------------------------------- a grouping is one object
+def test_each_grouping_says_how_it_samples_what_its_samples_carry_and_what_counts_as_a_member():
+    from pettingllms.rollout.grouping import GROUPINGS
+
+    described = {
+        name: (g.sampling, g.reward, g.members, g.min_generations, g.turn_baselines) for name, g in GROUPINGS.items()
+    }
+    tree = ("tree", "candidate", "candidates", 2, ("return_to_go",))
+    assert described == {
+        "agent_turn": tree,
+        "agent": tree,
+        "turn": tree,
+        "anchor_state": tree,
+        "trajectory": ("episodes", "episode_return", "episodes", 1, ("return_to_go",)),
+        "trajectory_turn": ("episodes", "return_to_go", "episodes", 1, ("return_to_go", "summed")),
+    }
+    assert [GROUPINGS[name].group_id(3, 1, "plan", "x") for name in ("agent_turn", "agent", "turn", "trajectory")] == [
+        "3/1/plan",
+        "3/plan",
+        "3/1",
+        "3",
+    ]
+
+
+def test_a_grouping_refuses_an_unknown_sampling_by_name():
+    from pettingllms.rollout.grouping import Grouping, trajectory_key
+
+    with pytest.raises(ValueError, match="sampling='chains'"):
+        Grouping("x", trajectory_key, sampling="chains", reward="candidate", members="candidates")
+
+
+def test_a_new_grouping_is_one_object_that_the_config_the_engine_and_the_advantages_all_take(monkeypatch, tmp_path):
+    """Register one `Grouping` (every candidate of an instance's agent at even or odd turns): the config accepts
+    its name and its K rule, the engine keys the tree's samples by it, the advantages count its members."""
+    from pettingllms.rollout import grouping as groupings
+    from pettingllms.trainers.settings.config import ATGRPOConfig
+
+    def parity_key(instance, turn, agent, prompt):
+        return f"{instance}/{agent}/{turn % 2}"
+
+    parity = groupings.Grouping("parity", parity_key, sampling="tree", reward="candidate", members="candidates")
+    monkeypatch.setitem(groupings.GROUPINGS, "parity", parity)
+    assert ATGRPOConfig(output_dir=str(tmp_path), use_cpu=True, grouping="parity").grouping == "parity"
+    with pytest.raises(ConfigError, match="must be >= 2 for grouping='parity'"):
+        ATGRPOConfig(output_dir=str(tmp_path), use_cpu=True, grouping="parity", num_generations=1)
+    env_fn = functools.partial(pettingllms.make, "plan-path-v0", workflow="single", max_turns=3)
+    engine = RolloutEngine(env_fn, {"p": Scripted()}, {"plan": "p"}, {"p": SamplingConfig()}, num_generations=2,
+                           grouping="parity")  # fmt: skip
+    rollout = engine.collect([1])
+    assert [s.group_id for s in rollout.samples] == ["0/plan/0", "0/plan/0", "0/plan/1", "0/plan/1"]
+    stds = compute_advantages(rollout.samples, scale_rewards="none", members=parity.members)
+    assert set(stds) == {"0/plan/0", "0/plan/1"}
+
+
+def test_a_grouping_that_counts_episodes_refuses_samples_without_one():
+    with pytest.raises(ValueError, match="counts episodes as members"):
+        compute_advantages([sample("g", "a", 1.0), sample("g", "a", 0.0)], members="episodes")
+    # episode 0's two steps carry its return 1.0, counted once: the mean is (1.0 + 0.5) / 2, not (1 + 1 + 0.5) / 3
+    samples = [sample("g", "a", 1.0, episode=0), sample("g", "a", 1.0, episode=0), sample("g", "a", 0.5, episode=1)]
+    compute_advantages(samples, scale_rewards="none", members="episodes")
+    assert [s.advantage for s in samples] == pytest.approx([0.25, 0.25, -0.25])
+    compute_advantages(samples, scale_rewards="none", members="candidates")  # each step a member: mean 2.5 / 3
+    assert [s.advantage for s in samples] == pytest.approx([1 / 6, 1 / 6, -1 / 3])

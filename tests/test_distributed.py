@@ -28,9 +28,9 @@ from safetensors.torch import load_file  # noqa: E402
 
 from pettingllms.backends.hf import load_pretrained  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
+from pettingllms.parallel.devices import pin_device, place_policies  # noqa: E402
 from pettingllms.parallel.world import World  # noqa: E402
 from pettingllms.runs.folder import RunFolderError  # noqa: E402
-from pettingllms.trainers.devices import pin_device, place_policies  # noqa: E402
 
 WORKER = Path(__file__).resolve().parent / "distributed_worker.py"
 TORCHRUN = Path(sys.executable).with_name("torchrun")
@@ -55,7 +55,7 @@ def launch(ranks: int, *arguments: str, env: dict[str, str] | None = None) -> No
 def test_several_visible_gpus_no_longer_stop_trls_trainer(tiny_model, tmp_path):
     """transformers sets n_gpu to the number of visible GPUs; TRL refuses n_gpu > 1. Each policy's copy of the
     config is pinned to its device with n_gpu 1 (0 on the CPU)."""
-    from pettingllms.trainers.updater import PolicyUpdater
+    from pettingllms.trainers.update.updater import PolicyUpdater
 
     with mock.patch("torch.cuda.device_count", return_value=8):
         args = args_for(tiny_model, tmp_path, "--use_cpu", "false")
@@ -213,7 +213,7 @@ def test_a_launcher_refuses_what_data_parallelism_does_not_cover(tiny_model, tmp
 def test_a_vllm_engine_sleeps_through_its_policys_update_and_wakes_before_the_sync():
     """The order that frees the GPU for the update and reloads the engine after it (vLLM's sleep mode needs a
     GPU: on one, `VLLMPolicy.sleep` / `wake_up` call `LLM.sleep(level=1)` / `LLM.wake_up()`)."""
-    from pettingllms.trainers.policy_set import LocalPolicy
+    from pettingllms.trainers.policies.handles import LocalPolicy
 
     calls: list[str] = []
 

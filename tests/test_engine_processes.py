@@ -54,16 +54,18 @@ def test_a_per_role_vllm_run_on_gpus_with_in_process_engines_is_refused_before_l
     from unittest import mock
 
     from pettingllms.core.errors import ConfigError
-    from pettingllms.trainers.arguments import parse
-    from pettingllms.trainers.policy_set import build_policies
+    from pettingllms.trainers.policies.build import build_policies
+    from pettingllms.trainers.settings.arguments import parse
 
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     args = parse(["--config", "configs/tiny/plan_path.yaml", "--generation_backend", "vllm"])
     args.output_dir = str(tmp_path)
     with (
-        mock.patch("pettingllms.trainers.devices.visible_gpus", return_value=2),
-        mock.patch("pettingllms.trainers.policy_set.load_pretrained", side_effect=AssertionError("loaded")),
-        mock.patch("pettingllms.trainers.policy_set.starting_model", return_value="unused"),
+        mock.patch("pettingllms.parallel.devices.visible_gpus", return_value=2),
+        mock.patch(
+            "pettingllms.trainers.policies.build.load_pretrained", side_effect=AssertionError("loaded")
+        ),
+        mock.patch("pettingllms.trainers.policies.build.starting_model", return_value="unused"),
         pytest.raises(ConfigError, match="one sleeping engine per process"),
     ):
         args.use_cpu = False

@@ -25,8 +25,8 @@ def test_the_minimal_examples_samples_and_gradients_are_the_engines_and_the_upda
     from pettingllms.backends.base import SamplingConfig
     from pettingllms.rollout.engine import RolloutEngine
     from pettingllms.trainers.advantages import compute_advantages
-    from pettingllms.trainers.config import ATGRPOConfig
-    from pettingllms.trainers.updater import PolicyUpdater
+    from pettingllms.trainers.settings.config import ATGRPOConfig
+    from pettingllms.trainers.update.updater import PolicyUpdater
 
     example = load_script("at_grpo_minimal", "examples")
     env_fn, models, policies = example.team(seed=0, sft_steps=40)

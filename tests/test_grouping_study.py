@@ -86,7 +86,7 @@ def test_the_budget_table_pairs_each_method_at_each_budget_and_shows_every_seed(
 
 
 def test_the_report_names_the_code_behind_each_budgets_rows(study, tmp_path):
-    from pettingllms.eval import ledger
+    from research import ledger
 
     out = tmp_path / "grouping.json"
     path = out.with_name(ledger.LEDGER_NAME)
@@ -118,7 +118,7 @@ def test_the_report_names_the_code_behind_each_budgets_rows(study, tmp_path):
 def test_the_report_prints_every_comparison_again_with_the_first_rows_in_place_of_their_reruns(
     study, tmp_path
 ):
-    from pettingllms.eval import ledger
+    from research import ledger
 
     out = tmp_path / "grouping.json"
     path = out.with_name(ledger.LEDGER_NAME)
@@ -177,7 +177,7 @@ def test_a_rerun_of_the_first_budgets_leaves_the_suite_alone(study, tmp_path, fi
 def test_the_pooling_part_compares_turn_only_with_per_role_under_each_loss_apart_from_the_curves(
     study, tmp_path
 ):
-    from pettingllms.eval import ledger
+    from research import ledger
 
     out = tmp_path / "grouping.json"
     made = [

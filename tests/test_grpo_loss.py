@@ -18,8 +18,8 @@ pytest.importorskip("trl")
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from pettingllms.core.errors import ConfigError  # noqa: E402
-from pettingllms.trainers.config import ATGRPOConfig  # noqa: E402
-from pettingllms.trainers.grpo_loss import LOSS_TYPES, grpo_loss  # noqa: E402
+from pettingllms.trainers.settings.config import ATGRPOConfig  # noqa: E402
+from pettingllms.trainers.update.grpo_loss import LOSS_TYPES, grpo_loss  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:`gradient_checkpointing` is deprecated:FutureWarning")
 

@@ -26,11 +26,15 @@ import pytest
 from layering import (
     LAYERS,
     PACKAGE,
+    TRAINER_ROOMS,
+    forbidden_room_imports,
+    import_circles,
     imports_in,
     imports_of,
     layer_of,
     module_name,
     module_references,
+    strongly_connected,
     upward_imports,
 )
 
@@ -166,8 +170,8 @@ def test_the_walk_sees_lazy_string_and_other_projects_imports():
     """On the real package: an import inside a function counts, the lazy tables' targets count, and a forbidden
     one is reported."""
     assert "ray" in imports_of(PACKAGE / "pools" / "ray_cluster.py")  # imported inside `import_ray`
-    assert violations([PACKAGE / "trainers" / "updater.py"], ("torch",)) == [
-        "pettingllms.trainers.updater imports torch"
+    assert violations([PACKAGE / "trainers" / "update" / "updater.py"], ("torch",)) == [
+        "pettingllms.trainers.update.updater imports torch"
     ]
     assert {"pettingllms.models.home", "pettingllms.models.qwen3_test"} <= imports_of(
         PACKAGE / "models" / "__init__.py"
@@ -224,13 +228,14 @@ def test_the_sandbox_is_a_leaf():
     assert outside == []
 
 
-def test_rollout_knows_backends_only_through_their_protocols():
+def test_rollout_knows_backends_and_pools_only_through_their_protocols():
     forbidden = [
         f"pettingllms.backends.{m.stem}" for m in (PACKAGE / "backends").glob("*.py") if m.stem != "base"
     ]
+    pools = [f"pettingllms.pools.{m.stem}" for m in (PACKAGE / "pools").glob("*.py") if m.stem != "base"]
     assert (
         violations(
-            modules_under("rollout"), (*forbidden, *HEAVY, "pettingllms.pools", "pettingllms.trainers")
+            modules_under("rollout"), (*forbidden, *pools, *HEAVY, "pettingllms.trainers")
         )
         == []
     )
@@ -259,7 +264,7 @@ def test_the_trainers_public_names_import_from_the_package_without_loading_torch
     code = (
         "import sys; import pettingllms.trainers as t; light = 'torch' not in sys.modules; "
         "from pettingllms.trainers import ATGRPOConfig, ATGRPOTrainer; "
-        "from pettingllms.trainers.config import ATGRPOConfig as C; from pettingllms.trainers.at_grpo import "
+        "from pettingllms.trainers.settings.config import ATGRPOConfig as C; from pettingllms.trainers.at_grpo import "
         "ATGRPOTrainer as T; print(light, ATGRPOConfig is C and ATGRPOTrainer is T, sorted(t.__all__))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -268,3 +273,50 @@ def test_the_trainers_public_names_import_from_the_package_without_loading_torch
         import pettingllms.trainers
 
         pettingllms.trainers.Nothing  # noqa: B018
+
+
+def test_no_module_of_the_package_is_in_an_import_circle():
+    assert import_circles() == []
+
+
+def test_the_circle_check_finds_a_circle_through_a_function_level_import_and_ignores_ancestor_packages(
+    tmp_path,
+):
+    root = write_package(
+        tmp_path,
+        {
+            "pettingllms.trainers.handles": "from pettingllms.trainers.ray import RayPolicies\n",
+            "pettingllms.trainers.ray": "def f():\n    from pettingllms.trainers.handles import options\n",
+            "pettingllms.core.env": "import pettingllms.core\nfrom pettingllms.core import text\n",
+            "pettingllms.core.text": "",
+        },
+    )
+    assert import_circles(root) == [["pettingllms.trainers.handles", "pettingllms.trainers.ray"]]
+
+
+def test_strongly_connected_components_against_a_hand_worked_graph():
+    graph = {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": ["e"], "e": ["d"], "f": ["f", "a"]}
+    assert sorted(strongly_connected(graph)) == [["a", "b", "c"], ["d", "e"]]
+
+
+def test_no_trainer_room_imports_what_it_must_not():
+    assert forbidden_room_imports() == []
+    rooms = {path.name for path in (PACKAGE / "trainers").iterdir() if (path / "__init__.py").is_file()}
+    assert rooms == set(TRAINER_ROOMS)
+
+
+def test_the_room_check_reports_the_update_importing_the_policies_and_a_room_importing_the_loop(tmp_path):
+    root = write_package(
+        tmp_path,
+        {
+            "pettingllms.trainers.at_grpo": "from pettingllms.trainers.policies import build\n",
+            "pettingllms.trainers.policies.build": "from pettingllms.trainers.update import updater\n",
+            "pettingllms.trainers.update.updater": "from pettingllms.trainers.policies.build import x\n",
+            "pettingllms.trainers.settings.config": "from pettingllms.trainers import at_grpo, advantages\n",
+        },
+    )
+    assert forbidden_room_imports(root) == [
+        "pettingllms.trainers.settings.config (settings) imports pettingllms.trainers.at_grpo (loop)",
+        "pettingllms.trainers.update.updater (update) imports pettingllms.trainers.policies.build (policies)",
+        "pettingllms.trainers.update.updater (update) imports pettingllms.trainers.policies.build.x (policies)",
+    ]

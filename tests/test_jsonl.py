@@ -63,7 +63,7 @@ def test_any_other_bad_line_is_the_callers_error_naming_the_line(tmp_path, conte
 def test_the_metrics_log_and_the_episode_cache_both_append_on_a_fresh_line_after_a_whole_unterminated_row(
     tmp_path,
 ):
-    from pettingllms.trainers import metrics_log
+    from pettingllms.trainers.outputs import metrics_log
 
     metrics = tmp_path / "metrics.jsonl"
     metrics.write_text('{"step": 0}')  # the newline was never written

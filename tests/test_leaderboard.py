@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from pettingllms.cli import main as cli_main
-from pettingllms.eval.leaderboard import build_leaderboard, plot_name, read_results
+from pettingllms.presentation.leaderboard import build_leaderboard, plot_name, read_results
 
 
 def _result(label, rates, episodes=100, suite_kwargs=None, policy=None):
@@ -203,7 +203,7 @@ def test_a_copied_identity_never_hides_the_genuine_row_unseen(tmp_path):
 
 
 def test_plot_files_are_unique_per_column_and_a_failed_build_keeps_the_old_board(tmp_path, monkeypatch):
-    from pettingllms.eval import leaderboard
+    from pettingllms.presentation import leaderboard
 
     folder = _write(tmp_path / "results", {
         "o.json": _result("o", {"overview": 0.5}),
@@ -325,7 +325,7 @@ def test_a_progression_score_outside_0_100_or_an_unknown_tier_is_refused():
 def test_the_overview_grows_to_hold_every_policy_of_its_legend(tmp_path, monkeypatch):
     """50 policies: the legend beside the axes fits in the figure's height and the axes keep theirs (a figure
     of fixed size squeezed the axes to a strip under a legend that ran off the image)."""
-    from pettingllms.eval import leaderboard
+    from pettingllms.presentation import leaderboard
 
     measured = []  # (figure height, legend bottom, legend top, axes height) in pixels, per figure saved
     original = leaderboard._save

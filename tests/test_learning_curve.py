@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from pettingllms.trainers.learning_curve import (  # noqa: E402
+from pettingllms.trainers.outputs.learning_curve import (  # noqa: E402
     CurveLabels,
     curve_series,
     reward_series,

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from scripts_loader import load_script
 
-from pettingllms.eval import ledger
-from pettingllms.eval.ledger import LedgerError, Rule, append, read_ledger, select
+from research import ledger
+from research.ledger import LedgerError, Rule, append, read_ledger, select
 
 ROOT = ledger.Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "docs" / "results" / "ledger.jsonl"

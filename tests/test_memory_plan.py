@@ -20,7 +20,7 @@ from transformers import AutoModelForCausalLM, Qwen3Config  # noqa: E402
 from trl.trainer.utils import add_fused_lm_head  # noqa: E402
 
 from pettingllms.core.errors import ConfigError  # noqa: E402
-from pettingllms.trainers.memory_plan import (  # noqa: E402
+from pettingllms.trainers.policies.memory_plan import (  # noqa: E402
     GIB,
     Hardware,
     adamw_bytes,
@@ -28,7 +28,7 @@ from pettingllms.trainers.memory_plan import (  # noqa: E402
     plan_run,
     saved_activation_bytes,
 )
-from pettingllms.trainers.model_shapes import ModelShape, shape_of  # noqa: E402
+from pettingllms.trainers.policies.model_shapes import ModelShape, shape_of  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 
@@ -69,7 +69,7 @@ def test_adamw_states_are_counted_exactly_after_a_real_update(tiny_model, tmp_pa
     from letters import unequal_samples
 
     from pettingllms.backends.hf import load_pretrained
-    from pettingllms.trainers.updater import PolicyUpdater
+    from pettingllms.trainers.update.updater import PolicyUpdater
 
     model, tokenizer = load_pretrained(tiny_model)
     updater = PolicyUpdater("plan", model, tokenizer, args_for(tiny_model, tmp_path))
@@ -217,7 +217,7 @@ def test_activations_are_within_a_quarter_of_what_the_forward_saves(dtype, size,
 
 
 def paper_args(config: str, *flags: str):
-    from pettingllms.trainers.arguments import parse
+    from pettingllms.trainers.settings.arguments import parse
 
     return parse(["--config", config, "--use_cpu", "true", *flags])
 
@@ -328,7 +328,7 @@ def test_a_run_on_gpus_that_cannot_fit_is_refused_before_any_weight_loads(tiny_m
     with (
         mock.patch("pettingllms.trainers.at_grpo.visible_gpus", return_value=1),
         mock.patch.object(Hardware, "visible", return_value=Hardware(1, 2**20)),
-        mock.patch("pettingllms.trainers.policy_set.load_pretrained") as load,
+        mock.patch("pettingllms.trainers.policies.build.load_pretrained") as load,
         pytest.raises(ConfigError, match="the run does not fit: cuda:0 needs"),
     ):
         ATGRPOTrainer(args, log=lambda _: None)

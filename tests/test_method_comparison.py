@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from pettingllms.eval.method_comparison import cell, compare_methods
-from pettingllms.eval.stats import hierarchical_bootstrap, seed_comparison
+from research.method_comparison import cell, compare_methods
+from research.stats import hierarchical_bootstrap, seed_comparison
 
 
 def _runs(rates, instances=100, seed=0):

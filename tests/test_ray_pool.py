@@ -87,8 +87,8 @@ def test_a_closed_pool_refuses_work():
 
 
 def test_trainer_config_selects_the_ray_pool(tmp_path):
-    from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.at_grpo import make_pool
+    from pettingllms.trainers.settings.arguments import parse
 
     args = parse(["--output_dir", str(tmp_path), "--distributed", "ray", "--env_workers", "1"])
     made = make_pool(args)

@@ -356,7 +356,7 @@ def test_run_names_are_path_safe_unique_and_keep_the_recorded_runs_names(study):
 def test_commit_greedy_reuses_a_main_per_role_run_of_this_warm_start_and_code_and_trains_the_others(
     study, tmp_path, monkeypatch
 ):
-    from pettingllms.eval import ledger
+    from research import ledger
 
     warm = tmp_path / "warm"
     warm.mkdir()

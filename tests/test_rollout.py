@@ -168,7 +168,9 @@ def test_a_tool_candidate_that_leads_to_success_outranks_one_that_does_not():
     turn_credit = credit_engine("turn")
     rollout = turn_credit.collect(range(5))
     assert rollout.probe_completions == 5 * K  # one greedy plan answer per tool candidate
-    again = turn_credit.collect(range(5, 10))  # each rollout counts its own (nothing accumulates in the engine)
+    again = turn_credit.collect(
+        range(5, 10)
+    )  # each rollout counts its own (nothing accumulates in the engine)
     assert again.probe_completions == 5 * K and again.env_seconds > 0 and again.schedule.wall_s > 0
     compute_advantages(rollout.samples)
     tool = [s for s in rollout.samples if s.agent == "tool"]
@@ -379,7 +381,7 @@ def test_commit_specs_parse(spec, modes):
 def test_bad_commit_specs_are_refused_with_the_allowed_forms(spec):
     from pettingllms.core.errors import ConfigError
     from pettingllms.rollout.engine import parse_commit
-    from pettingllms.trainers.config import ATGRPOConfig
+    from pettingllms.trainers.settings.config import ATGRPOConfig
 
     with pytest.raises(ValueError, match="role=mode"):
         parse_commit(spec)

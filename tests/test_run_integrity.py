@@ -18,7 +18,7 @@ from letters import LETTERS_ENV, args_for  # noqa: E402
 from pettingllms.runs.folder import RunFolderError  # noqa: E402
 from pettingllms.runs.layout import CheckpointError  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
-from pettingllms.trainers.metrics_log import MetricsLogError  # noqa: E402
+from pettingllms.trainers.outputs.metrics_log import MetricsLogError  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 

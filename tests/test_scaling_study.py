@@ -51,7 +51,7 @@ def test_rows_plot_and_section(study, tmp_path):
 
 
 def test_rows_are_recorded_after_every_run_and_rows_of_the_old_setting_are_set_aside(study, tmp_path):
-    from pettingllms.eval.ledger import append, read_ledger, select
+    from research.ledger import append, read_ledger, select
 
     out = tmp_path / "scaling.json"
     old = {"env": "plan-path-v0", "num_agents": 1, "reward": "shaped", "seed": 0, "method": "at-grpo",

@@ -9,15 +9,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = sorted([*(ROOT / "scripts").glob("*.py"), *(ROOT / "examples").glob("*.py")])
+FILES = sorted(
+    [
+        *(ROOT / "scripts").glob("*.py"),
+        *(ROOT / "scripts" / "research").glob("*.py"),
+        *(ROOT / "examples").glob("*.py"),
+    ]
+)
+PACKAGES = ("pettingllms", "research")
+"""The package, and the studies' library beside the scripts (scripts/research/, on pytest's `pythonpath`)."""
 
 
 def package_imports(path: Path) -> list[tuple[str, str]]:
-    """(module, name) of every `from pettingllms... import name` in `path`, at any depth."""
+    """(module, name) of every `from pettingllms... import name` or `from research... import name` in `path`, at
+    any depth."""
     return [
         (node.module, alias.name)
         for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "pettingllms"
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES
         for alias in node.names
     ]
 

@@ -50,8 +50,8 @@ def test_a_path_of_anything_but_names_and_non_negative_integers_is_refused(part)
 
 def test_two_run_seeds_train_on_disjoint_instances_even_in_long_runs():
     pytest.importorskip("trl")
-    from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.at_grpo import training_seeds
+    from pettingllms.trainers.settings.arguments import parse
 
     # 600 steps of 16 instances: 9,600 instances, more than the 7,919 that separated seeds 0 and 1 before
     runs = [parse(["--seed", str(seed), "--instances_per_step", "16"]) for seed in (0, 1)]

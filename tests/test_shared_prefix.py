@@ -16,7 +16,7 @@ from pettingllms.backends.shared_prefix import (  # noqa: E402
     uses_activation_checkpointing,
 )
 from pettingllms.models.tiny import build_model, tiny_config  # noqa: E402
-from pettingllms.trainers.activation_checkpointing import enable_activation_checkpointing  # noqa: E402
+from pettingllms.trainers.update.activation_checkpointing import enable_activation_checkpointing  # noqa: E402
 
 PREFIX = [7, 8, 9, 10]
 ROWS = [  # duplicates (a group's candidates), a shared 4-token prefix, remainders of unequal lengths

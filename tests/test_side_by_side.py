@@ -7,7 +7,7 @@ import time
 import pytest
 
 from pettingllms.parallel.world import World
-from pettingllms.trainers.side_by_side import lanes, update_and_sync
+from pettingllms.trainers.policies.update_phase import lanes, update_and_sync
 
 
 class FakePolicy:
@@ -92,8 +92,8 @@ def test_each_kind_of_policy_names_its_lane():
 
     pytest.importorskip("torch")
     pytest.importorskip("trl")
-    from pettingllms.trainers.policy_set import AdapterPolicy, LocalPolicy
-    from pettingllms.trainers.ray_policies import RayPolicy
+    from pettingllms.trainers.policies.handles import AdapterPolicy, LocalPolicy
+    from pettingllms.trainers.policies.ray_actors import RayPolicy
 
     updater = SimpleNamespace(args=SimpleNamespace(device="cuda:1"))
     assert LocalPolicy("tool", updater, None).lane == "device:cuda:1"

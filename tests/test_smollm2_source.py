@@ -15,8 +15,8 @@ from pettingllms.models import smollm2
 def test_a_converted_model_is_found_by_name_for_training_and_evaluation(tmp_path, monkeypatch):
     pytest.importorskip("trl")
     from pettingllms.eval.policy_specs import _model_source
-    from pettingllms.trainers.arguments import parse
-    from pettingllms.trainers.model_source import starting_model
+    from pettingllms.trainers.policies.model_source import starting_model
+    from pettingllms.trainers.settings.arguments import parse
 
     monkeypatch.setenv("PETTINGLLMS_HOME", str(tmp_path))
     folder = smollm2.smollm2_dir()

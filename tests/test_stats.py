@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pettingllms.eval.stats import mcnemar_exact_p, paired_comparison, seed_summary, sign_flip_p, t_975
+from research.stats import mcnemar_exact_p, paired_comparison, seed_summary, sign_flip_p, t_975
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -86,7 +86,7 @@ def test_the_bootstrap_interval_covers_the_true_difference_about_95_percent_of_t
 
 
 def test_t_quantiles_and_the_welch_interval_agree_with_scipy_at_fractional_degrees_of_freedom():
-    from pettingllms.eval.stats import t_cdf, t_quantile, welch_interval
+    from research.stats import t_cdf, t_quantile, welch_interval
 
     for df in (0.7, 1.5, 3.18, 4.5, 12.25, 60.0):
         for q in (0.6, 0.9, 0.975, 0.999):
@@ -103,7 +103,7 @@ def test_t_quantiles_and_the_welch_interval_agree_with_scipy_at_fractional_degre
 
 
 def test_paired_seeds_by_hand_and_against_scipy():
-    from pettingllms.eval.stats import seed_comparison
+    from research.stats import seed_comparison
 
     # differences +0.2, 0, +0.35: the zero carries no sign; of the 4 sign patterns of the other two, those with
     # |sum| >= 0.55 are (+,+) and (-,-): p = 2/4 = 0.5; with 3 seeds no test can go below 2/2^3 = 0.25
@@ -126,7 +126,7 @@ def test_paired_seeds_by_hand_and_against_scipy():
 
 
 def test_unpaired_seed_groups_by_hand_and_against_scipy():
-    from pettingllms.eval.stats import seed_comparison
+    from research.stats import seed_comparison
 
     # a = {3, 4}, b = {1, 2}: of the C(4, 2) = 6 splits, |mean gap| >= 2 only for {3,4}|{1,2} and {1,2}|{3,4}
     result = seed_comparison([3.0, 4.0], [1.0, 2.0], paired=False)
@@ -143,7 +143,7 @@ def test_unpaired_seed_groups_by_hand_and_against_scipy():
 
 
 def test_a_large_unpaired_comparison_falls_back_to_a_seeded_monte_carlo_test():
-    from pettingllms.eval.stats import permutation_p
+    from research.stats import permutation_p
 
     rng = np.random.default_rng(0)
     a, b = rng.normal(0.3, 1, 14), rng.normal(0.0, 1, 14)  # C(28, 14) > 20,000 relabelings
@@ -154,7 +154,7 @@ def test_a_large_unpaired_comparison_falls_back_to_a_seeded_monte_carlo_test():
 
 
 def test_the_hierarchical_bootstrap_widens_with_the_spread_between_seeds():
-    from pettingllms.eval.stats import hierarchical_bootstrap, paired_comparison
+    from research.stats import hierarchical_bootstrap, paired_comparison
 
     rng = np.random.default_rng(0)
     # method a's seeds disagree strongly (one collapsed run), b's agree; 300 instances each
@@ -178,7 +178,7 @@ def test_the_hierarchical_bootstrap_widens_with_the_spread_between_seeds():
 
 
 def test_with_one_seed_the_hierarchical_bootstrap_is_the_paired_instance_bootstrap():
-    from pettingllms.eval.stats import hierarchical_bootstrap
+    from research.stats import hierarchical_bootstrap
 
     rng = np.random.default_rng(3)
     a, b = (rng.random(200) < 0.7).astype(float), (rng.random(200) < 0.5).astype(float)
@@ -191,7 +191,7 @@ def test_with_one_seed_the_hierarchical_bootstrap_is_the_paired_instance_bootstr
 
 
 def test_p_values_are_printed_as_what_they_are():
-    from pettingllms.eval.stats import format_p
+    from research.stats import format_p
 
     assert format_p(0.2) == "p = 0.20" and format_p(0.049) == "p = 0.049"
     floor = 1 / 20_001  # printed as "5e-05" before: the Monte Carlo floor is a bound, not a value
@@ -200,7 +200,7 @@ def test_p_values_are_printed_as_what_they_are():
 
 
 def test_format_p_edge_cases():
-    from pettingllms.eval.stats import format_p
+    from research.stats import format_p
 
     assert format_p(0.0) == "p < 0.001" and format_p(0.001) == "p = 0.001" and format_p(0.1) == "p = 0.10"
     assert format_p(0.0999) == "p = 0.1"  # two significant figures below 0.1
@@ -218,7 +218,7 @@ def test_format_p_edge_cases():
 
 
 def test_the_hierarchical_bootstrap_refuses_malformed_outcomes():
-    from pettingllms.eval.stats import hierarchical_bootstrap
+    from research.stats import hierarchical_bootstrap
 
     good = [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
     for a, b in (
@@ -242,7 +242,7 @@ def test_the_hierarchical_bootstrap_refuses_malformed_outcomes():
 def test_with_constant_seeds_the_hierarchical_bootstrap_is_the_bootstrap_of_seed_means():
     """A known limit: when every instance of a seed has the same outcome, resampling instances changes nothing,
     and the interval is the plain bootstrap of the seed means (here unpaired: each side's seeds on their own)."""
-    from pettingllms.eval.stats import hierarchical_bootstrap
+    from research.stats import hierarchical_bootstrap
 
     rates_a, rates_b = np.array([0.9, 0.5, 0.8, 0.2, 0.7]), np.array([0.3, 0.4, 0.1, 0.35])
     a, b = [np.full(50, r) for r in rates_a], [np.full(80, r) for r in rates_b]
@@ -258,7 +258,7 @@ def test_with_constant_seeds_the_hierarchical_bootstrap_is_the_bootstrap_of_seed
 def test_paired_hierarchical_draws_take_the_same_seeds_and_instances_on_both_sides():
     """Paired, b = a + 0.1 on every instance of every seed: every draw's difference is exactly -0.1 however
     much seeds and instances vary; unpaired, the same data give a wide interval."""
-    from pettingllms.eval.stats import hierarchical_bootstrap
+    from research.stats import hierarchical_bootstrap
 
     rng = np.random.default_rng(2)
     a = [rng.random(40) * scale for scale in (0.2, 0.5, 0.9)]
@@ -270,7 +270,7 @@ def test_paired_hierarchical_draws_take_the_same_seeds_and_instances_on_both_sid
 
 
 def test_t_quantiles_hold_at_the_median_in_the_far_tails_and_at_large_degrees_of_freedom():
-    from pettingllms.eval.stats import t_cdf, t_quantile
+    from research.stats import t_cdf, t_quantile
 
     for df in (0.3, 1.0, 2.5, 7.77, 150.5, 1e4, 1e6):
         for q in (1e-6, 0.025, 0.5, 0.5 + 1e-9, 0.975, 1 - 1e-6):
@@ -287,7 +287,7 @@ def test_t_quantiles_hold_at_the_median_in_the_far_tails_and_at_large_degrees_of
 
 
 def test_welch_degrees_of_freedom_by_hand():
-    from pettingllms.eval.stats import welch_interval
+    from research.stats import welch_interval
 
     # a = 1, 2, 3: s^2 = 1, s^2/n = 1/3; b = 1, 3, 5, 7: s^2 = 20/3, s^2/n = 5/3; sum 2
     # df = 2^2 / ((1/3)^2 / 2 + (5/3)^2 / 3) = 4 / (1/18 + 25/27) = 4 / (53/54) = 216/53
@@ -300,7 +300,7 @@ def test_welch_degrees_of_freedom_by_hand():
 
 
 def test_seed_comparison_minimum_p_values_and_monte_carlo_fallbacks():
-    from pettingllms.eval.stats import seed_comparison
+    from research.stats import seed_comparison
 
     # 1 vs 2 seeds, a = {10}, b = {1, 2}: of the C(3, 1) = 3 splits, {10} gives |10 - 1.5| = 8.5, {1} gives
     # |1 - 6| = 5, {2} gives |2 - 5.5| = 3.5: only the observed split is as extreme, p = 1/3 = min_p

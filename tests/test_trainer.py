@@ -18,8 +18,8 @@ from letters import LETTERS_ENV, args_for, metric_rows  # noqa: E402
 import pettingllms  # noqa: E402
 from pettingllms.backends.shared_prefix import uses_activation_checkpointing  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
-from pettingllms.trainers.arguments import parse  # noqa: E402
 from pettingllms.trainers.at_grpo import ATGRPOTrainer  # noqa: E402
+from pettingllms.trainers.settings.arguments import parse  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 

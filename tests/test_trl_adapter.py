@@ -1,4 +1,4 @@
-"""The tripwire on TRL's private internals (`pettingllms.trainers.trl_adapter`): it passes on the pinned TRL and
+"""The tripwire on TRL's private internals (`pettingllms.trainers.update.trl_adapter`): it passes on the pinned TRL and
 fails loudly, naming the internal, when one moves."""
 
 import inspect
@@ -12,7 +12,7 @@ trl = pytest.importorskip("trl")
 
 from letters import args_for  # noqa: E402
 
-from pettingllms.trainers.trl_adapter import (  # noqa: E402
+from pettingllms.trainers.update.trl_adapter import (  # noqa: E402
     PRIVATE_ATTRIBUTES,
     PRIVATE_SURFACE,
     TRLChangedError,
@@ -56,7 +56,7 @@ def test_trl_is_pinned_to_the_tested_minor():
 @pytest.mark.usefixtures("letters_env")
 def test_the_private_attributes_exist_on_an_update_worker(tiny_model, tmp_path):
     from pettingllms.backends.hf import load_pretrained
-    from pettingllms.trainers.updater import PolicyUpdater
+    from pettingllms.trainers.update.updater import PolicyUpdater
 
     model, tokenizer = load_pretrained(tiny_model)
     updater = PolicyUpdater("p", model, tokenizer, args_for(tiny_model, tmp_path))

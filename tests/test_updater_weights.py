@@ -18,10 +18,10 @@ from pettingllms.backends.base import Generation  # noqa: E402
 from pettingllms.backends.hf import load_pretrained as load_model  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.rollout.samples import Sample  # noqa: E402
-from pettingllms.trainers.activation_checkpointing import enable_activation_checkpointing  # noqa: E402
-from pettingllms.trainers.completion_logps import completion_logps  # noqa: E402
-from pettingllms.trainers.grpo_loss import LOSS_TYPES  # noqa: E402
-from pettingllms.trainers.updater import PolicyUpdater, collate  # noqa: E402
+from pettingllms.trainers.update.activation_checkpointing import enable_activation_checkpointing  # noqa: E402
+from pettingllms.trainers.update.completion_logps import completion_logps  # noqa: E402
+from pettingllms.trainers.update.grpo_loss import LOSS_TYPES  # noqa: E402
+from pettingllms.trainers.update.updater import PolicyUpdater, collate  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("letters_env")
 
@@ -138,7 +138,9 @@ def test_the_update_is_the_hand_written_policy_gradient(tiny_model, tmp_path, lo
 def test_an_entropy_bonus_with_a_sequence_mean_loss_is_refused_by_the_config(tiny_model, tmp_path):
     with pytest.raises(ConfigError, match="entropy_coef with loss_type='grpo'"):
         args_for(tiny_model, tmp_path, "--loss_type", "grpo", "--entropy_coef", "0.01")
-    assert args_for(tiny_model, tmp_path, "--loss_type", "dapo", "--entropy_coef", "0.01").entropy_coef == 0.01
+    assert (
+        args_for(tiny_model, tmp_path, "--loss_type", "dapo", "--entropy_coef", "0.01").entropy_coef == 0.01
+    )
 
 
 def test_log_probabilities_use_each_policys_own_sampling_temperature(tiny_model, tmp_path):
@@ -198,7 +200,7 @@ def test_under_activation_checkpointing_the_update_falls_back_to_trls_forward(ti
     enable_activation_checkpointing(updater.model, {})
     updater.model.zero_grad()
     with mock.patch(
-        "pettingllms.trainers.completion_logps.shared_prefix_logps",
+        "pettingllms.trainers.update.completion_logps.shared_prefix_logps",
         side_effect=AssertionError("not a fallback"),
     ):
         updater.accumulate_gradients(grouped_samples())
@@ -209,7 +211,7 @@ def test_a_lora_adapter_gets_trls_gradient_through_the_shared_prefix(tiny_model,
     """PEFT forwards the shared cache, positions and TRL's fused head to the base model: the adapter's gradient
     is TRL's."""
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
-    from pettingllms.trainers.policy_set import activate_adapter
+    from pettingllms.trainers.policies.build import activate_adapter
 
     trainer = ATGRPOTrainer(
         args_for(tiny_model, tmp_path, "--policy_layout", "lora_per_role"), log=lambda _: None
@@ -224,7 +226,7 @@ def test_a_lora_adapter_gets_trls_gradient_through_the_shared_prefix(tiny_model,
 
 
 def test_micro_batches_packed_by_tokens_hold_every_sample_once_within_counts_bound():
-    from pettingllms.trainers.micro_batches import by_count, by_tokens, padded_tokens
+    from pettingllms.trainers.update.micro_batches import by_count, by_tokens, padded_tokens
 
     samples = unequal_samples() + grouped_samples()
     longest = max(len(s.generation.prompt_ids) for s in samples) + max(

@@ -22,7 +22,7 @@ import pettingllms
 pytest.importorskip("verifiers")
 
 from pettingllms.eval.suites import build_suite  # noqa: E402
-from pettingllms.eval.verifiers_env import load_environment  # noqa: E402
+from pettingllms.integrations.verifiers_env import load_environment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -13,7 +13,7 @@ from pettingllms.backends.base import Generation
 from pettingllms.cli import main as cli_main
 from pettingllms.core.errors import ConfigError
 from pettingllms.eval.cli import main as eval_main
-from pettingllms.eval.viewer import build_view, eval_data, run_data
+from pettingllms.presentation.viewer import build_view, eval_data, run_data
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample, dump_rows
 
 

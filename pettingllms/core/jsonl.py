@@ -1,6 +1,6 @@
 """Append-only JSON Lines files: one JSON value per line, appended whole, read back strictly.
 
-Used by the trainer's `metrics.jsonl` (`pettingllms.trainers.metrics_log`) and the evaluation's episode cache
+Used by the trainer's `metrics.jsonl` (`pettingllms.trainers.outputs.metrics_log`) and the evaluation's episode cache
 (`pettingllms.eval.episode_cache`); each validates its own rows on top of this.
 
 - `append` writes each row as one line ending in a newline, then flushes and fsyncs the file.

@@ -216,7 +216,7 @@ def _evaluate_env(
         result["tier"] = tier
     if not args.no_transcripts:  # the conversations of the episodes played by this run key (pettingllms view)
         result["transcripts"] = {"file": transcripts.name, "run": cache.run_key}
-    # per episode, in suite order, for paired comparisons between policies (pettingllms.eval.stats)
+    # per episode, in suite order, for paired comparisons between policies
     result["per_episode"] = {
         "keys": [r.key for r in records],
         "success": [int(r.success) for r in records],

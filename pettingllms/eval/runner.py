@@ -20,7 +20,8 @@ from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.episode_cache import EpisodeCache, EpisodeRecord
 from pettingllms.eval.suites import Episode, Suite
 from pettingllms.parallel.world import SINGLE_PROCESS, World
-from pettingllms.rollout.engine import RolloutEngine, StepPool
+from pettingllms.pools.base import StepPool
+from pettingllms.rollout.engine import RolloutEngine
 from pettingllms.rollout.samples import Rollout
 
 

@@ -204,7 +204,7 @@ def build_app(
     """OpenEnv's FastAPI app serving `env_id` (at `tier`, under `env_kwargs`); the arguments are checked here (a
     bad id, tier or agent fails now, before the server listens). `others` other than a baseline of `BASELINES`
     needs `answer`, its policy loaded once (`pettingllms serve` loads it with
-    `pettingllms.eval.play_policy.policy_answerer`), whose calls are serialized by a lock: the sessions' threads
+    `pettingllms.play_policy.policy_answerer`), whose calls are serialized by a lock: the sessions' threads
     share one model."""
     if agent is not None and others is None:
         raise ConfigError("--agent names the client's agent among frozen others: pass --others too")

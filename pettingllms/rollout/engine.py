@@ -69,7 +69,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -78,17 +78,10 @@ from pettingllms.core.env import agent_role
 from pettingllms.core.errors import ConfigError
 from pettingllms.core.protocol import RolloutEnv, check_rollout_env
 from pettingllms.core.seeding import derive_seed
-from pettingllms.rollout.grouping import GROUPINGS, TRAJECTORY_GROUPINGS, group_key
+from pettingllms.pools.base import StepPool
+from pettingllms.rollout.grouping import GROUPINGS, Grouping
 from pettingllms.rollout.samples import EpisodeResult, Rollout, Sample
 from pettingllms.rollout.scheduler import SCHEDULES, Request, Server, run_episodes
-
-
-class StepPool(Protocol):
-    """Where candidate copies are stepped outside this process (`pettingllms.pools`): `step_all` returns, in job
-    order, each `(env, action)` job's env after `env.step(action)`, the same env stepping it here would give."""
-
-    def step_all(self, jobs: Sequence[tuple[RolloutEnv, str]]) -> list[RolloutEnv]: ...
-
 
 COMMITS = ("greedy", "random")
 """How a turn's committed candidate is picked; `parse_commit` also takes per-role pairs such as "tool=random"."""
@@ -174,7 +167,8 @@ class RolloutEngine:
         agent_policy: agent name -> policy name (every agent of the workflow must be mapped).
         sampling: policy name -> sampling settings.
         num_generations: K.
-        grouping: one of `grouping.GROUPINGS`: "agent_turn" (AT-GRPO), "trajectory" (the baseline),
+        grouping: the name of one of `grouping.GROUPINGS` (its `Grouping` says how the rollout samples and what
+            reward its samples carry): "agent_turn" (AT-GRPO), "trajectory" (the baseline),
             "trajectory_turn" (multi-turn GRPO), "anchor_state" (GiGPO), or the ablations "agent" / "turn"
             (module docstring).
         commit: "greedy" (the best candidate), "random", or per-role pairs such as "tool=random" (`parse_commit`).
@@ -229,7 +223,7 @@ class RolloutEngine:
         self.agent_policy = dict(agent_policy)
         self.sampling = sampling
         self.num_generations = num_generations
-        self.grouping = grouping
+        self.grouping: Grouping = GROUPINGS[grouping]
         self.team_credit = team_credit
         self.rng = np.random.default_rng(seed)
         self.pool = pool
@@ -250,7 +244,7 @@ class RolloutEngine:
         """Play one instance per seed (reset with `seed` and `options`) and return every sample; the requests'
         seeds derive from one sample seed drawn from the engine's generator."""
         sample_seed = int(self.rng.integers(2**32))
-        if self.grouping in TRAJECTORY_GROUPINGS:
+        if self.grouping.sampling == "episodes":
             return self._collect_trajectories(seeds, options, sample_seed)
         envs = [self._new_env(seed, options) for seed in seeds]
         belongs = [_Episode(index) for index in range(len(seeds))]
@@ -275,19 +269,19 @@ class RolloutEngine:
             sample_seed = int(self.rng.integers(2**32))
         envs = [self._new_env(seed, opts) for seed, opts in zip(seeds, per_episode, strict=True)]
         belongs = [_Episode(index) for index in range(len(seeds))]
-        return self._play(envs, belongs, 1, "agent_turn", "step", sample_seed)
+        return self._play(envs, belongs, 1, GROUPINGS["agent_turn"], "step", sample_seed)
 
     def _collect_trajectories(
         self, seeds: Sequence[int], options: Mapping[str, Any] | None, sample_seed: int
     ) -> Rollout:
-        """K independent episodes per instance; every sample rewarded, once its episode has ended, with the
-        episode's return (`trajectory`) or with its return-to-go: its step's reward and every later step's
-        (`trajectory_turn`)."""
+        """K independent episodes per instance (a grouping whose `sampling` is "episodes"); every sample rewarded,
+        once its episode has ended, with the episode's return (`reward="episode_return"`) or with its return-to-go:
+        its step's reward and every later step's (`"return_to_go"`)."""
         k = self.num_generations
         envs = [self._new_env(seed, options) for seed in seeds for _ in range(k)]
         belongs = [_Episode(index // k, index) for index in range(len(envs))]
         played = self._play(envs, belongs, 1, self.grouping, "step", sample_seed)
-        if self.grouping == "trajectory":
+        if self.grouping.reward == "episode_return":
             team_returns = [sum(episode.returns.values()) for episode in played.episodes]
             return dataclasses.replace(
                 played,
@@ -315,7 +309,7 @@ class RolloutEngine:
         envs: list[RolloutEnv],
         belongs: list[_Episode],
         n: int,
-        grouping: str,
+        grouping: Grouping,
         team_credit: str,
         sample_seed: int,
     ) -> Rollout:
@@ -345,7 +339,7 @@ class RolloutEngine:
         env: RolloutEnv,
         belong: _Episode,
         n: int,
-        grouping: str,
+        grouping: Grouping,
         team_credit: str,
         seeds: _RequestSeeds,
         tally: _Tally,
@@ -607,9 +601,9 @@ def _next_to_act(env: RolloutEnv) -> str | None:
     return env.agent_selection if env.agents else None
 
 
-def _samples(step: CommittedStep, policy: str, grouping: str, step_reward: float) -> list[Sample]:
+def _samples(step: CommittedStep, policy: str, grouping: Grouping, step_reward: float) -> list[Sample]:
     """One `Sample` per candidate of `step`, keyed by `grouping`; the committed one carries `step_reward`."""
-    group_id = group_key(grouping, step.instance, step.turn, step.agent, step.prompt)
+    group_id = grouping.group_id(step.instance, step.turn, step.agent, step.prompt)
     return [
         Sample(
             group_id=group_id,

@@ -1,7 +1,12 @@
-"""Which samples are compared with each other: one key function per grouping (SPEC section 2).
+"""Which samples are compared with each other: each grouping is one `Grouping` (SPEC section 2), in `GROUPINGS`.
 
-A group is the set of samples with one key; advantages are computed within it
-(`pettingllms.trainers.advantages`). Keys are strings, the same in memory and in rollout dumps.
+A `Grouping` says everything that differs between groupings: its key (a group is the set of samples with one
+key; keys are strings, the same in memory and in rollout dumps), how its rollouts sample (`sampling`: "tree", K
+candidates per agent step from one shared state, one committed; or "episodes", K independent episodes per
+instance), the reward its samples carry (`reward`: the candidate's own score, the episode's return, or the return
+to go), what a member of a group is for its statistics (`members`: each candidate, or each episode counted once),
+its least K (`min_generations`) and the `turn_baseline`s it admits. The rollout engine reads `sampling` and
+`reward`, the advantages read `members`, and the config reads the name, `min_generations` and `turn_baselines`.
 
 | grouping | key | members |
 |---|---|---|
@@ -22,16 +27,19 @@ input is the prompt.
 al., 2025); a sample's reward is its return-to-go, and `pettingllms.trainers.advantages` computes the baseline that
 stays unbiased when the policy decides how long an episode runs (`turn_baseline`).
 
-To add a grouping: a key function here taking `(instance, turn, agent, prompt)` and its name in `KEYS` (the config
-then accepts it as `grouping`); if its rollouts are the tree's (K candidates per agent step, one committed), its name
-in `TREE_GROUPINGS` too (the config then requires K >= 2), else in `TRAJECTORY_GROUPINGS` (K independent episodes
-per instance, `RolloutEngine.collect`), and the reward its samples carry in `pettingllms.rollout.engine`.
+To add a grouping: a key function here taking `(instance, turn, agent, prompt)`, and one `Grouping` in `GROUPINGS`
+(the config then accepts its name as `grouping`); test its key on hand-worked samples (tests/test_credit_assignment.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable
+
+SAMPLINGS = ("tree", "episodes")
+REWARDS = ("candidate", "episode_return", "return_to_go")
+MEMBERS = ("candidates", "episodes")
 
 
 def agent_turn_key(instance: int, turn: int, agent: str, prompt: str) -> str:
@@ -59,22 +67,62 @@ def anchor_state_key(instance: int, turn: int, agent: str, prompt: str) -> str:
     return f"anchor/{agent}/{hashlib.blake2b(prompt.encode(), digest_size=8).hexdigest()}"
 
 
-KEYS: dict[str, Callable[[int, int, str, str], str]] = {
-    "agent_turn": agent_turn_key,
-    "agent": agent_key,
-    "turn": turn_key,
-    "trajectory": trajectory_key,
-    "anchor_state": anchor_state_key,
-    "trajectory_turn": agent_turn_key,
+@dataclasses.dataclass(frozen=True)
+class Grouping:
+    """One grouping (module docstring): its `name`, its `key` function `(instance, turn, agent, prompt) -> str`, its
+    `sampling` ("tree" or "episodes"), the `reward` its samples carry ("candidate", "episode_return" or
+    "return_to_go"), its `members` ("candidates" or "episodes") and the `turn_baselines` it admits."""
+
+    name: str
+    key: Callable[[int, int, str, str], str]
+    sampling: str
+    reward: str
+    members: str
+    turn_baselines: tuple[str, ...] = ("return_to_go",)
+
+    def __post_init__(self) -> None:
+        for field, allowed in (("sampling", SAMPLINGS), ("reward", REWARDS), ("members", MEMBERS)):
+            if getattr(self, field) not in allowed:
+                raise ValueError(
+                    f"Grouping {self.name!r}: {field}={getattr(self, field)!r}, not one of {allowed}"
+                )
+
+    @property
+    def min_generations(self) -> int:
+        """The least K: a tree's group needs two candidates; K independent episodes work from one."""
+        return 2 if self.sampling == "tree" else 1
+
+    def group_id(self, instance: int, turn: int, agent: str, prompt: str) -> str:
+        """The key of the group of a sample of `agent` at `turn` of `instance`, prompted with `prompt`."""
+        return self.key(instance, turn, agent, prompt)
+
+
+def _tree(name: str, key: Callable[[int, int, str, str], str]) -> Grouping:
+    """A grouping of the tree's candidates, each scored on its own and counted as a member."""
+    return Grouping(name, key, sampling="tree", reward="candidate", members="candidates")
+
+
+GROUPINGS: dict[str, Grouping] = {
+    "agent_turn": _tree("agent_turn", agent_turn_key),
+    "agent": _tree("agent", agent_key),
+    "turn": _tree("turn", turn_key),
+    "trajectory": Grouping(
+        "trajectory", trajectory_key, sampling="episodes", reward="episode_return", members="episodes"
+    ),
+    "anchor_state": _tree("anchor_state", anchor_state_key),
+    "trajectory_turn": Grouping(
+        "trajectory_turn",
+        agent_turn_key,
+        sampling="episodes",
+        reward="return_to_go",
+        members="episodes",
+        turn_baselines=("return_to_go", "summed"),
+    ),
 }
-GROUPINGS = tuple(KEYS)
-TREE_GROUPINGS = ("agent_turn", "agent", "turn", "anchor_state")
-"""Groupings whose rollouts sample K candidates per agent step and commit one (the trajectory groupings play K
-independent episodes per instance)."""
-TRAJECTORY_GROUPINGS = ("trajectory", "trajectory_turn")
+"""Every grouping by name (the config's `grouping` takes these names)."""
 
 
 def group_key(grouping: str, instance: int, turn: int, agent: str, prompt: str) -> str:
     """The key of the group that a sample of `agent` at `turn` of `instance`, prompted with `prompt`, belongs to
-    under `grouping` (one of `GROUPINGS`)."""
-    return KEYS[grouping](instance, turn, agent, prompt)
+    under the grouping named `grouping` (one of `GROUPINGS`)."""
+    return GROUPINGS[grouping].group_id(instance, turn, agent, prompt)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pettingllms.core.lazy import lazy_exports
 
 _EXPORTS = {
-    "ATGRPOConfig": "pettingllms.trainers.config",
+    "ATGRPOConfig": "pettingllms.trainers.settings.config",
     "ATGRPOTrainer": "pettingllms.trainers.at_grpo",
 }
 __all__ = sorted(_EXPORTS)

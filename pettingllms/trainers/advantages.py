@@ -44,17 +44,22 @@ def statistics_key(sample: Sample, per_agent: bool = False) -> str:
 
 
 def compute_advantages(
-    samples: Sequence[Sample], *, scale_rewards: str = "group", per_agent: bool = False
+    samples: Sequence[Sample],
+    *,
+    scale_rewards: str = "group",
+    per_agent: bool = False,
+    members: str | None = None,
 ) -> dict[str, float]:
     """Set `sample.advantage = (r - mean) / (std + eps)` within each group, where `mean` is the group's mean and
     `std` the group's standard deviation (`scale_rewards="group"`), that of every member's reward in `samples`
     (`"batch"`, TRL's batch scaling: one scale for the step), or no division at all (`"none"`); return each
     group's reward standard deviation.
 
-    A group's members are its candidates, or, for samples that carry an `episode` (the trajectory baseline), its
-    episodes: the statistics count each episode's return once, however many steps it took, and every step gets
-    its episode's advantage (averaging over samples would weigh a long failed episode more than a short success
-    and pull the baseline toward failures). The standard deviation is the unbiased one (TRL's `torch.std`); a
+    A group's members are what the grouping's `members` says (`pettingllms.rollout.grouping.Grouping.members`;
+    None: the episode of a sample that carries one, else the sample): its candidates, or its episodes, when the
+    statistics count each episode's return once, however many steps it took, and every step gets its episode's
+    advantage (averaging over samples would weigh a long failed episode more than a short success and pull the
+    baseline toward failures). The standard deviation is the unbiased one (TRL's `torch.std`); a
     group of one member, or one whose rewards are all equal, gets advantage 0 for every sample (no signal).
     `per_agent` (Dr. MAS, module docstring) computes all of it per agent within each group; the returned standard
     deviations are then keyed by `statistics_key(sample, per_agent=True)`.
@@ -67,8 +72,7 @@ def compute_advantages(
     """
     groups: dict[str, dict[object, list[Sample]]] = defaultdict(lambda: defaultdict(list))
     for position, sample in enumerate(samples):
-        member = ("episode", sample.episode) if sample.episode is not None else ("sample", position)
-        groups[statistics_key(sample, per_agent)][member].append(sample)
+        groups[statistics_key(sample, per_agent)][_member(sample, position, members)].append(sample)
     if scale_rewards not in SCALE_REWARDS:
         raise ValueError(f"scale_rewards={scale_rewards!r} is not one of {list(SCALE_REWARDS)}")
     rewards_of = {
@@ -91,6 +95,17 @@ def compute_advantages(
                 sample.advantage = float(advantage)
         stds[group_id] = std
     return stds
+
+
+def _member(sample: Sample, position: int, members: str | None) -> tuple[str, int]:
+    """The member of its group that `sample` (at `position` in the batch) belongs to (`compute_advantages`)."""
+    by_episode = sample.episode is not None if members is None else members == "episodes"
+    if by_episode and sample.episode is None:
+        raise ValueError(
+            f"group {sample.group_id}: its grouping counts episodes as members, but a sample carries no episode "
+            "(tree samples are members one by one)"
+        )
+    return ("episode", sample.episode) if by_episode else ("sample", position)
 
 
 def _batch_stds(

@@ -18,7 +18,7 @@ optimizer, scheduler, every random generator, the step), `learning_curve.png`, a
 `rollouts/step_N.jsonl`. `resume=True` continues from the newest intact checkpoint exactly.
 
 Under `torchrun` / `accelerate launch` (`pettingllms.parallel.world`) every rank runs this loop on its share of
-each step's instances and evaluation chunks, its policies sharded over the ranks (`trainers.sharding`); the
+each step's instances and evaluation chunks, its policies sharded over the ranks (`trainers.update.sharding`); the
 metrics add every rank's samples up, and rank 0 alone writes the folder (log, checkpoints, dumps, curve).
 
 The folder belongs to this run while the trainer lives (`run.lock`, released by `close()`, at the end of `train()`
@@ -49,22 +49,29 @@ from pettingllms.core.seeding import derive_seed
 from pettingllms.eval.metrics import summary_figures, training_evaluation_metrics
 from pettingllms.eval.runner import run_suite
 from pettingllms.eval.suites import build_suite
+from pettingllms.parallel.devices import visible_gpus
 from pettingllms.parallel.world import current_world
 from pettingllms.pools.env_pool import EnvPool
 from pettingllms.rollout.engine import RolloutEngine
+from pettingllms.rollout.grouping import GROUPINGS
 from pettingllms.rollout.samples import Rollout, Sample, dump_rows
 from pettingllms.runs import folder as run_folder
 from pettingllms.runs.layout import CheckpointLayout, RunLayout, evaluation_settings
-from pettingllms.trainers import checkpoint, metrics_log
 from pettingllms.trainers.advantages import compute_advantages, samples_with_signal, summed_turn_advantages
-from pettingllms.trainers.config import ATGRPOConfig
-from pettingllms.trainers.devices import visible_gpus
-from pettingllms.trainers.learning_curve import CurveLabels, save_learning_curve
-from pettingllms.trainers.memory_plan import Hardware, apply_plan, plan_run
-from pettingllms.trainers.policy_set import PolicySet, build_policies
-from pettingllms.trainers.rollout_ahead import RolloutAhead, TimedRollout
-from pettingllms.trainers.side_by_side import UpdatePhase, update_and_sync
-from pettingllms.trainers.trackers import Trackers
+from pettingllms.trainers.outputs import checkpoint, metrics_log
+from pettingllms.trainers.outputs.learning_curve import CurveLabels, save_learning_curve
+from pettingllms.trainers.outputs.trackers import Trackers
+from pettingllms.trainers.policies.build import build_policies
+from pettingllms.trainers.policies.handles import PolicySet
+from pettingllms.trainers.policies.memory_plan import Hardware, apply_plan, plan_run
+from pettingllms.trainers.policies.update_phase import (
+    RolloutAhead,
+    TimedRollout,
+    UpdatePhase,
+    update_and_sync,
+)
+from pettingllms.trainers.schedule import after_step
+from pettingllms.trainers.settings.config import ATGRPOConfig
 
 TRAIN_SEED_BASE = 1_000_000
 """Training instances are reset with seeds from here on: disjoint from the warm start's demonstration seeds
@@ -259,13 +266,13 @@ class ATGRPOTrainer:
         )
         while not self.finished:
             metrics = self.train_step()
-            if self.finished:
+            then = after_step(args, self.step, self.completions)
+            if then.evaluate:
                 metrics.update(self.evaluate())
+            if then.stop:
                 summary.update(summary_figures("after", metrics))
-            elif args.eval_every and self.step % args.eval_every == 0:
-                metrics.update(self.evaluate())
             self._log_metrics(metrics)
-            if self.finished or (args.save_strategy == "steps" and self.step % args.save_steps == 0):
+            if then.save:
                 checkpoint.save(
                     self.run,
                     self.policies.handles,
@@ -298,8 +305,7 @@ class ATGRPOTrainer:
     @property
     def finished(self) -> bool:
         """True after `max_steps` steps, or once `max_completions` completions were sampled (if set)."""
-        budget = self.args.max_completions
-        return self.step >= self.args.max_steps or (budget is not None and self.completions >= budget)
+        return after_step(self.args, self.step, self.completions).stop
 
     def _advantages(self, samples: list[Sample]) -> tuple[list[Sample], dict[str, float]]:
         """Set every sample's advantage as the settings ask; return the samples to train on (those of groups with
@@ -309,7 +315,10 @@ class ATGRPOTrainer:
             stds = summed_turn_advantages(samples, scale_rewards=args.scale_rewards)
         else:
             stds = compute_advantages(
-                samples, scale_rewards=args.scale_rewards, per_agent=args.per_agent_advantages
+                samples,
+                scale_rewards=args.scale_rewards,
+                per_agent=args.per_agent_advantages,
+                members=GROUPINGS[args.grouping].members,
             )
         if not args.drop_zero_variance_groups:
             return samples, stds
@@ -318,7 +327,7 @@ class ATGRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One AT-GRPO step: rollout, advantages, routed updates. With `off_policy_steps=1` the rollout may be the
         one collected during the previous step's update, and the next step's may run during this one's
-        (`rollout_ahead`)."""
+        (`update_phase`)."""
         timed = (self.ahead.take(self.step) if self.ahead else None) or self._collect(self.step, self.step)
         staleness = self.step - timed.version
         if staleness > self.args.off_policy_steps:
@@ -329,6 +338,8 @@ class ATGRPOTrainer:
         rollout = timed.rollout
         self._check_prompt_lengths(rollout)
         train_samples, stds = self._advantages(rollout.samples)
+        stats = StepStats.merge(self.world.gather(StepStats.of(rollout, stds)))
+        self.completions += len(stats.samples)  # every rank's: the budget counts the whole step
         routed: dict[str, list[Sample]] = defaultdict(list)
         for sample in train_samples:
             routed[sample.policy].append(sample)
@@ -337,7 +348,11 @@ class ATGRPOTrainer:
         def trained() -> dict[str, int]:  # over every rank: a policy no rank trained is not synced
             return dict(zip(names, self.world.sum([len(routed[name]) for name in names]), strict=True))
 
-        overlap = self.ahead is not None and self._next_rollout_may_overlap(len(rollout.samples))
+        # the next rollout may run during this update unless what follows this step needs the new weights synced
+        overlap = (
+            self.ahead is not None
+            and not after_step(self.args, self.step + 1, self.completions).needs_synced_weights
+        )
         if overlap:
             self.ahead.start(self.step + 1, version=self.step)
         phase = update_and_sync(
@@ -350,7 +365,7 @@ class ATGRPOTrainer:
         self.step += 1
         if self.args.dump_rollouts:
             self._dump(rollout)
-        return self._step_metrics(timed, stds, phase, staleness)
+        return self._step_metrics(timed, stats, phase, staleness)
 
     def _collect(self, step: int, version: int) -> TimedRollout:
         """The rollout of step `step` (0-based) from generators holding `version` synced updates, timed."""
@@ -360,25 +375,12 @@ class ATGRPOTrainer:
             rollout = self.engine.collect(seeds, {"split": "train"})
         return TimedRollout(rollout, version, time.perf_counter() - start)
 
-    def _next_rollout_may_overlap(self, sampled: int) -> bool:
-        """Whether the next step's rollout may run during this step's update: a next step follows, with no
-        evaluation or checkpoint between them (each of which needs the updated weights synced first)."""
-        args, number = self.args, self.step + 1  # this step's number once it is done
-        budget = args.max_completions
-        return not (
-            number >= args.max_steps
-            or (budget is not None and self.completions + sampled >= budget)
-            or (args.eval_every and number % args.eval_every == 0)
-            or (args.save_strategy == "steps" and number % args.save_steps == 0)
-        )
-
     def _step_metrics(
-        self, timed: TimedRollout, stds: dict[str, float], phase: UpdatePhase, staleness: int
+        self, timed: TimedRollout, stats: StepStats, phase: UpdatePhase, staleness: int
     ) -> dict[str, Any]:
-        """A step's logged metrics (after `self.step` has counted it)."""
+        """A step's logged metrics (after `self.step` and `self.completions` have counted it): `stats` are every
+        rank's."""
         rollout = timed.rollout
-        stats = StepStats.merge(self.world.gather(StepStats.of(rollout, stds)))
-        self.completions += len(stats.samples)
         metrics = {
             "step": self.step,
             "train/reward": float(np.mean([reward for _, reward, _ in stats.samples]))

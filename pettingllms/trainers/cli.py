@@ -6,7 +6,7 @@
         --plan_ranks 8                                  # the memory plan of 8 ranks of torchrun on 8 x 80 GiB
     torchrun --nproc_per_node 8 --no-python pettingllms-train --config ...   # data parallel, FSDP2 per policy
 
-`--plan` prints the memory plan (`pettingllms.trainers.memory_plan`) and exits: for this machine's GPUs, or for
+`--plan` prints the memory plan (`pettingllms.trainers.policies.memory_plan`) and exits: for this machine's GPUs, or for
 `--plan_gpus` GPUs of `--plan_gpu_gib` GiB under `--plan_ranks` torchrun ranks (default 1: one process).
 
 `--config` YAML values replace the field defaults; command-line flags override the YAML (`arguments.parse`).
@@ -34,9 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pettingllms.core.errors import PettingLLMsError
     from pettingllms.parallel.world import current_world, leave_process_group
-    from pettingllms.trainers.arguments import parse
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
-    from pettingllms.trainers.model_source import prepare_starting_models
+    from pettingllms.trainers.policies.model_source import prepare_starting_models
+    from pettingllms.trainers.settings.arguments import parse
 
     transformers_logging.disable_progress_bar()  # keep the one progress bar that matters: the run's
     argv, planning = _plan_flags(list(sys.argv[1:] if argv is None else argv))
@@ -83,7 +83,7 @@ def _memory_plan(args, planning):
     """The memory plan of `args` on the GPUs `planning` names (this machine's by default)."""
     import pettingllms
     from pettingllms.core.errors import ConfigError
-    from pettingllms.trainers.memory_plan import GIB, Hardware, plan_run
+    from pettingllms.trainers.policies.memory_plan import GIB, Hardware, plan_run
 
     hardware = Hardware.visible()
     if planning.plan_gpus is not None or planning.plan_gpu_gib is not None:

@@ -14,29 +14,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from datasets import Dataset
 
+from pettingllms.parallel.devices import pin_device
 from pettingllms.parallel.world import current_world
 from pettingllms.rollout.samples import Sample
-from pettingllms.trainers.activation_checkpointing import (
+from pettingllms.trainers.settings.config import ATGRPOConfig
+from pettingllms.trainers.update.activation_checkpointing import (
     checkpointing_options,
     enable_activation_checkpointing,
 )
-from pettingllms.trainers.completion_logps import completion_logps
-from pettingllms.trainers.config import ATGRPOConfig
-from pettingllms.trainers.devices import pin_device
-from pettingllms.trainers.grpo_loss import SEQUENCE_MEAN_LOSSES, grpo_loss
-from pettingllms.trainers.micro_batches import micro_batches
-from pettingllms.trainers.sharding import (
+from pettingllms.trainers.update.completion_logps import completion_logps
+from pettingllms.trainers.update.grpo_loss import SEQUENCE_MEAN_LOSSES, grpo_loss
+from pettingllms.trainers.update.micro_batches import micro_batches
+from pettingllms.trainers.update.sharding import (
     full_model_state,
     full_optimizer_state,
     is_sharded,
     load_full_optimizer_state,
     shard_model,
 )
-from pettingllms.trainers.trl_adapter import GRPOTrainerAdapter, reference_model_from
+from pettingllms.trainers.update.trl_adapter import GRPOTrainerAdapter, reference_model_from
 
 _PLACEHOLDER = Dataset.from_dict({"prompt": ["(prompts come from the environments)"]})
 
@@ -88,13 +89,12 @@ class PolicyUpdater(GRPOTrainerAdapter):
         self.world = current_world()
         if self.world.size > 1:  # under a launcher: this policy is sharded over the ranks
             shard_model(self.model)
-        self._chunk_weight = 1.0
         self.create_optimizer_and_scheduler(num_training_steps=args.max_steps)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """`grpo_loss` of one micro-batch (`inputs`, from `collate`), plus the mixture-of-experts load-balancing
-        loss when the model has one, times that micro-batch's share of the whole update (`_chunk_weight`); its
-        metrics go to the training log. (`num_items_in_batch` is the trainer's; the batch carries its own.)"""
+        loss when the model has one, times that micro-batch's share of the whole update (`inputs["loss_weight"]`,
+        set by `accumulate_gradients`); its metrics go to the training log. (`num_items_in_batch` is the trainer's; the batch carries its own.)"""
         if return_outputs:
             raise ValueError("PolicyUpdater.compute_loss returns the loss only")
         logps, entropies, aux_loss = self._completion_logps(model, inputs, aux_loss=self.aux_loss_enabled)
@@ -113,7 +113,7 @@ class PolicyUpdater(GRPOTrainerAdapter):
             loss = loss + self.router_aux_loss_coef * aux_loss
             metrics["aux_loss"] = self._gather(aux_loss.detach()[None]).mean().item()
         self.record_metrics(metrics)
-        return loss * self._chunk_weight
+        return loss * inputs["loss_weight"]
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         """One optimizer step on `samples` (this policy's only, this rank's share of them); return its metrics.
@@ -165,7 +165,7 @@ class PolicyUpdater(GRPOTrainerAdapter):
             chunk = chunks[index] if index < len(chunks) else None
             if chunk is None:  # keeps the sharded model's collectives in step with the other ranks
                 with self.metrics_discarded():
-                    self._micro_step(_weightless_inputs(self.processing_class), 0.0)
+                    self._micro_step({**_weightless_inputs(self.processing_class), "loss_weight": 0.0})
                 continue
             tokens = sum(len(sample.generation.completion_ids) for sample in chunk)
             if self.args.loss_type in SEQUENCE_MEAN_LOSSES:
@@ -176,12 +176,13 @@ class PolicyUpdater(GRPOTrainerAdapter):
             inputs = collate(
                 chunk, self.processing_class, tokens, sampling_logps=self.args.off_policy_steps > 0
             )
-            loss += self._micro_step(inputs, weight)
+            loss += self._micro_step({**inputs, "loss_weight": weight})
         return loss
 
-    def _micro_step(self, inputs: dict[str, torch.Tensor], weight: float) -> float:
-        """Add the gradient of one micro-batch's loss times `weight` (its share of the batch); return that loss."""
-        self._chunk_weight = weight
+    def _micro_step(self, inputs: dict[str, Any]) -> float:
+        """Add the gradient of one micro-batch's loss times its `loss_weight` (its share of the batch, carried in
+        the batch because TRL's `training_step` owns the backward pass and calls `compute_loss`); return that
+        weighted loss."""
         if self.args.beta != 0.0:
             inputs["ref_per_token_logps"] = self._reference_logps(inputs)
         return float(self.training_step(self.model, inputs, None))

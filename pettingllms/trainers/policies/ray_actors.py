@@ -6,7 +6,7 @@ For every policy the trainer reserves a placement group of two bundles, each `ra
 policy's TRL update worker, `PolicyUpdater`). The trainer process only routes: prompts go to each policy's server,
 samples to their policy's worker, and after every update the worker's weights (safetensors bytes of every parameter
 once, a tied head as the embeddings) are loaded into the server. Each policy is a `RayPolicy` handle. Each actor works on
-its own bundle's device (a GPU bundle: its GPU, `n_gpu` 1; `pettingllms.trainers.devices`), the server
+its own bundle's device (a GPU bundle: its GPU, `n_gpu` 1; `pettingllms.parallel.devices`), the server
 generating in the run's weight precision. The workers write their weights, optimizer and scheduler states into
 checkpoints themselves (the driver never holds a policy's optimizer), so `output_dir` must be a folder every node
 can reach (one machine, or a shared file system); only the sampler's generator state travels to the trainer.
@@ -26,11 +26,12 @@ from typing import Any
 from pettingllms.backends.base import Generation, SamplingConfig
 from pettingllms.core.errors import PettingLLMsError
 from pettingllms.core.seeding import derive_seed
+from pettingllms.parallel.devices import place_policies
 from pettingllms.pools.ray_cluster import connect
 from pettingllms.rollout.samples import Sample
 from pettingllms.runs.layout import CheckpointLayout
-from pettingllms.trainers.config import ATGRPOConfig
-from pettingllms.trainers.devices import place_policies
+from pettingllms.trainers.policies.generation import generation_backend
+from pettingllms.trainers.settings.config import ATGRPOConfig
 
 
 class PlacementError(PettingLLMsError):
@@ -42,7 +43,7 @@ class UpdateWorker:
 
     def __init__(self, name: str, path: str, args: ATGRPOConfig, reference: str | None = None):
         from pettingllms.backends.hf import load_pretrained
-        from pettingllms.trainers.updater import PolicyUpdater
+        from pettingllms.trainers.update.updater import PolicyUpdater
 
         model, tokenizer = load_pretrained(path)  # float32 master weights, whatever the compute dtype
         device = place_policies([name], {}, use_cpu=args.use_cpu)[
@@ -84,25 +85,13 @@ class RolloutServer:
     """Ray actor: the generation backend of one policy (HF or vLLM), refreshed from its update worker."""
 
     def __init__(self, name: str, path: str, seed: int, args: ATGRPOConfig):
-        if args.generation_backend == "vllm":
-            import torch
+        import torch
 
-            from pettingllms.backends.vllm_engine import VLLMPolicy
-            from pettingllms.trainers.policy_set import engine_options
-
-            self.policy = VLLMPolicy(
-                path, seed=seed, engine_kwargs=engine_options(args, torch.cuda.is_available())
-            )
-        else:
-            from pettingllms.backends.hf import HFPolicy
-
-            self.policy = HFPolicy.from_pretrained(
-                path,
-                seed=seed,
-                device=place_policies([name], {}, use_cpu=args.use_cpu)[name],
-                dtype=args.compute_dtype,  # generation's copy of the weights
-                max_batch_rows=args.max_generation_rows,
-            )
+        on_vllm = args.generation_backend == "vllm"
+        device = None if on_vllm else place_policies([name], {}, use_cpu=args.use_cpu)[name]
+        self.policy = generation_backend(
+            args, seed=seed, path=path, device=device, on_gpu=torch.cuda.is_available()
+        )
 
     def device(self) -> str:
         """Where the backend generates (`cuda:0` of the bundle's GPUs, or `cpu`)."""

@@ -1,7 +1,7 @@
 """Checkpoints that resume exactly: weights or adapters, optimizers, schedulers, every random generator, the step.
 
 Where each file goes is `pettingllms.runs.layout.CheckpointLayout`'s; what goes in it is each policy handle's
-(`save_weights`, `save_training_state`, `pettingllms.trainers.policy_set.PolicyHandle`), so this module knows
+(`save_weights`, `save_training_state`, `pettingllms.trainers.policies.handles.PolicyHandle`), so this module knows
 neither layouts nor placements. Under a launcher a checkpoint is still one set of files, written by rank 0. Data positions need no state: a step's instance seeds follow from the step number.
 
 Integrity: a checkpoint is written to `step_N.tmp`, which gets a `manifest.json` (sha256 and size of every file,
@@ -26,7 +26,7 @@ from pettingllms.parallel.world import SINGLE_PROCESS, World
 from pettingllms.runs import manifest
 from pettingllms.runs.folder import RunFolderError
 from pettingllms.runs.layout import CheckpointLayout, RunLayout
-from pettingllms.trainers.policy_set import PolicyHandle
+from pettingllms.trainers.policies.handles import PolicyHandle
 
 
 @dataclasses.dataclass(frozen=True)

@@ -91,7 +91,10 @@ _UPDATE: dict[str, str] = {
 HONOURED_THEMES: tuple[tuple[str, dict[str, str]], ...] = (
     ("the run", _RUN),
     ("sampling", _SAMPLING),
-    ("the update: TRL's loss family (pettingllms.trainers.grpo_loss), TRL's optimizer and scheduler", _UPDATE),
+    (
+        "the update: TRL's loss family (pettingllms.trainers.update.grpo_loss), TRL's optimizer and scheduler",
+        _UPDATE,
+    ),
 )
 """The honoured fields by theme (`pettingllms-train --help` groups them so)."""
 HONOURED: dict[str, str] = {name: text for _, fields in HONOURED_THEMES for name, text in fields.items()}
@@ -250,7 +253,7 @@ REFUSED: dict[str, str] = {
 
 NEWER_TRANSFORMERS_ONLY = ("activation_checkpointing", "activation_checkpointing_kwargs")
 """Fields classified above that transformers 5.17 lacks (it has their deprecated aliases `gradient_checkpointing*`,
-which `pettingllms.trainers.activation_checkpointing` reads there)."""
+which `pettingllms.trainers.update.activation_checkpointing` reads there)."""
 
 
 def field_default(field: dataclasses.Field) -> Any:

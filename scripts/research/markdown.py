@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from pettingllms.eval.stats import seed_summary
+from research.stats import seed_summary
 
 
 def replace_section(path: Path, start: str, end: str, section: str) -> None:

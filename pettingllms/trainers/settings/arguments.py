@@ -29,12 +29,12 @@ from transformers import HfArgumentParser
 from trl import GRPOConfig
 
 from pettingllms.core.errors import ConfigError
-from pettingllms.trainers.config import ATGRPOConfig
-from pettingllms.trainers.inherited_fields import HONOURED, HONOURED_THEMES, REFUSED
+from pettingllms.trainers.settings.config import ATGRPOConfig
+from pettingllms.trainers.settings.inherited_fields import HONOURED, HONOURED_THEMES, REFUSED
 
 ENV_SETTINGS = ("env_kwargs", "tiny_warm_start")
 """A config's fields that belong to its `env_id` (see the module docstring)."""
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The shipped run configs (`configs/` at the repository root links here)."""
 DEFAULT_CONFIG = "tiny/plan_path"
 """The run `pettingllms-train` makes with no arguments."""
@@ -151,7 +151,7 @@ class ConfigParser(HfArgumentParser):
             description="AT-GRPO training. With no arguments: the tiny model on plan-path, per role "
             f"(configs/{DEFAULT_CONFIG}.yaml).",
             epilog=f"{len(REFUSED)} further inherited TRL / transformers fields are not used by AT-GRPO and are "
-            "refused when set (see pettingllms/trainers/inherited_fields.py for what to use instead).",
+            "refused when set (see pettingllms/trainers/settings/inherited_fields.py for what to use instead).",
         )
         self.add_argument(
             "--config",

@@ -108,6 +108,6 @@ def shape_of(source: str, args) -> ModelShape:
     if source in KNOWN_CONFIGS:
         fields = dict(KNOWN_CONFIGS[source])
         return ModelShape.of(AutoConfig.for_model(fields.pop("model_type"), **fields))
-    from pettingllms.trainers.model_source import starting_model
+    from pettingllms.trainers.policies.model_source import starting_model
 
     return ModelShape.of(AutoConfig.from_pretrained(starting_model(source, args, log=lambda _: None)))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from pettingllms.core.errors import ConfigError
 from pettingllms.models.reference import check_model_reference, resolve_model
-from pettingllms.trainers.config import ATGRPOConfig
+from pettingllms.trainers.settings.config import ATGRPOConfig
 
 
 def starting_model(name_or_path: str, args: ATGRPOConfig, log: Callable[[str], None] = print) -> str:

@@ -25,15 +25,15 @@ from trl import GRPOConfig
 import pettingllms
 from pettingllms.backends.base import SamplingConfig
 from pettingllms.core.errors import ConfigError, PettingLLMsError
+from pettingllms.parallel.devices import launched_world_size
 from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
-from pettingllms.rollout.grouping import GROUPINGS, TREE_GROUPINGS
+from pettingllms.rollout.grouping import GROUPINGS
 from pettingllms.rollout.scheduler import SCHEDULES
 from pettingllms.trainers.advantages import SCALE_REWARDS, TURN_BASELINES
-from pettingllms.trainers.devices import launched_world_size
-from pettingllms.trainers.grpo_loss import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, SEQUENCE_MEAN_LOSSES
-from pettingllms.trainers.inherited_fields import refused_settings
-from pettingllms.trainers.micro_batches import MICRO_BATCHINGS
-from pettingllms.trainers.trackers import TRACKERS, check_trackers
+from pettingllms.trainers.outputs.trackers import TRACKERS, check_trackers
+from pettingllms.trainers.settings.inherited_fields import refused_settings
+from pettingllms.trainers.update.grpo_loss import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, SEQUENCE_MEAN_LOSSES
+from pettingllms.trainers.update.micro_batches import MICRO_BATCHINGS
 
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
 GENERATION_BACKENDS = ("hf", "vllm")
@@ -388,7 +388,7 @@ class ATGRPOConfig(GRPOConfig):
         if self.activation_checkpointing is None:
             self.activation_checkpointing = bool(self.gradient_checkpointing)
         self.gradient_checkpointing = self.activation_checkpointing
-        self._check_choice("grouping", GROUPINGS)
+        self._check_choice("grouping", tuple(GROUPINGS))
         try:
             parse_commit(self.commit)
         except ValueError as error:
@@ -430,9 +430,10 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(f"env_workers={self.env_workers} must be >= 0 (0: step envs in-process)")
         if self.eval_every < 0:
             raise ConfigError(f"eval_every={self.eval_every} must be >= 0")
-        if self.grouping in TREE_GROUPINGS and self.num_generations < 2:
+        least = GROUPINGS[self.grouping].min_generations
+        if self.num_generations < least:
             raise ConfigError(
-                f"num_generations (K) must be >= 2 for grouping={self.grouping!r}: a group needs candidates"
+                f"num_generations (K) must be >= {least} for grouping={self.grouping!r}: a group needs candidates"
             )
         if self.num_iterations != 1:
             raise ConfigError(
@@ -475,9 +476,13 @@ class ATGRPOConfig(GRPOConfig):
                 "micro-batches weighted by their share of the sequences cannot keep exact; use a loss_type that "
                 "averages over tokens (bnpo, dapo, cispo, vespo) or entropy_coef=0"
             )
-        if self.turn_baseline != "return_to_go" and self.grouping != "trajectory_turn":
+        admitting = [
+            name for name, grouping in GROUPINGS.items() if self.turn_baseline in grouping.turn_baselines
+        ]
+        if self.grouping not in admitting:
             raise ConfigError(
-                f"turn_baseline={self.turn_baseline!r} needs grouping='trajectory_turn' (the other groupings have "
+                f"turn_baseline={self.turn_baseline!r} needs grouping={' or '.join(map(repr, admitting))} (grouping="
+                f"{self.grouping!r} admits {list(GROUPINGS[self.grouping].turn_baselines)}: the other groupings have "
                 "no turn-indexed baseline)"
             )
         if self.turn_baseline == "summed" and self.per_agent_advantages:

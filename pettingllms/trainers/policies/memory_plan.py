@@ -41,7 +41,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from pettingllms.trainers.model_shapes import ModelShape
+from pettingllms.trainers.policies.model_shapes import ModelShape
 
 GIB = 2**30
 FLOAT32 = 4
@@ -195,7 +195,7 @@ class Hardware:
         """This process's GPUs (the smallest one's memory) and the launcher's ranks."""
         import torch
 
-        from pettingllms.trainers.devices import launched_world_size, visible_gpus
+        from pettingllms.parallel.devices import launched_world_size, visible_gpus
 
         count = visible_gpus()
         smallest = min((torch.cuda.get_device_properties(i).total_memory for i in range(count)), default=0)
@@ -316,7 +316,7 @@ class MemoryPlan:
 def plan_run(args, agents: list[str], hardware: Hardware) -> MemoryPlan:
     """The memory plan of the run `args` (an `ATGRPOConfig`) for `agents` on `hardware` (module docstring)."""
     from pettingllms.runs.layout import map_agents
-    from pettingllms.trainers.model_shapes import shape_of
+    from pettingllms.trainers.policies.model_shapes import shape_of
 
     names = list(dict.fromkeys(map_agents(args.policy_layout, args.agent_policies, agents).values()))
     sources = {name: args.agent_models.get(name, args.model_name_or_path) for name in names}

@@ -6,9 +6,9 @@ per-instance outcomes (0/1 success), and returns:
 
 - `difference`: the mean over seeds of each method's success rate, ours minus the reference's;
 - `ci95`: a hierarchical bootstrap interval of that difference (seeds resampled, then instances within them;
-  `pettingllms.eval.stats.hierarchical_bootstrap`), paired by seed when both methods ran the same seeds (seed s of
+  `research.stats.hierarchical_bootstrap`), paired by seed when both methods ran the same seeds (seed s of
   both starts from the same warm start and draws the same training instances) and by instance always (one suite);
-- `test`: the seed-level test (`pettingllms.eval.stats.seed_comparison` of the per-seed success rates: an exact
+- `test`: the seed-level test (`research.stats.seed_comparison` of the per-seed success rates: an exact
   sign-flip test of the per-seed differences when paired, else an exact permutation test between the groups),
   with its `p_value` and `min_p` (the smallest p it can give with these seeds);
 - `per_seed`: each shared seed's difference (ours minus reference), the spread a reader should see.
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from pettingllms.eval.stats import format_p, hierarchical_bootstrap, seed_comparison
+from research.stats import format_p, hierarchical_bootstrap, seed_comparison
 
 COMPARISON_WORDS = (
     "Differences are over training seeds, the replicates: the mean over seeds of each method's success, its 95% "

@@ -3,7 +3,7 @@ per-episode comparisons of one fixed pair of models.
 
 Which to use: the replicate of a training method is its training seed, not an episode (episodes of one suite are
 strongly correlated across seeds), so two training methods are compared with `seed_comparison` (the test, over
-seeds) and `hierarchical_bootstrap` (the interval: seeds, then instances); `pettingllms.eval.method_comparison`
+seeds) and `hierarchical_bootstrap` (the interval: seeds, then instances); `research.method_comparison`
 puts them together. `paired_comparison` (episodes) is only for one fixed pair of models, e.g. a model before and
 after training.
 

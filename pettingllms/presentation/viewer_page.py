@@ -1,4 +1,4 @@
-"""The HTML of `pettingllms view` (`pettingllms.eval.viewer`): `render_page(data)` embeds the data as JSON and
+"""The HTML of `pettingllms view` (`pettingllms.presentation.viewer`): `render_page(data)` embeds the data as JSON and
 draws everything in the browser with a small inline script (no library, no network).
 
 The script only ever writes data through `textContent` (never as HTML), so a completion that holds markup shows as
@@ -251,7 +251,7 @@ document.body.dataset.ready = "1";
 
 
 def render_page(data: dict[str, Any]) -> str:
-    """The page of `data` (`pettingllms.eval.viewer.run_data` or `eval_data`), as one HTML document."""
+    """The page of `data` (`pettingllms.presentation.viewer.run_data` or `eval_data`), as one HTML document."""
     embedded = embed_json(data)
     return f"""<!doctype html>
 <html lang="en">

@@ -4,7 +4,7 @@
         --env.taskset.env-id plan-path-v0 --env.taskset.agent plan --env.taskset.others oracle \\
         --env.taskset.split eval --env.taskset.n 20 --env.player.harness.id null --env.player.runtime.type subprocess
 
-    from pettingllms.eval.verifiers_env import load_environment
+    from pettingllms.integrations.verifiers_env import load_environment
     env = load_environment(env_id="plan-path-v0", agent="plan", others="oracle", split="eval", n=20)
 
 verifiers 0.4.0 has no `MultiTurnEnv` or `Rubric`: its multi-turn environment is an `Env` whose `run(task, agents)`

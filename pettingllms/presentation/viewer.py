@@ -29,7 +29,7 @@ from typing import Any
 from pettingllms.core.errors import ConfigError
 from pettingllms.eval.result_schema import FORMAT as EVAL_FORMAT
 from pettingllms.eval.result_schema import result_problems, transcripts_path
-from pettingllms.eval.viewer_page import render_page
+from pettingllms.presentation.viewer_page import render_page
 from pettingllms.runs.layout import RunLayout
 
 _STEP_FILE = re.compile(r"^step_(\d+)\.jsonl$")

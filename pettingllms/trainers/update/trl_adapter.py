@@ -40,18 +40,18 @@ def check_trl() -> None:
     for name in PRIVATE_ATTRIBUTES:
         if f"self.{name} =" not in init_source:
             raise TRLChangedError(
-                f"trl.GRPOTrainer.__init__ no longer sets self.{name}; pettingllms.trainers.trl_adapter needs a port"
+                f"trl.GRPOTrainer.__init__ no longer sets self.{name}; pettingllms.trainers.update.trl_adapter needs a port"
             )
     for name, expected in PRIVATE_SURFACE.items():
         method = getattr(GRPOTrainer, name, None)
         if method is None:
             raise TRLChangedError(
-                f"trl.GRPOTrainer.{name} is gone; pettingllms.trainers.trl_adapter needs a port"
+                f"trl.GRPOTrainer.{name} is gone; pettingllms.trainers.update.trl_adapter needs a port"
             )
         found = tuple(inspect.signature(method).parameters)[: len(expected)]
         if found != expected:
             raise TRLChangedError(
-                f"trl.GRPOTrainer.{name} now takes {found}, not {expected}; pettingllms.trainers.trl_adapter "
+                f"trl.GRPOTrainer.{name} now takes {found}, not {expected}; pettingllms.trainers.update.trl_adapter "
                 "needs a port"
             )
 
@@ -72,10 +72,14 @@ def reference_model_from(model, path: str | None) -> Iterator[None]:
 class GRPOTrainerAdapter(GRPOTrainer):
     """TRL's `GRPOTrainer`, with its private internals behind named methods (see the module docstring)."""
 
-    def _prepare_inputs(self, generation_batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Our batches are built by the rollout (token ids, masks, advantages): only move them to the policy's
-        device, `args.device` (TRL's own version samples completions here)."""
-        return {key: value.to(self.args.device) for key, value in generation_batch.items()}
+    def _prepare_inputs(self, generation_batch: dict[str, Any]) -> dict[str, Any]:
+        """Our batches are built by the rollout (token ids, masks, advantages, and plain numbers such as a
+        micro-batch's weight): only move their tensors to the policy's device, `args.device` (TRL's own version
+        samples completions here)."""
+        return {
+            key: value.to(self.args.device) if isinstance(value, torch.Tensor) else value
+            for key, value in generation_batch.items()
+        }
 
     def use_exact_accumulation(self) -> None:
         """Tell the trainer one micro-batch is one step (TRL's `training_step` records each one's `step_time`): the

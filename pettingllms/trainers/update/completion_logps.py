@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from pettingllms.backends.shared_prefix import cache_keyword, prefill, uses_activation_checkpointing
-from pettingllms.trainers.sharding import is_sharded
+from pettingllms.trainers.update.sharding import is_sharded
 
 
 def completion_logps(
