@@ -267,7 +267,18 @@ def _add_serve(commands) -> None:
         "--agent", default=None, help="the agent the client plays with --others (default: the first)"
     )
     serve.add_argument(
-        "--max-sessions", type=int, default=8, help="concurrent WebSocket sessions (default 8)"
+        "--max-sessions",
+        type=int,
+        default=8,
+        help="concurrent WebSocket sessions (default 8); one more is closed with code 1013 and the reason",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="close a session that sends nothing for this long (code 4408, with the reason), freeing its slot "
+        "(default 300; 0: never)",
     )
 
 
@@ -284,6 +295,7 @@ def _serve(args: argparse.Namespace) -> int:
         others=args.others,
         agent=args.agent,
         max_sessions=args.max_sessions,
+        idle_timeout=args.idle_timeout,
         tier=args.tier,
         answer=_frozen_others(args),
     )

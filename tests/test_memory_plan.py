@@ -286,6 +286,15 @@ def test_pettingllms_train_plan_prints_the_plan_and_exits(capsys):
     assert "--plan_gpus N --plan_gpu_gib G" in capsys.readouterr().err
 
 
+def test_plan_exits_1_when_a_device_does_not_fit_so_a_launch_script_can_check(capsys):
+    from pettingllms.trainers.cli import PLAN_DOES_NOT_FIT, main
+
+    flags = ["--policy_layout", "per_role", "--plan", "--plan_gpus", "1", "--plan_gpu_gib", "141"]
+    code = main(["--config", "configs/paper/qwen3-8b/plan_path.yaml", *flags])
+    out = capsys.readouterr().out
+    assert code == PLAN_DOES_NOT_FIT == 1 and "NO" in out and "does not fit" in out
+
+
 @pytest.mark.parametrize(
     "config",
     sorted(Path("configs/paper").glob("*/*.yaml")),

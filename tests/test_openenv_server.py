@@ -27,6 +27,8 @@ pytest.importorskip("uvicorn")
 from pettingllms.integrations.openenv_server import AnswerAction, PettingLLMsClient  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+LOGS: dict[str, tempfile.TemporaryFile] = {}
+"""Each running server's log (its stderr), by base URL."""
 
 
 def _free_port() -> int:
@@ -63,6 +65,7 @@ def _serve(*args: str):
         stderr=log,
     )
     url = f"http://127.0.0.1:{port}"
+    LOGS[url] = log
     deadline = time.monotonic() + 120
     while True:
         if process.poll() is not None:
@@ -178,11 +181,55 @@ def test_malformed_http_request_gets_an_error_and_the_server_stays_up(server, bo
     assert _get(server + "/health")[0] == 200
 
 
-def test_http_step_without_a_session_is_refused(server):
-    """OpenEnv's HTTP /step builds a fresh env per request: with no episode the step is refused, not played."""
-    status, _ = _post(server + "/step", json.dumps({"action": {"answer": "<answer>R</answer>"}}).encode())
-    assert status == 500
+def _log(url: str) -> str:
+    LOGS[url].seek(0)
+    return LOGS[url].read().decode()
+
+
+def test_http_step_without_a_session_is_refused_with_409_and_what_to_do(server):
+    """OpenEnv's HTTP /step builds a fresh env per request: with no episode the step is refused, not played, with
+    a client error that says how episodes are played, and one line in the server's log, not a traceback."""
+    _post(server + "/reset", json.dumps({"seed": 3}).encode())
+    status, reply = _post(server + "/step", json.dumps({"action": {"answer": "<answer>R</answer>"}}).encode())
+    assert status == 409, reply
+    assert "WebSocket" in json.loads(reply)["detail"] and "call reset" in json.loads(reply)["detail"]
     assert _get(server + "/health")[0] == 200
+    log = _log(server)
+    assert "-> 409: plan-path-v0: no episode in progress" in log and "Traceback" not in log
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"seed": 0, "options": {"split": "test"}}, "split='test'"),
+        ({"seed": 0, "options": {"level": 3}}, "no reset option(s) ['level']"),
+        ({"seed": 0, "options": "eval"}, "must be a JSON object"),
+        ({"seed": 0, "colour": "red"}, "unknown field(s) ['colour']"),
+    ],
+)
+def test_a_bad_reset_over_http_is_a_400_naming_what_is_wrong(server, body, named):
+    status, reply = _post(server + "/reset", json.dumps(body).encode())
+    assert status == 400, reply
+    assert named in json.loads(reply)["detail"]
+    assert _get(server + "/state")[0] == 200 and _get(server + "/health")[0] == 200
+
+
+def test_a_client_picks_the_split_and_plays_the_evaluation_suites_first_episode(server):
+    """OpenEnv's own client resets on the eval split with the suite's seed and options: the first observation is
+    the one `pettingllms-eval` plays (and differs from the train split's)."""
+    from pettingllms.eval.suites import build_suite
+
+    suite = build_suite("plan-path-v0", 2, 0, {}, workflow="mas", split="eval")
+    episode = suite.episodes[1]
+    env = pettingllms.make("plan-path-v0")
+    env.reset(seed=episode.seed, options=dict(episode.options))
+    expected = str(env.observe(env.agent_selection))
+    with PettingLLMsClient(base_url=server) as client:
+        served = client.reset(seed=episode.seed, options=dict(episode.options)).observation.text
+        train = client.reset(seed=episode.seed, options={"split": "train"}).observation.text
+        with pytest.raises(RuntimeError, match="split='nope'"):
+            client.reset(seed=0, options={"split": "nope"})
+    assert served == expected and train != expected
 
 
 def test_bad_arguments_fail_before_serving():
@@ -326,3 +373,53 @@ def test_a_bad_others_spec_or_tier_fails_before_serving(capsys):
     assert "is not openai:MODEL@URL" in capsys.readouterr().err
     assert main(["serve", "plan-path-v0", "--port", "1", "--tier", "legendary"]) == 2
     assert "tier='legendary' is not a tier of plan-path-v0" in capsys.readouterr().err
+
+
+def _closed_with(ws_url: str) -> tuple[int, str]:
+    """Connect to `ws_url` and wait for the server to close: its close code and reason."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    with connect(ws_url) as socket_:
+        with pytest.raises(ConnectionClosed) as closed:
+            socket_.recv(timeout=30)
+    return closed.value.rcvd.code, closed.value.rcvd.reason
+
+
+def test_idle_clients_cannot_hold_a_shared_server_and_a_refused_client_reads_why():
+    """--max-sessions 2: two clients reset and stay silent; a third is closed with 1013 and the limit, then gets in
+    once the first two have been idle for --idle-timeout (each closed with 4408 and the reason)."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    for url in _serve("plan-path-v0", "--max-sessions", "2", "--idle-timeout", "3"):
+        ws_url = url.replace("http://", "ws://") + "/ws"
+        idle = [connect(ws_url), connect(ws_url)]
+        for socket_ in idle:
+            socket_.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            assert json.loads(socket_.recv(timeout=30))["type"] == "observation"
+        code, reason = _closed_with(ws_url)
+        assert code == 1013 and "--max-sessions 2" in reason and "try again later" in reason
+        for socket_ in idle:
+            with pytest.raises(ConnectionClosed) as closed:
+                socket_.recv(timeout=30)
+            assert closed.value.rcvd.code == 4408 and "--idle-timeout" in closed.value.rcvd.reason
+            socket_.close()
+        with connect(ws_url) as socket_:
+            socket_.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            assert json.loads(socket_.recv(timeout=30))["type"] == "observation"
+        assert "Traceback" not in _log(url)
+
+
+def test_a_frame_that_is_not_utf8_text_gets_what_was_wrong_and_the_session_goes_on(server):
+    from websockets.sync.client import connect
+
+    with connect(server.replace("http://", "ws://") + "/ws") as socket_:
+        socket_.send(b"\xff\xfe{")
+        error = json.loads(socket_.recv(timeout=30))
+        assert error["type"] == "error" and error["data"]["code"] == "INVALID_FRAME"
+        assert "not UTF-8 text" in error["data"]["message"]
+        socket_.send(
+            json.dumps({"type": "reset", "data": {"seed": 0}}).encode()
+        )  # UTF-8 bytes are read as text
+        assert json.loads(socket_.recv(timeout=30))["type"] == "observation"

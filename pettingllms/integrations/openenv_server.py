@@ -10,8 +10,18 @@
 
 The server is OpenEnv's own (`create_app`): `WS /ws` holds one session per connection, each with its own env
 (`--max-sessions`, default 8); `POST /reset`, `POST /step` and `GET /state` are OpenEnv's stateless HTTP
-endpoints (each request builds a fresh env, so an HTTP `/step` without a session is refused); `GET /health`,
-`GET /schema` and `GET /metadata` describe it. Types:
+endpoints (each request builds a fresh env, so an HTTP `/step` has no episode and is refused with 409 and what to do
+instead); `GET /health`, `GET /schema` and `GET /metadata` describe it. A client's mistake is a 4xx with a reason,
+never a 500: a step without an episode 409, a bad reset argument 400 (the env's own message), a malformed body 400
+or 422. `SessionGuard` keeps a shared server fair: a session silent for `--idle-timeout` seconds (default 300; 0:
+never) is closed with code 4408 and a reason, freeing its slot; a client beyond `--max-sessions` is closed with code
+1013 (try again later) and a reason naming the limit; a frame that is not UTF-8 text gets an error naming what was
+wrong, and the session goes on.
+
+`reset(seed=..., options={...})` takes the env's reset options (`split`: "train", "val" or "eval", and what the
+env's `RESET_OPTIONS` lists, e.g. a Sokoban `level`); an unknown option or a bad value is refused with the env's own
+message. `pettingllms-eval`'s suite plays episode i as `reset(seed=episode.seed, options=episode.options)`
+(`pettingllms.eval.suites.build_suite`): a client that resets so plays the same episode. Types:
 
 - `AnswerAction.answer`: the text answer of the agent to act.
 - `AgentObservation`: `agent` (who acts next: this prompt is theirs), `text` (that prompt), `done`, and `reward`
@@ -33,10 +43,13 @@ answering greedily, one call at a time across sessions. `--tier` serves the env 
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import json
+import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -46,9 +59,12 @@ from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 import pettingllms
-from pettingllms.core.errors import ConfigError
+from pettingllms.core.errors import ConfigError, PettingLLMsError
+from pettingllms.core.splits import SPLITS
 
 BASELINES = ("oracle", "random")
 """The `--others` played from the env's own state, with per-episode seeded randomness; any other spec is loaded
@@ -56,6 +72,17 @@ as `pettingllms-eval --policy` loads it (`pettingllms serve` does, then passes i
 
 Answerer = Callable[[Any, str], str]
 """`answer(env, agent) -> str`: a frozen policy's answer for `agent` at the env's current state."""
+IDLE_TIMEOUT_S = 300.0
+"""How long a WebSocket session may stay silent before the server closes it (`--idle-timeout`; 0: never)."""
+IDLE_CLOSE_CODE = 4408
+"""The close code of a session ended for its silence (an application code, after HTTP's 408 Request Timeout)."""
+FULL_CLOSE_CODE = 1013
+"""The close code of a session refused because every slot is taken (RFC 6455's "try again later")."""
+LOG = logging.getLogger("pettingllms.serve")
+
+
+class NoEpisodeError(PettingLLMsError):
+    """A step with no episode in progress: before `reset`, after the episode ended, or over stateless HTTP."""
 
 
 class AnswerAction(Action):
@@ -109,9 +136,24 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
         self._state = EpisodeState(env_id=env_id)
 
     def reset(
-        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        **unknown: Any,
     ) -> AgentObservation:
-        self.env.reset(seed=seed)
+        """Start an episode from `seed` with the env's reset `options` (module docstring); `ConfigError` names a
+        field or an option the env does not take, or a bad value."""
+        if unknown:
+            raise ConfigError(
+                f"reset got unknown field(s) {sorted(unknown)}; it takes seed, episode_id and options (the env's "
+                f"reset options: {sorted(self._reset_options()) or 'none'})"
+            )
+        options = self._checked_options(options)
+        try:
+            self.env.reset(seed=seed, options=options)
+        except (ConfigError, ValueError) as error:
+            raise ConfigError(f"reset(seed={seed!r}, options={options!r}): {error}") from None
         self._rng = np.random.default_rng(seed)
         self._state = EpisodeState(
             env_id=self.env_id,
@@ -125,7 +167,10 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
     def step(self, action: AnswerAction, timeout_s: float | None = None, **kwargs: Any) -> AgentObservation:
         """Play `action.answer` for the agent to act, then the scripted others; refused after the episode ends."""
         if self._state.episode_id is None or self._over():
-            raise RuntimeError(f"{self.env_id}: no episode in progress; call reset() first")
+            raise NoEpisodeError(
+                f"{self.env_id}: no episode in progress; call reset() first (an episode is played over one "
+                "WebSocket session, /ws or PettingLLMsClient: HTTP /reset and /step each build a fresh env)"
+            )
         acting = self.env.agent_selection
         self.env.step(action.answer)
         self._state.step_count += 1
@@ -140,6 +185,27 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
     @property
     def state(self) -> EpisodeState:
         return self._state
+
+    def _reset_options(self) -> frozenset[str] | None:
+        """The option keys the env's `reset` understands (None: the env does not say, e.g. an adapted env)."""
+        return getattr(self.raw, "RESET_OPTIONS", None)
+
+    def _checked_options(self, options: Any) -> dict[str, Any]:
+        """`options` as a dict, refused (`ConfigError`) when it is no mapping, names an option the env does not
+        take, or a split that does not exist."""
+        if options is None:
+            return {}
+        if not isinstance(options, Mapping):
+            raise ConfigError(f"reset options must be a JSON object, got {type(options).__name__}")
+        understood = self._reset_options()
+        unknown = sorted(set(options) - understood) if understood is not None else []
+        if unknown:
+            raise ConfigError(
+                f"{self.env_id} has no reset option(s) {unknown}; it takes {sorted(understood)}"
+            )
+        if "split" in options and options["split"] not in SPLITS:
+            raise ConfigError(f"split={options['split']!r} is not a split; allowed values: {list(SPLITS)}")
+        return dict(options)
 
     def _over(self) -> bool:
         acting = self.env.agent_selection
@@ -200,12 +266,13 @@ def build_app(
     env_kwargs: dict | None = None,
     tier: str | None = None,
     answer: Answerer | None = None,
+    idle_timeout: float = IDLE_TIMEOUT_S,
 ):
     """OpenEnv's FastAPI app serving `env_id` (at `tier`, under `env_kwargs`); the arguments are checked here (a
     bad id, tier or agent fails now, before the server listens). `others` other than a baseline of `BASELINES`
     needs `answer`, its policy loaded once (`pettingllms serve` loads it with
     `pettingllms.play_policy.policy_answerer`), whose calls are serialized by a lock: the sessions' threads
-    share one model."""
+    share one model. `max_sessions` and `idle_timeout` bound what the WebSocket sessions hold (`SessionGuard`)."""
     if agent is not None and others is None:
         raise ConfigError("--agent names the client's agent among frozen others: pass --others too")
     if others is not None and others not in BASELINES and answer is None:
@@ -214,6 +281,10 @@ def build_app(
     agents = list(served_agents(env_id, env_kwargs)[0])
     if agent is not None and agent not in agents:
         raise ConfigError(f"--agent {agent!r}: {env_id} has agents {agents}")
+    if max_sessions < 1:
+        raise ConfigError(f"--max-sessions {max_sessions}: at least 1 session")
+    if idle_timeout < 0:
+        raise ConfigError(f"--idle-timeout {idle_timeout}: seconds >= 0 (0: sessions never time out)")
     factory = functools.partial(
         PettingLLMsEnvironment,
         env_id=env_id,
@@ -222,9 +293,117 @@ def build_app(
         env_kwargs=env_kwargs,
         answer=None if answer is None else _serialized(answer),
     )
-    return create_app(
+    app = create_app(
         factory, AnswerAction, AgentObservation, env_name=env_id, max_concurrent_envs=max_sessions
     )
+    app.add_exception_handler(NoEpisodeError, functools.partial(_client_error, 409))
+    app.add_exception_handler(ConfigError, functools.partial(_client_error, 400))
+    app.add_middleware(SessionGuard, max_sessions=max_sessions, idle_timeout=idle_timeout)
+    return app
+
+
+async def _client_error(status: int, request: Request, error: Exception) -> JSONResponse:
+    """A client's mistake over HTTP: `status` with the reason in `detail`, and one line in the server's log."""
+    LOG.warning("%s %s -> %d: %s", request.method, request.url.path, status, error)
+    return JSONResponse({"detail": str(error)}, status_code=status)
+
+
+class SessionGuard:
+    """ASGI middleware in front of OpenEnv's `/ws` (module docstring): at most `max_sessions` sessions (the next is
+    accepted and closed at once with `FULL_CLOSE_CODE` and a reason), each closed with `IDLE_CLOSE_CODE` after
+    `idle_timeout` seconds without a message from its client (0: never), and a binary frame read as UTF-8 text when
+    it is, else answered with an error and skipped. OpenEnv's endpoint then sees only text frames, and a session
+    closed for its silence as a client that left (it frees the session's env)."""
+
+    def __init__(self, app: Any, *, max_sessions: int, idle_timeout: float):
+        self.app, self.max_sessions, self.idle_timeout = app, max_sessions, idle_timeout
+        self.active = 0
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "websocket" or scope["path"] != "/ws":
+            await self.app(scope, receive, send)
+            return
+        if self.active >= self.max_sessions:
+            await self._refuse(receive, send)
+            return
+        self.active += 1
+        try:
+            await self.app(scope, *_Session(receive, send, self.idle_timeout).channels())
+        finally:
+            self.active -= 1
+
+    async def _refuse(self, receive: Callable, send: Callable) -> None:
+        """Accept the handshake (a close frame needs an open socket) and close it with the reason."""
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return
+        reason = f"server full: {self.active} of --max-sessions {self.max_sessions} sessions in use; try again later"
+        LOG.warning("/ws refused: %s", reason)
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.close", "code": FULL_CLOSE_CODE, "reason": reason})
+
+
+class _Session:
+    """One `/ws` connection's `receive` and `send` as `SessionGuard` passes them on."""
+
+    def __init__(self, receive: Callable, send: Callable, idle_timeout: float):
+        self._receive, self._send, self.idle_timeout = receive, send, idle_timeout
+        self.closed = False
+
+    def channels(self) -> tuple[Callable, Callable]:
+        return self.receive, self.send
+
+    async def send(self, message: dict) -> None:
+        """Pass `message` on; after the session was closed here, or when the app closes a socket whose client has
+        already gone (OpenEnv closes every session that ends), there is nothing to send to: dropped, not raised
+        into the server's log."""
+        if self.closed:
+            return
+        try:
+            await self._send(message)
+        except OSError:  # uvicorn's ClientDisconnected
+            if message["type"] != "websocket.close":
+                raise
+            self.closed = True
+
+    async def receive(self) -> dict:
+        """The client's next message, a binary frame as text; a disconnect once the session has been idle too
+        long (its close frame sent here, with the reason)."""
+        while True:
+            message = await self._next()
+            if message["type"] != "websocket.receive" or message.get("text") is not None:
+                return message
+            data = message.get("bytes") or b""
+            try:
+                return {"type": "websocket.receive", "text": data.decode("utf-8")}
+            except UnicodeDecodeError as error:
+                await self.send(_error_frame(
+                    f"a frame of {len(data)} bytes that is not UTF-8 text ({error.reason} at byte {error.start}): "
+                    "send each message as one JSON object in a text frame",
+                    "INVALID_FRAME",
+                ))  # fmt: skip
+
+    async def _next(self) -> dict:
+        if not self.idle_timeout:
+            return await self._receive()
+        pending = asyncio.ensure_future(self._receive())
+        done, _ = await asyncio.wait({pending}, timeout=self.idle_timeout)
+        if done:
+            return pending.result()
+        pending.cancel()
+        reason = f"no message for {self.idle_timeout:g} s (--idle-timeout): session closed, its slot freed"
+        LOG.warning("/ws %s", reason)
+        await self._send({"type": "websocket.close", "code": IDLE_CLOSE_CODE, "reason": reason})
+        self.closed = True
+        return {"type": "websocket.disconnect", "code": IDLE_CLOSE_CODE}
+
+
+def _error_frame(message: str, code: str) -> dict:
+    """A text frame of OpenEnv's error response (`{"type": "error", "data": {"message", "code"}}`)."""
+    return {
+        "type": "websocket.send",
+        "text": json.dumps({"type": "error", "data": {"message": message, "code": code}}),
+    }
 
 
 def served_env_kwargs(env_id: str, tier: str | None, env_kwargs: dict | None) -> dict:

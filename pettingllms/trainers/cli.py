@@ -7,7 +7,8 @@
     torchrun --nproc_per_node 8 --no-python pettingllms-train --config ...   # data parallel, FSDP2 per policy
 
 `--plan` prints the memory plan (`pettingllms.trainers.policies.memory_plan`) and exits: for this machine's GPUs, or for
-`--plan_gpus` GPUs of `--plan_gpu_gib` GiB under `--plan_ranks` torchrun ranks (default 1: one process).
+`--plan_gpus` GPUs of `--plan_gpu_gib` GiB under `--plan_ranks` torchrun ranks (default 1: one process). Its exit
+status is 0 when every device fits and 1 when any does not (`PLAN_DOES_NOT_FIT`), so a launch script can check.
 
 `--config` YAML values replace the field defaults; command-line flags override the YAML (`arguments.parse`).
 Dict fields take JSON on the command line, e.g. `--env_kwargs '{"size": 4}'`. Every error of a config, a flag or
@@ -19,6 +20,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+PLAN_DOES_NOT_FIT = 1
+"""The exit status of `--plan` when some device does not fit (a config or flag error is 2, as for a run)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,8 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv = [*argv, "--use_cpu", "true"]
         args = parse(argv)
         if planning is not None:
-            print(_memory_plan(args, planning).render())
-            return 0
+            plan = _memory_plan(args, planning)
+            print(plan.render())
+            return 0 if plan.fits else PLAN_DOES_NOT_FIT
         world = current_world()
         if world.is_main:  # the first run builds the tiny model: visibly, before the trainer, once
             prepare_starting_models(args)

@@ -150,7 +150,10 @@ class ConfigParser(HfArgumentParser):
             usage="pettingllms-train [--config YAML] [--FIELD VALUE ...]",
             description="AT-GRPO training. With no arguments: the tiny model on plan-path, per role "
             f"(configs/{DEFAULT_CONFIG}.yaml).",
-            epilog=f"{len(REFUSED)} further inherited TRL / transformers fields are not used by AT-GRPO and are "
+            epilog="--plan [--plan_gpus N --plan_gpu_gib G [--plan_ranks R]]: print the memory plan of this config "
+            "on this machine's GPUs (or on N GPUs of G GiB under R torchrun ranks) and exit: status 0 when every "
+            "device fits, 1 when any does not, 2 for a bad config or flag (docs/scale.md). "
+            f"{len(REFUSED)} further inherited TRL / transformers fields are not used by AT-GRPO and are "
             "refused when set (see pettingllms/trainers/settings/inherited_fields.py for what to use instead).",
         )
         self.add_argument(
