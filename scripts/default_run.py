@@ -29,7 +29,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from research import ledger
+from research import cycle, ledger
 from research.markdown import replace_section
 from research.stats import paired_comparison
 
@@ -80,7 +80,7 @@ def evaluate(repo: Path, env: dict[str, str], policy: str, output: Path, *flags:
     command = [".venv/bin/pettingllms-eval", "--env", "plan-path-v0", "--policy", policy, *flags,
                "--output", str(output), "--no_progress"]  # fmt: skip
     timed(command, repo, env, output.with_suffix(".log"))
-    return json.loads(output.read_text())["results"]["plan-path-v0"]
+    return cycle.eval_result(output, "plan-path-v0")
 
 
 def measure(work: Path) -> dict:
@@ -92,7 +92,7 @@ def measure(work: Path) -> dict:
     first_s, printed = timed([".venv/bin/pettingllms-train"], repo, env, work / "train.log")
     (model,) = (home / "models").glob("tiny-plan-path-v0-mas-recipe_*")
     build_s = json.loads((model / "warmstart.json").read_text())["wall_time"]["total_s"]
-    rows = [json.loads(line) for line in (repo / RUN / "metrics.jsonl").read_text().splitlines()]
+    rows = cycle.read_metrics(repo / RUN / "metrics.jsonl")
     evaluations = [row for row in rows if "eval/success_rate" in row]
     after = evaluate(repo, env, str(RUN), work / "after.json")
     config = json.loads((repo / RUN / "config.json").read_text())

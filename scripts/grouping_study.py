@@ -36,13 +36,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from research import ledger
+from research import cycle, ledger
 from research.markdown import replace_section
 from research.method_comparison import COMPARISON_WORDS, compare_methods
 from research.method_comparison import cell as comparison_cell
@@ -123,60 +122,48 @@ class Study:
 
     # ----------------------------------------------------------------- building blocks
     def warm_start(self, env_kwargs: dict) -> Path:
-        from pettingllms.warmstart.build import ensure_tiny_model
-
-        tag = "group" + "_".join(str(v) for v in env_kwargs.values())
-        settings = {**WARM_START, "demos_per_role": self.args.demos_per_role}
-        if self.args.warm_start_steps is not None:
-            settings["sft_steps"] = self.args.warm_start_steps
-            tag += f"_{self.args.demos_per_role}d_{settings['sft_steps']}s"
-        return ensure_tiny_model(
-            ENV_ID, env_kwargs={**env_kwargs, "max_turns": MAX_TURNS}, tag=tag, **settings
-        )
+        """The team's warm start on the task `env_kwargs` (`cycle.warm_start`); `--warm_start_steps` (smoke
+        runs) builds a variant under its own tag, beside the study's."""
+        settings = {
+            **WARM_START, "demos_per_role": self.args.demos_per_role,
+            "env_kwargs": {**env_kwargs, "max_turns": MAX_TURNS},
+            "tag": "group" + "_".join(str(v) for v in env_kwargs.values()),
+        }  # fmt: skip
+        steps = self.args.warm_start_steps
+        variant = None if steps is None else (self.args.demos_per_role, steps)
+        return cycle.warm_start(ENV_ID, settings, variant)
 
     def train(self, name: str, seed: int, flags: list[str]) -> Path:
-        """One run of `--budget` completions with a checkpoint every step (resumed, or skipped if finished)."""
-        from pettingllms.trainers.at_grpo import ATGRPOTrainer
-        from pettingllms.trainers.settings.arguments import parse
-
-        folder = self.args.runs / name
+        """One run of `--budget` completions with a checkpoint every step (`cycle.train`: resumed, or skipped
+        once its last training step reached `--max_steps` or the budget; the trainer's own one-episode
+        evaluation is not used, so the rule does not ask for it), its training seconds in
+        `cycle.WALL_TIME`."""
         argv = [
-            "--output_dir", str(folder), "--env_id", ENV_ID, "--env_kwargs", json.dumps(self.env_kwargs),
-            "--max_turns", str(MAX_TURNS),
+            "--output_dir", str(self.args.runs / name), "--env_id", ENV_ID,
+            "--env_kwargs", json.dumps(self.env_kwargs), "--max_turns", str(MAX_TURNS),
             "--model_name_or_path", str(self.warm_start(self.env_kwargs)), "--seed", str(seed),
             "--max_steps", str(self.args.max_steps), "--max_completions", str(self.args.budget),
             "--eval_episodes", "1", *COMMON, *flags,
         ]  # fmt: skip
-        args = parse(argv)
-        if not _finished(folder / "metrics.jsonl", args.max_steps, args.max_completions):
-            started = time.perf_counter()
-            ATGRPOTrainer(args, log=print).train()
-            (folder / "wall_time_s.txt").write_text(f"{time.perf_counter() - started:.1f}\n")
-        return folder
+        return cycle.train(argv, final_evaluation=False, wall_time=True)
 
     def evaluate(self, policy: str, name: str, split: str, env_kwargs: dict | None = None) -> dict:
-        """`pettingllms-eval` of `policy` on the fixed suite of `split` (cached by name); its env result."""
-        from pettingllms.eval.cli import main as eval_main
-
+        """`pettingllms-eval` of `policy` on the fixed suite of `split` (`cycle.evaluate`, cached by name);
+        its env result."""
         output = self.args.runs / "eval" / f"{name}.json"
         episodes = self.args.eval_episodes if split == "eval" else self.args.val_episodes
-        if not output.is_file():
-            output.parent.mkdir(parents=True, exist_ok=True)
-            kwargs = {**(env_kwargs or self.env_kwargs), "max_turns": MAX_TURNS}
-            argv = [
-                "--env", ENV_ID, "--policy", policy, "--workflow", "mas", "--episodes", str(episodes),
-                "--seed", "0", "--split", split, "--env_kwargs", json.dumps(kwargs),
-                "--max_new_tokens", str(MAX_COMPLETION_TOKENS), "--output", str(output), "--no_progress",
-            ]  # fmt: skip
-            if eval_main(argv) != 0:
-                raise RuntimeError(f"pettingllms-eval failed for {name}: {' '.join(argv)}")
-        return json.loads(output.read_text())["results"][ENV_ID]
+        kwargs = {**(env_kwargs or self.env_kwargs), "max_turns": MAX_TURNS}
+        argv = [
+            "--env", ENV_ID, "--policy", policy, "--workflow", "mas", "--episodes", str(episodes),
+            "--seed", "0", "--split", split, "--env_kwargs", json.dumps(kwargs),
+            "--max_new_tokens", str(MAX_COMPLETION_TOKENS), "--output", str(output), "--no_progress",
+        ]  # fmt: skip
+        return cycle.evaluate(argv, output, ENV_ID)
 
     def record(self, row: dict, warm_start: Path | None) -> None:
         """Append `row` (measured on a run that started from `warm_start`, None for none) to the ledger; the
-        table is rebuilt by `RULE`."""
-        self.args.out.parent.mkdir(parents=True, exist_ok=True)
-        self.rows = ledger.record(self.args.out, RULE, row, repo=ROOT, warm_start=warm_start)
+        table is rebuilt by `RULE` (`cycle.record`)."""
+        self.rows = cycle.record(self.args.out, RULE, row, warm_start=warm_start)
 
     def budget_rows(self, part: str, method: str, seed: int, folder: Path) -> None:
         """Evaluate the run's checkpoints at every budget on the validation split, and its last on the suite."""
@@ -283,14 +270,10 @@ def _row(
     }  # fmt: skip
 
 
-def _metrics(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def _steps_at_budgets(path: Path, budgets: list[int]) -> dict[int, tuple[int, int]]:
     """budget -> (the first step whose sampled completions reached it, those completions)."""
     reached = {}
-    for row in _metrics(path):
+    for row in cycle.read_metrics(path):
         total = row.get("train/completions_total")
         for budget in budgets:
             if total is not None and total >= budget and budget not in reached:
@@ -299,15 +282,8 @@ def _steps_at_budgets(path: Path, budgets: list[int]) -> dict[int, tuple[int, in
 
 
 def _last_step(path: Path) -> tuple[int, int]:
-    rows = [row for row in _metrics(path) if "train/completions_total" in row]
+    rows = [row for row in cycle.read_metrics(path) if "train/completions_total" in row]
     return rows[-1]["step"], rows[-1]["train/completions_total"]
-
-
-def _finished(metrics_path: Path, max_steps: int, budget: int) -> bool:
-    if not metrics_path.is_file():
-        return False
-    rows = [row for row in _metrics(metrics_path) if "train/completions_total" in row]
-    return bool(rows) and (rows[-1]["step"] >= max_steps or rows[-1]["train/completions_total"] >= budget)
 
 
 # ----------------------------------------------------------------- the report

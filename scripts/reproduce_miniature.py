@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from pettingllms.warmstart.demos import PLAN_NOISE
-from research import ledger
+from research import cycle, ledger
 from research.markdown import replace_section, seed_cell
 from research.method_comparison import COMPARISON_WORDS, compare_methods
 from research.method_comparison import cell as comparison_cell
@@ -243,25 +243,24 @@ class Study:
     # ----------------------------------------------------------------- building blocks
     def warm_start(self, workflow: str) -> Path:
         """The warm start of `workflow` ("mas" or "single"), built on first use (cached); `--demos_per_role` and
-        `--warm_start_steps` (smoke runs) build a variant under its own tag, beside the study's."""
-        from pettingllms.warmstart.build import ensure_tiny_model
-
-        settings = warm_start_settings(self.domain, workflow)
-        settings.update(env_kwargs=self.env_kwargs, tag=self.domain.tag + setting_suffix(self.args))
+        `--warm_start_steps` (smoke runs) build a variant under its own tag, beside the study's
+        (`cycle.warm_start`)."""
+        settings = {
+            **warm_start_settings(self.domain, workflow),
+            "env_kwargs": self.env_kwargs,
+            "tag": self.domain.tag + setting_suffix(self.args),
+        }
+        variant = None
         if self.args.demos_per_role != DEMOS_PER_ROLE or self.args.warm_start_steps is not None:
-            steps = self.args.warm_start_steps or settings["sft_steps"]
-            settings.update(demos_per_role=self.args.demos_per_role, sft_steps=steps)
-            settings["tag"] = f"{settings['tag']}_{self.args.demos_per_role}d_{steps}s"
-        return ensure_tiny_model(self.env_id, **settings)
+            variant = (self.args.demos_per_role, self.args.warm_start_steps or settings["sft_steps"])
+        return cycle.warm_start(self.env_id, settings, variant)
 
     def train(self, name: str, workflow: str, seed: int, flags: list[str], env_kwargs: dict) -> Path:
-        """One training run (resumed if it has a checkpoint, skipped if finished); returns its folder."""
-        from pettingllms.trainers.at_grpo import ATGRPOTrainer
-        from pettingllms.trainers.settings.arguments import parse
-
-        folder = self.runs / name
+        """One training run (`cycle.train`: resumed if it has a checkpoint, skipped once it ended with its
+        final evaluation at `--max_steps` or the budget), its training seconds in `cycle.WALL_TIME`; returns
+        its folder."""
         argv = [
-            "--output_dir", str(folder), "--env_id", self.env_id,
+            "--output_dir", str(self.runs / name), "--env_id", self.env_id,
             "--env_kwargs", json.dumps({**self.env_kwargs, **env_kwargs}),
             "--max_completion_length", str(self.domain.max_completion_tokens),
             "--model_name_or_path", str(self.warm_start(workflow)), "--seed", str(seed),
@@ -269,33 +268,23 @@ class Study:
             "--eval_every", str(self.args.curve_every),
             "--eval_episodes", str(self.args.curve_episodes), *COMMON, *flags,
         ]  # fmt: skip
-        args = parse(argv)
-        if not _finished(folder / "metrics.jsonl", args.max_steps, args.max_completions):
-            started = time.perf_counter()
-            ATGRPOTrainer(args, log=print).train()
-            (folder / "wall_time_s.txt").write_text(f"{time.perf_counter() - started:.1f}\n")
-        return folder
+        return cycle.train(argv, wall_time=True)
 
     def evaluate(
         self, policy: str, workflow: str, name: str, *, split: str = "eval", label: str | None = None
     ) -> dict:
         """`pettingllms-eval` of `policy` (a spec: run or model folder, or agent=spec pairs) on the fixed suite of
-        `split`, under `label` (the leaderboard's row name) when given; returns its env result."""
-        from pettingllms.eval.cli import main as eval_main
-
+        `split`, under `label` (the leaderboard's row name) when given (`cycle.evaluate`, cached by name);
+        returns its env result."""
         output = self.eval_output(name)
         episodes = self.args.eval_episodes if split == "eval" else self.args.val_episodes
-        if not output.is_file():
-            output.parent.mkdir(parents=True, exist_ok=True)
-            argv = [
-                "--env", self.env_id, "--policy", policy, "--workflow", workflow, "--episodes", str(episodes),
-                "--seed", "0", "--split", split, "--env_kwargs", json.dumps(self.env_kwargs),
-                "--max_new_tokens", str(self.domain.max_completion_tokens),
-                "--output", str(output), "--no_progress", *(["--label", label] if label else []),
-            ]  # fmt: skip
-            if eval_main(argv) != 0:
-                raise RuntimeError(f"pettingllms-eval failed for {name}: {' '.join(argv)}")
-        return json.loads(output.read_text())["results"][self.env_id]
+        argv = [
+            "--env", self.env_id, "--policy", policy, "--workflow", workflow, "--episodes", str(episodes),
+            "--seed", "0", "--split", split, "--env_kwargs", json.dumps(self.env_kwargs),
+            "--max_new_tokens", str(self.domain.max_completion_tokens),
+            "--output", str(output), "--no_progress", *(["--label", label] if label else []),
+        ]  # fmt: skip
+        return cycle.evaluate(argv, output, self.env_id)
 
     def eval_output(self, name: str) -> Path:
         return self.runs / "eval" / f"{name}.json"
@@ -314,10 +303,9 @@ class Study:
 
     def record(self, row: dict, warm_start: Path | None) -> None:
         """Append `row` (this invocation's env and setting; measured on a run that started from `warm_start`) to the
-        ledger; the table is rebuilt by `RULE`."""
+        ledger; the table is rebuilt by `RULE` (`cycle.record`)."""
         row = {**row, "env": self.env_id, "env_kwargs": dict(self.env_kwargs)}
-        self.args.out.parent.mkdir(parents=True, exist_ok=True)
-        self.rows = ledger.record(self.args.out, RULE, row, repo=ROOT, warm_start=warm_start)
+        self.rows = cycle.record(self.args.out, RULE, row, warm_start=warm_start)
 
     def untrained_row(self, method: str, seed: int) -> None:
         workflow = method  # "single" or "mas": the warm start played by that team
@@ -495,7 +483,7 @@ def _row(part: str, method: str, seed: int, result: dict, folder: Path | None) -
     if "per_episode" in result:  # one 0/1 per suite episode, in suite order: for paired comparisons
         row["episode_success"] = "".join(str(int(s)) for s in result["per_episode"]["success"])
     if folder is not None:
-        metrics = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+        metrics = cycle.read_metrics(folder / "metrics.jsonl")
         row["steps"] = metrics[-1]["step"]
         row["sampled_completions"] = metrics[-1]["train/completions_total"]
         row["curve"] = [  # [step, completions sampled so far, validation success]
@@ -503,8 +491,7 @@ def _row(part: str, method: str, seed: int, result: dict, folder: Path | None) -
             for m in metrics
             if "eval/success_rate" in m
         ]
-        wall = folder / "wall_time_s.txt"
-        row["train_wall_s"] = float(wall.read_text()) if wall.is_file() else None
+        row["train_wall_s"] = cycle.training_seconds(folder)
         row["run"] = str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else str(folder)
     return row
 
@@ -531,16 +518,6 @@ def runs_folder(args: argparse.Namespace) -> Path:
     if args.env == "plan-path-v0" and not setting_suffix(args):
         return args.runs
     return args.runs / f"{args.env}{setting_suffix(args)}"
-
-
-def _finished(metrics_path: Path, max_steps: int, budget: int) -> bool:
-    """Whether the run's log ends with its final evaluation (after max_steps, or at the sample budget)."""
-    if not metrics_path.is_file():
-        return False
-    rows = [json.loads(line) for line in metrics_path.read_text().splitlines()]
-    last = rows[-1] if rows else {}
-    done = last.get("step", 0) >= max_steps or last.get("train/completions_total", 0) >= budget
-    return done and last.get("step", 0) > 0 and "eval/success_rate" in last
 
 
 # --------------------------------------------------------------------- report

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from research import ledger
+from research import cycle, ledger
 from research.markdown import replace_section, seed_cell
 from research.stats import format_p, seed_comparison, seed_summary
 
@@ -60,34 +60,32 @@ def run_args(name: str, seed: int, args: argparse.Namespace, extra: list[str]) -
     ]  # fmt: skip
 
 
-def train(argv: list[str]) -> dict:
-    """One run (resumed if it has a checkpoint); returns its step-0 and final evaluations and its budget."""
-    from pettingllms.trainers.at_grpo import ATGRPOTrainer
-    from pettingllms.trainers.settings.arguments import parse
-
-    args = parse(argv)
-    metrics_path = Path(args.output_dir) / "metrics.jsonl"
-    if not _finished(metrics_path):
-        ATGRPOTrainer(args, log=print).train()
-    rows = [json.loads(line) for line in metrics_path.read_text().splitlines()]
+def run_result(folder: Path, instances_per_step: int) -> dict:
+    """A trained run's step-0 and final evaluations and its budget, from its metrics.jsonl."""
+    rows = cycle.read_metrics(folder / "metrics.jsonl")
     evaluations = [r for r in rows if "eval/success_rate" in r]
     return {"before": evaluations[0]["eval/success_rate"], "after": evaluations[-1]["eval/success_rate"],
             "sampled_completions": rows[-1].get("train/completions_total", 0), "steps": rows[-1]["step"],
-            "instances_per_step": args.instances_per_step, "run": _shown_path(Path(args.output_dir))}  # fmt: skip
+            "instances_per_step": instances_per_step, "run": _shown_path(folder)}  # fmt: skip
+
+
+def run_team(args: argparse.Namespace, model: str, size: int, reward: str, seed: int) -> list[dict]:
+    """The rows of the team of `size` agents under `reward` and `seed`, from `model`: its run (`cycle.train`,
+    resumed if it has a checkpoint; a run that ended with its final evaluation is not trained again, whatever
+    budget it ran to) evaluated before and after."""
+    kwargs = {**SETTING, "num_agents": size, **({"reward": reward} if reward != "shaped" else {})}
+    instances = max(1, round(args.agent_instances / size))
+    extra = ["--model_name_or_path", model, "--workflow", "ensemble", "--env_kwargs", json.dumps(kwargs),
+             "--agent_policies", json.dumps({"tool_*": "proposer", "aggregator_0": "aggregator"}),
+             "--instances_per_step", str(instances)]  # fmt: skip
+    folder = cycle.train(run_args(f"ensemble_n{size}_{reward}_s{seed}", seed, args, extra), caps=False)
+    return _rows(size, reward, seed, run_result(folder, instances))
 
 
 def _shown_path(folder: Path) -> str:
     """`folder` relative to the repository when it is inside it (the committed rows), else as given."""
     folder = folder.resolve()
     return str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else str(folder)
-
-
-def _finished(metrics_path: Path) -> bool:
-    """Whether the run's log ends with its final evaluation (the trainer evaluates once more when it stops)."""
-    if not metrics_path.is_file():
-        return False
-    rows = [json.loads(line) for line in metrics_path.read_text().splitlines()]
-    return bool(rows) and rows[-1].get("step", 0) > 0 and "eval/success_rate" in rows[-1]
 
 
 RULE = ledger.Rule(
@@ -98,16 +96,6 @@ RULE = ledger.Rule(
 )
 """How the table is built from the ledger beside it: the rows of today's setting, one per team size, reward, seed
 and method, the last recorded (`research.ledger`)."""
-
-
-def record(new: list[dict], path: Path, warm_start: Path | None) -> list[dict]:
-    """Append `new` (the rows of one run that started from `warm_start`) to the ledger beside `path`; the table,
-    rebuilt by `RULE` and written to `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = ledger.table_rows(path, RULE)
-    for row in new:
-        rows = ledger.record(path, RULE, row, repo=ROOT, warm_start=warm_start)
-    return rows
 
 
 def main() -> int:
@@ -129,27 +117,17 @@ def main() -> int:
     args = parser.parse_args()
     rows = ledger.write_table(args.out, RULE) if args.report else ledger.table_rows(args.out, RULE)
     if not args.report:
-        model = args.model_name_or_path or str(_warm_start())
+        model = args.model_name_or_path or str(
+            cycle.warm_start(ENV_ID, {"env_kwargs": SETTING, "log": print, **WARM_START})
+        )
         for seed in args.seeds:  # seed by seed: an interrupted study has every team size for its first seeds
             for size, reward in [*((n, "shaped") for n in args.sizes), (2, "outcome")]:
-                kwargs = {**SETTING, "num_agents": size, **({"reward": reward} if reward != "shaped" else {})}
-                extra = ["--model_name_or_path", model, "--workflow", "ensemble", "--env_kwargs", json.dumps(kwargs),
-                         "--agent_policies", json.dumps({"tool_*": "proposer", "aggregator_0": "aggregator"}),
-                         "--instances_per_step", str(max(1, round(args.agent_instances / size)))]  # fmt: skip
-                name = f"ensemble_n{size}_{reward}_s{seed}"
-                rows = record(
-                    _rows(size, reward, seed, train(run_args(name, seed, args, extra))), args.out, Path(model)
-                )
+                for row in run_team(args, model, size, reward, seed):
+                    rows = cycle.record(args.out, RULE, row, warm_start=Path(model))
                 write_report(rows, args)
     write_report(rows, args)
     print(f"wrote {args.out}, {args.out.with_suffix('.png')} and the scaling section of {args.results_md}")
     return 0
-
-
-def _warm_start() -> Path:
-    from pettingllms.warmstart.build import ensure_tiny_model
-
-    return ensure_tiny_model(ENV_ID, env_kwargs=SETTING, log=print, **WARM_START)
 
 
 def write_report(rows: list[dict], args: argparse.Namespace) -> None:

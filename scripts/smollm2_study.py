@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from research import cycle
 from research.markdown import replace_section
 from research.stats import paired_comparison
 
@@ -50,7 +51,7 @@ def evaluate(policy: str, output: Path, args: argparse.Namespace) -> dict:
         str(args.budget), "--output", str(output), "--no_progress",
     ]  # fmt: skip
     subprocess.run(command, check=True)
-    return json.loads(output.read_text())["results"]["math-v0"]
+    return cycle.eval_result(output, "math-v0")
 
 
 def main() -> None:

@@ -36,6 +36,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from research import cycle
+
 TOLERANCE = 1e-6
 """How far a dumped advantage may lie from the pooled one recomputed here (float32 rewards, float64 means)."""
 
@@ -166,8 +168,7 @@ def _read_run(folder: Path, seed: int) -> list[dict]:
 
     layout = RunLayout(folder)
     totals = {0: 0}
-    for line in layout.metrics.read_text().splitlines():
-        record = json.loads(line)
+    for record in cycle.read_metrics(layout.metrics):
         if "train/completions_total" in record:
             totals[record["step"]] = record["train/completions_total"]
     rows = []

@@ -25,7 +25,6 @@ def test_each_budget_is_answered_by_the_first_step_that_reached_it(study, tmp_pa
         1000: (4, 1020),
     }
     assert study._last_step(metrics) == (4, 1020)
-    assert study._finished(metrics, max_steps=10, budget=1000) and not study._finished(metrics, 10, 2000)
 
 
 def row(method, seed, successes, part="curves", split="eval", budget=4000):

@@ -60,17 +60,6 @@ def test_the_puzzle_domains_keep_the_warm_start_their_tables_were_run_with(study
         assert (settings["sft_steps"], settings["plan_noise"]) == (400, 0.2)
 
 
-def test_a_run_counts_as_finished_only_after_its_final_evaluation(study, tmp_path):
-    log = tmp_path / "metrics.jsonl"
-    assert not study._finished(log, 40, 100)
-    rows = [{"step": 0, "eval/success_rate": 0.2}, {"step": 1, "train/completions_total": 60}]
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert not study._finished(log, 40, 100)
-    rows.append({"step": 2, "train/completions_total": 120, "eval/success_rate": 0.3})
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert study._finished(log, 40, 100) and not study._finished(log, 40, 200)
-
-
 def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     rows = []
     for seed in (0, 1):

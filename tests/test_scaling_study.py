@@ -51,15 +51,22 @@ def test_rows_plot_and_section(study, tmp_path):
 
 
 def test_rows_are_recorded_after_every_run_and_rows_of_the_old_setting_are_set_aside(study, tmp_path):
+    from research import cycle
     from research.ledger import append, read_ledger, select
 
     out = tmp_path / "scaling.json"
     old = {"env": "plan-path-v0", "num_agents": 1, "reward": "shaped", "seed": 0, "method": "at-grpo",
            "success_rate": 0.5}  # fmt: skip  # before the rerun: no env_kwargs
     append(tmp_path / "ledger.jsonl", "scaling", old, code_commit=None, warm_start=None)
-    rows = study.record(study._rows(1, "shaped", 0, _result(0.1, 0.2, 16, "runs/a")), out, None)
-    rows = study.record(study._rows(2, "outcome", 0, _result(0.1, 0.3, 8, "runs/b")), out, tmp_path)
-    rows = study.record(study._rows(1, "shaped", 0, _result(0.1, 0.9, 16, "runs/c")), out, None)  # a rerun
+
+    def record(rows, warm_start):  # as the study records a run's two rows
+        for row in rows:
+            table = cycle.record(out, study.RULE, row, warm_start=warm_start)
+        return table
+
+    rows = record(study._rows(1, "shaped", 0, _result(0.1, 0.2, 16, "runs/a")), None)
+    rows = record(study._rows(2, "outcome", 0, _result(0.1, 0.3, 8, "runs/b")), tmp_path)
+    rows = record(study._rows(1, "shaped", 0, _result(0.1, 0.9, 16, "runs/c")), None)  # a rerun
     assert json.loads(out.read_text()) == rows and len(rows) == 4
     assert [r["success_rate"] for r in rows if r["num_agents"] == 1 and r["method"] == "at-grpo"] == [0.9]
     entries = read_ledger(tmp_path / "ledger.jsonl")

@@ -45,8 +45,10 @@ def test_the_miniature_runs_end_to_end_at_a_tiny_budget(tmp_path):
     rows = json.loads(out.read_text())
     assert sorted(row["method"] for row in rows) == ["mas", "mas+at-grpo-per-role"]
     board = (tmp_path / "board" / "leaderboard.md").read_text()  # seed 0's rows, on the setting's own column
-    assert "tiny miniature: mas+at-grpo-per-role (seed 0)" in board and 'plan-path-v0 {"size": 7}' in board
-    assert "tiny miniature: mas (warm start, no RL)" in board
+    # each row named by the ledger line it is (`leaderboard_label`)
+    assert "tiny miniature: mas+at-grpo-per-role (seed 0; ledger line " in board
+    assert "tiny miniature: mas (warm start, no RL; ledger line " in board
+    assert 'plan-path-v0 {"size": 7}' in board  # the setting's own column
     assert all(0.0 <= row["success_rate"] <= 1.0 and row["seed"] == 0 for row in rows)
     assert (tmp_path / "runs" / "main_mas+at-grpo-per-role_s0" / "metrics.jsonl").is_file()
     assert "<!-- miniature:start -->" in results_md.read_text()
