@@ -194,8 +194,11 @@ class ModelSource:
 
 def _hf_policy(source: ModelSource, seed: int):
     from pettingllms.backends.hf import HFPolicy, load_pretrained
+    from pettingllms.models.reference import resolve_model
 
-    model, tokenizer = load_pretrained(source.path)
+    # a hub id is resolved here, to its cached folder or one download: a missing one is one line naming both
+    # readings (no such folder, no such cached model), not transformers' minute of retries and a traceback
+    model, tokenizer = load_pretrained(resolve_model(source.path))
     if source.adapter is not None:
         from peft import PeftModel
 

@@ -37,7 +37,7 @@ from pettingllms.backends.base import SamplingConfig
 from pettingllms.backends.chat import chat_prompt_ids
 from pettingllms.backends.hf import HFPolicy
 from pettingllms.core.errors import ConfigError
-from pettingllms.core.seeding import derive_seed
+from pettingllms.core.seeding import check_reset_seed, derive_seed
 
 
 class EpisodeRollout:
@@ -217,8 +217,14 @@ class ToolEnvironment:
         self._episode: _Episode | None = None
 
     def reset(self, seed: int, split: str = "train", **row: Any) -> str:
-        """Start the episode of instance `seed` (other columns of the row are ignored); the agent's observation."""
-        self._episode = _Episode(self._env, int(seed), split)
+        """Start the episode of instance `seed` (other columns of the row are ignored); the agent's observation.
+        A seed that is not a non-negative integer is a `ConfigError` naming it."""
+        checked = check_reset_seed(seed)
+        if checked is None:
+            raise ConfigError(
+                "reset(seed=None): each dataset row carries its instance's seed (dataset(seeds))"
+            )
+        self._episode = _Episode(self._env, checked, split)
         return self._play_others()
 
     def submit(self, answer: str) -> str:
@@ -232,6 +238,12 @@ class ToolEnvironment:
         """
         if self._episode is None or not self._episode.live:
             return "The episode is over: nothing more to submit."
+        if not isinstance(answer, str):  # JSON arguments of a tool call: stalling must not be free
+            self._episode.step("")  # unusable text: the env's penalty and its explanation in the observation
+            note = (
+                f"Your answer must be text, not {type(answer).__name__}: it counts as an unusable answer.\n"
+            )
+            return note + self._play_others()
         self._episode.step(answer)
         return self._play_others()
 

@@ -53,7 +53,8 @@ def resolve_model(name: str | Path) -> Path:
     except (OSError, HfHubHTTPError) as error:
         reason = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
         raise ConfigError(
-            f"model {str(name)!r} is not in the local Hugging Face cache ({HF_HUB_CACHE}) and could not be "
-            f"downloaded ({reason}); download it where the hub is reachable (huggingface-cli download {name}) "
-            "or pass a local folder; the built-in 'tiny' and 'qwen3-test' need no download"
+            f"model {str(name)!r}: no such folder here ({path.resolve()}), and no such model in the local Hugging "
+            f"Face cache ({HF_HUB_CACHE}), which could not fetch it ({reason}); pass an existing folder, or "
+            f"download it where the hub is reachable (huggingface-cli download {name}); the built-in 'tiny', "
+            "'qwen3-test' and 'smollm2' need no download"
         ) from error
