@@ -150,6 +150,10 @@ class TextAECEnv(AECEnv):
     ENSEMBLE_PROPOSER: ClassVar[str | None] = None
     """The proposers' name in the "ensemble" workflow (None: the env has no ensemble workflow)."""
     DEFAULT_MAX_TURNS: ClassVar[int] = 4
+    OBSERVATION_SANITIZED: ClassVar[bool] = False
+    """True when every piece of `_observation_text` is already inside the printable charset (each untrusted piece,
+    such as a model's answer or a program's output, passed through `pettingllms.core.text.sanitize` where it
+    enters): `observe` then skips the scan of the whole text, which gives the same text."""
     RESET_OPTIONS: ClassVar[frozenset[str]] = frozenset()
     """Keys that `reset(options=...)` understands; others draw a warning."""
     REQUIRES: ClassVar[str] = ""
@@ -321,10 +325,11 @@ class TextAECEnv(AECEnv):
         for a, amount in direct.items():
             changes[a] = changes.get(a, 0.0) + amount
         shaped = self.reward_mode == "shaped"
+        team = float(outcome.reward_team)
         for a in self.agents:
             local = changes.get(a, 0.0) if shaped else 0.0
-            self.rewards[a] = self.alpha * float(outcome.reward_team) + local
-            self.infos[a] = self._info(float(outcome.reward_team), local, step_turn=acting_turn)
+            self.rewards[a] = self.alpha * team + local
+            self.infos[a] = self._info(team, local, step_turn=acting_turn)
             if a != agent and a in direct and shaped:
                 self.infos[a]["reward_paid"] = direct[a]
         self.infos[agent].update(outcome.info)
@@ -338,8 +343,9 @@ class TextAECEnv(AECEnv):
             self.turn += 1
             if self.turn >= self.max_turns:
                 self.truncations = {a: True for a in self.agents}
+        shown_turn = self.display_turn
         for a in self.agents:  # the turn the observations now show, advanced or not
-            self.infos[a]["turn"] = self.display_turn
+            self.infos[a]["turn"] = shown_turn
         self.agent_selection = self.agents[(index + 1) % len(self.agents)]
         self._accumulate_rewards()
         if self.render_mode == "human":
@@ -348,7 +354,10 @@ class TextAECEnv(AECEnv):
     def observe(self, agent: str) -> TextObservation:
         observation = self._observations.get(agent)
         if observation is None:
-            text = truncate(sanitize(self._observation_text(agent)), OBSERVATION_MAX_CHARS)
+            text = self._observation_text(agent)
+            if not self.OBSERVATION_SANITIZED:
+                text = sanitize(text)
+            text = truncate(text, OBSERVATION_MAX_CHARS)
             observation = self._observations[agent] = TextObservation(text)
         return observation
 

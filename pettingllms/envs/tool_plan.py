@@ -44,7 +44,7 @@ from pettingllms.core.env import AGGREGATOR, StepOutcome, TextAECEnv, agent_role
 from pettingllms.core.errors import ConfigError
 from pettingllms.core.parsing import ParseError, extract_answer, extract_python_block
 from pettingllms.core.splits import check_split, draw_in_split
-from pettingllms.core.text import truncate
+from pettingllms.core.text import sanitize, truncate
 from pettingllms.envs.program_runs import ProgramRun, run_programs
 from pettingllms.sandbox import Program
 
@@ -161,6 +161,7 @@ class ToolPlanEnv(TextAECEnv):
         "is_parallelizable": False,
     }
     WORKFLOWS = {"mas": ("tool", "plan"), "single": ("plan",)}
+    OBSERVATION_SANITIZED = True  # `_observation_text` sanitizes each piece where it enters
     ENSEMBLE_PROPOSER = "tool"
     STOP_STRINGS = ("</answer>",)
 
@@ -195,7 +196,9 @@ class ToolPlanEnv(TextAECEnv):
         self._start_solution: list[Any] | None = None  # the generator's solution of `initial_state`, if any
         self._proposals: dict[str, Proposal] = {}  # this turn's proposals, by tool agent
         self._last_turn_report: str | None = None
-        self._headers: dict[str, str] = {}  # the fixed part of each agent's observation
+        self._headers: dict[str, str] = {}  # the fixed part of each agent's observation, sanitized
+        self._shown_state: tuple[str, str] | None = None  # the real state's render and status, sanitized
+        self._answer_format = sanitize(puzzle.answer_format)
         self._state_potential = 0.0  # potential of the real state, kept current
 
     # ----------------------------------------------------------------- public helpers
@@ -259,6 +262,7 @@ class ToolPlanEnv(TextAECEnv):
                 self.split,
             )
         self.state = self.initial_state.copy()
+        self._shown_state = None
         self.success = self.puzzle.solved(self.state)
         self._state_potential = self._potential(self.state)
         self._proposals = {}
@@ -275,11 +279,12 @@ class ToolPlanEnv(TextAECEnv):
     def _act_plan(self, agent: str, action: str) -> StepOutcome:
         actions, error = self._answer_actions(action)
         problems = self._run(self.state, actions)
+        self._shown_state = None
         self.success = self.puzzle.solved(self.state)
         self._state_potential = self._potential(self.state)
         error = error or self._describe_problems(problems)
         ignored = len(actions) - len(actions[: self.max_moves_per_turn])
-        self._last_turn_report = (
+        self._last_turn_report = sanitize(
             f"Turn {self.turn + 1}: the {'aggregator' if agent == AGGREGATOR else 'plan agent'} answered "
             f"{self.puzzle.format_actions(actions) or '(nothing usable)'}"
             + (f" (only the first {self.max_moves_per_turn} were carried out)" if ignored else "")
@@ -411,6 +416,9 @@ class ToolPlanEnv(TextAECEnv):
         )
 
     def _observation_text(self, agent: str) -> str:
+        """The agent's prompt, every piece sanitized where it enters (`OBSERVATION_SANITIZED`): the fixed header
+        and the answer format once per agent, the real state's render and status once per state, the last turn's
+        report when it is written, a proposal's code, output and summary when shown."""
         header = self._headers.get(agent)
         if header is None:
             cap = self.max_moves_per_turn
@@ -419,14 +427,18 @@ class ToolPlanEnv(TextAECEnv):
                 if cap is None
                 else f"\nOnly the first {cap} actions of an answer are carried out each turn."
             )
-            header = self._headers[agent] = (
+            header = self._headers[agent] = sanitize(
                 f"{self._role(agent)}\n{self.puzzle.task}{limit}\n## Current state"
+            )
+        if self._shown_state is None:
+            self._shown_state = (
+                sanitize(self.puzzle.render_text(self.state)),
+                sanitize(self.puzzle.status(self.state)),
             )
         parts = [
             f"# {self.metadata['name']} - turn {self.display_turn} of {self.max_turns}",
             header,
-            self.puzzle.render_text(self.state),
-            self.puzzle.status(self.state),
+            *self._shown_state,
         ]
         if self._last_turn_report:
             parts += ["## Last turn", self._last_turn_report]
@@ -437,11 +449,12 @@ class ToolPlanEnv(TextAECEnv):
                     parts += [f"### {name}", *self._describe_proposal(proposal)]
             else:
                 parts += ["## The tool agent's proposal this turn", *self._describe_proposal(self.proposal)]
-        parts += ["## Your answer", self.puzzle.answer_format]
+        parts += ["## Your answer", self._answer_format]
         return "\n".join(parts)
 
     @staticmethod
     def _describe_proposal(proposal: Proposal) -> list[str]:
+        """The lines that show `proposal`, each sanitized (the code and its output are the model's)."""
         lines = []
         if proposal.code is not None:
             lines += ["Code:", "```python", truncate(proposal.code.rstrip("\n"), CODE_SHOWN_CHARS), "```"]
@@ -450,7 +463,7 @@ class ToolPlanEnv(TextAECEnv):
                 truncate(proposal.output or "(none)", OUTPUT_SHOWN_CHARS),
             ]
         lines.append("Proposal: " + proposal.summary)
-        return lines
+        return [sanitize(line) for line in lines]
 
     def _render_text(self) -> str:
         return f"{self.puzzle.render_text(self.state)}\nturn {self.display_turn} of {self.max_turns}. {self.puzzle.status(self.state)}"
