@@ -10,7 +10,7 @@ AT-GRPO (`grouping="agent_turn"`), for every instance, turn and agent in workflo
    temperature 0, their own policies) on a further copy (`team_credit="turn"`, the default). An agent whose
    step pays no team reward by itself (the tool agent proposes; the plan agent's moves are what succeed) is
    thereby credited with the outcome its answer leads to, which the paper's `alpha * r_team + r_local` for
-   every agent asks for; the last agent of a turn is scored by its own step alone, as before. The greedy
+   every agent asks for; the last agent of a turn is scored by its own step alone. The greedy
    completion is a probe only: it is never committed and never trained on. `team_credit="step"` (an
    ablation) scores every candidate by its own step's reward `rewards[agent]` alone;
    In a general-sum game an agent's step may pay another agent directly (`StepOutcome.reward_local` as a

@@ -20,7 +20,7 @@ coroutines under a schedule:
   calls in the calling thread, between its checks for other lanes' results: on 2 cores the HF backend's calls ran
   slower from a worker thread than from the main one (`benchmarks/README.md`), and CPU calls gain nothing from a
   thread of their own.
-- "lockstep" (the schedule before, kept as the benchmark's anchor): every live episode runs until it waits; the
+- "lockstep" (the benchmark's anchor): every live episode runs until it waits; the
   waiting requests are then served in the calling thread, one call per (server, shape) in first-seen order (at
   most `max_items_per_call` items each), and every episode gets its answers. One server works at a time and
   every episode waits for the slowest call of the round.

@@ -64,8 +64,8 @@ Threat model: the program is hostile and knows this code.  Covered, per run, as 
     ``memory_mb`` plus its tmpfs caps to the idle server's usage as measured once, when the worker was ready
     - anonymous memory, tmpfs, page cache and kernel memory (pipe buffers, page tables, dentries) of all its
     processes together; past that the OOM killer ends one of its processes and the run is ``"memory"``.  What
-    earlier runs left charged never raises that limit (lookups of missing paths left 550 MiB of dentries, which
-    the next run's budget used to include): a worker whose idle usage drifts more than
+    earlier runs left charged never counts against the next run (lookups of missing paths can leave hundreds of
+    MiB of dentries charged to the cgroup): a worker whose idle usage drifts more than
     ``server_pool.DRIFT_BYTES`` above its baseline is restarted in a recreated cgroup before its next run.
     Elsewhere a run holds at most ``max_processes`` x ``memory_mb`` of address space plus its tmpfs caps (and
     unaccounted kernel memory).

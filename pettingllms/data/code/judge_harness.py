@@ -308,7 +308,7 @@ def run_check(candidate, secret, deadline):
         if name not in namespace and name in sys.stdlib_module_names and not hasattr(builtins, name):
             try:
                 namespace[name] = __import__(name)
-            except Exception:  # noqa: BLE001  (not importable here: the check gets its NameError as before)
+            except Exception:  # noqa: BLE001  (not importable here: the check then gets its NameError)
                 pass
     entry = namespace[secret["entry_point"]] = Proxy(candidate, secret["entry_point"], lambda: deadline)
     namespace["check"](entry)
