@@ -81,3 +81,54 @@ def test_a_tool_reset_with_a_bad_seed_names_the_seed(seed):
     env = ToolEnvironment("plan-path-v0", "plan", {"tool": lambda observation: "no proposal"}, {})
     with pytest.raises(ConfigError, match=r"reset\(seed="):
         env.reset(seed=seed)
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--learning_rate", "nan"], ["learning_rate=nan must be a finite number"]),
+        (["--learning_rate", "-0.001"], ["learning_rate=-0.001 must be >= 0"]),
+        (["--learning_rate", "inf"], ["learning_rate=inf must be a finite number"]),
+        (
+            ["--learning_rate", "nan", "--max_steps", "0", "--top_p", "1.5"],
+            ["3 settings are wrong", "learning_rate=nan", "max_steps=0", "top_p=1.5 must be in (0, 1]"],
+        ),
+        (
+            ["--env_kwargs", '{"size": 99, "colour": 1}'],
+            ["env_kwargs names ['colour']", "env_kwargs={'size': 99}: size=99 must be an integer in [2, 30]"],
+        ),
+    ],
+    ids=["nan-lr", "negative-lr", "infinite-lr", "three-fields", "env-kwargs"],
+)
+def test_a_bad_training_setting_is_refused_before_anything_is_built_naming_every_bad_field(
+    flags, named, tmp_path, capsys
+):
+    from pettingllms.trainers.cli import main
+
+    output_dir = tmp_path / "run"
+    assert main(["--output_dir", str(output_dir), *flags]) == 2
+    captured = capsys.readouterr()
+    assert all(part in captured.err for part in named), captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+    assert "building the built-in tiny model" not in captured.out  # nothing was built first
+    assert not output_dir.exists()  # the refused run left no folder (and no config.json) behind
+
+
+def test_a_yaml_config_that_is_not_utf8_is_one_line_naming_the_byte(tmp_path, capsys):
+    from pettingllms.trainers.cli import main
+
+    config = tmp_path / "run.yaml"
+    config.write_bytes(b"learning_rate: 1.0e-4\n# caf\xe9\n")
+    assert main(["--config", str(config)]) == 2
+    assert f"--config {config}: not UTF-8 text (byte 0xe9 at offset 27)" in capsys.readouterr().err
+
+
+def test_the_trainer_itself_checks_the_env_before_it_takes_the_folder(tmp_path):
+    from pettingllms.core.errors import ConfigError
+    from pettingllms.trainers import ATGRPOTrainer
+    from pettingllms.trainers.settings.arguments import parse
+
+    args = parse(["--output_dir", str(tmp_path / "run"), "--env_kwargs", '{"size": 1}'])
+    with pytest.raises(ConfigError, match="size=1 must be an integer"):
+        ATGRPOTrainer(args, log=lambda _: None)
+    assert not (tmp_path / "run").exists()

@@ -63,9 +63,14 @@ def load_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(f"--config {path}: cannot read it ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"--config {path}: not UTF-8 text (byte {error.object[error.start]:#04x} at offset {error.start}); "
+            "save the YAML as UTF-8"
+        ) from None
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as error:

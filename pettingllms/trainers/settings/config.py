@@ -15,9 +15,12 @@ as `ConfigError` naming the field, where those become known: a policy's device (
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
+import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from trl import GRPOConfig
@@ -38,6 +41,49 @@ from pettingllms.trainers.update.micro_batches import MICRO_BATCHINGS
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
 GENERATION_BACKENDS = ("hf", "vllm")
 SAVE_STRATEGIES = ("steps", "no")
+
+
+FLOAT_RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
+    "learning_rate": (">= 0", lambda value: value >= 0),
+    "weight_decay": (">= 0", lambda value: value >= 0),
+    "adam_beta1": ("in [0, 1)", lambda value: 0 <= value < 1),
+    "adam_beta2": ("in [0, 1)", lambda value: 0 <= value < 1),
+    "adam_epsilon": ("> 0", lambda value: value > 0),
+    "max_grad_norm": ("> 0", lambda value: value > 0),
+    "top_p": ("in (0, 1]", lambda value: 0 < value <= 1),
+    "beta": (">= 0 (the KL weight)", lambda value: value >= 0),
+    "epsilon": ("> 0 (the clip range)", lambda value: value > 0),
+    "eval_temperature": (">= 0 (0: greedy)", lambda value: value >= 0),
+    "entropy_coef": (">= 0", lambda value: value >= 0),
+    "ray_placement_timeout": ("> 0 seconds", lambda value: value > 0),
+}
+"""The range of each numeric training setting that would pass a comparison and crash later (inside the
+optimizer, the sampler, the loss) or train nothing; every float field must also be finite."""
+
+
+class Problems:
+    """The failures of a config's independent checks, so that one `ConfigError` names every bad field at once."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def add(self, message: str) -> None:
+        self.messages.append(message)
+
+    @contextlib.contextmanager
+    def check(self) -> Iterator[None]:
+        """Run the block; its `ConfigError` is recorded instead of raised."""
+        try:
+            yield
+        except ConfigError as error:
+            self.add(str(error))
+
+    def raise_any(self) -> None:
+        """Raise one `ConfigError` naming every recorded failure (none recorded: return)."""
+        if len(self.messages) == 1:
+            raise ConfigError(self.messages[0])
+        if self.messages:
+            raise ConfigError(f"{len(self.messages)} settings are wrong: " + "; ".join(self.messages))
 
 
 @dataclasses.dataclass
@@ -343,8 +389,10 @@ class ATGRPOConfig(GRPOConfig):
     def __post_init__(self) -> None:
         """Every check of a config (see the module docstring); each failure is a one-line `ConfigError`."""
         self._parse_mappings()
-        self._check_choices()
-        self._check_ranges()
+        problems = Problems()  # every bad choice and number at once, before any combination rule
+        self._check_choices(problems)
+        self._check_ranges(problems)
+        problems.raise_any()
         self._check_combinations()
         self._check_tiny_warm_start()
         self._check_inherited()
@@ -379,7 +427,7 @@ class ATGRPOConfig(GRPOConfig):
             if not isinstance(getattr(self, name), dict):
                 raise ConfigError(f"{name} must be a mapping, got {type(getattr(self, name)).__name__}")
 
-    def _check_choices(self) -> None:
+    def _check_choices(self, problems: Problems) -> None:
         if (
             self.bf16 is None
         ):  # given explicitly: TRL's rule (`BaseConfig.__post_init__`), not this field's default
@@ -388,34 +436,46 @@ class ATGRPOConfig(GRPOConfig):
         if self.activation_checkpointing is None:
             self.activation_checkpointing = bool(self.gradient_checkpointing)
         self.gradient_checkpointing = self.activation_checkpointing
-        self._check_choice("grouping", tuple(GROUPINGS))
-        try:
-            parse_commit(self.commit)
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
-        self._check_choice("eval_split", ("val", "eval"))
-        self._check_choice("team_credit", TEAM_CREDITS)
-        self._check_choice("rollout_schedule", SCHEDULES)
-        self._check_choice("turn_baseline", TURN_BASELINES)
+        for name, allowed in (
+            ("grouping", tuple(GROUPINGS)),
+            ("eval_split", ("val", "eval")),
+            ("team_credit", TEAM_CREDITS),
+            ("rollout_schedule", SCHEDULES),
+            ("turn_baseline", TURN_BASELINES),
+        ):
+            with problems.check():
+                self._check_choice(name, allowed)
+        with problems.check():
+            try:
+                parse_commit(self.commit)
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
         # TRL's documented aliases (its `GRPOConfig.__post_init__` maps them the same way); the help says so
         self.scale_rewards = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
-        self._check_choice("scale_rewards", SCALE_REWARDS)
-        self._check_choice("loss_type", LOSS_TYPES)
-        self._check_choice("importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
-        self._check_choice("policy_layout", POLICY_LAYOUTS)
-        self._check_choice("distributed", ("none", "ray"))
-        self._check_choice("generation_backend", GENERATION_BACKENDS)
-        self._check_choice("micro_batching", MICRO_BATCHINGS)
-        self._check_choice("workflow", ("mas", "single", "ensemble"))
-        try:
-            pettingllms.spec(self.env_id)  # a namespaced id (textarena/...) is resolved here
-        except PettingLLMsError as error:
-            raise ConfigError(f"env_id={self.env_id!r}: {error}") from None
-        self._check_choice("save_strategy", SAVE_STRATEGIES)
+        for name, allowed in (
+            ("scale_rewards", SCALE_REWARDS),
+            ("loss_type", LOSS_TYPES),
+            ("importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS),
+            ("policy_layout", POLICY_LAYOUTS),
+            ("distributed", ("none", "ray")),
+            ("generation_backend", GENERATION_BACKENDS),
+            ("micro_batching", MICRO_BATCHINGS),
+            ("workflow", ("mas", "single", "ensemble")),
+            ("save_strategy", SAVE_STRATEGIES),
+        ):
+            with problems.check():
+                self._check_choice(name, allowed)
+        with problems.check():
+            try:
+                pettingllms.spec(self.env_id)  # a namespaced id (textarena/...) is resolved here
+            except PettingLLMsError as error:
+                raise ConfigError(f"env_id={self.env_id!r}: {error}") from None
         self.report_to = _tracker_list(self.report_to)  # a list, 'none' as [], as transformers holds it
-        check_trackers(self.report_to)
+        with problems.check():
+            check_trackers(self.report_to)
 
-    def _check_ranges(self) -> None:
+    def _check_ranges(self, problems: Problems) -> None:
+        """Every numeric field in its range (`problems` collects each failure)."""
         for name in (
             "instances_per_step",
             "eval_episodes",
@@ -425,37 +485,45 @@ class ATGRPOConfig(GRPOConfig):
             "plan_prompt_tokens",
         ):
             if getattr(self, name) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)} must be >= 1")
+                problems.add(f"{name}={getattr(self, name)} must be >= 1")
         if self.env_workers < 0:
-            raise ConfigError(f"env_workers={self.env_workers} must be >= 0 (0: step envs in-process)")
+            problems.add(f"env_workers={self.env_workers} must be >= 0 (0: step envs in-process)")
         if self.eval_every < 0:
-            raise ConfigError(f"eval_every={self.eval_every} must be >= 0")
-        least = GROUPINGS[self.grouping].min_generations
-        if self.num_generations < least:
-            raise ConfigError(
+            problems.add(f"eval_every={self.eval_every} must be >= 0")
+        for name, value in vars(self).items():  # NaN and infinity pass every comparison below: refused first
+            if isinstance(value, float) and not math.isfinite(value):
+                problems.add(f"{name}={value} must be a finite number")
+        for name, (rule, holds) in FLOAT_RANGES.items():
+            value = getattr(self, name)
+            if isinstance(value, (int, float)) and math.isfinite(value) and not holds(value):
+                problems.add(f"{name}={value} must be {rule}")
+        least = GROUPINGS[self.grouping].min_generations if self.grouping in GROUPINGS else 1
+        if 1 <= self.num_generations < least:
+            problems.add(
                 f"num_generations (K) must be >= {least} for grouping={self.grouping!r}: a group needs candidates"
             )
         if self.num_iterations != 1:
-            raise ConfigError(
-                f"num_iterations={self.num_iterations}: AT-GRPO updates on-policy once per step (1)"
-            )
+            problems.add(f"num_iterations={self.num_iterations}: AT-GRPO updates on-policy once per step (1)")
         for policy, overrides in {"": {"temperature": self.temperature}, **self.policy_sampling}.items():
-            temperature = overrides.get("temperature", self.temperature)
+            temperature = (
+                overrides.get("temperature", self.temperature) if isinstance(overrides, dict) else 1.0
+            )
             if not temperature > 0:
                 where = f"policy_sampling[{policy!r}].temperature" if policy else "temperature"
-                raise ConfigError(
+                problems.add(
                     f"{where}={temperature}: training samples need a temperature > 0 (at 0 the K candidates are "
                     "identical and the log-probabilities divide by zero); greedy decoding is for evaluation "
                     "(eval_temperature, policy_eval_sampling)"
                 )
         for name in ("eval_max_completion_length", "max_generation_rows", "save_total_limit"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)} must be >= 1 (or None)")
-        self._check_sampling_keys()
+                problems.add(f"{name}={getattr(self, name)} must be >= 1 (or None)")
+        with problems.check():
+            self._check_sampling_keys()
         if self.max_completions is not None and self.max_completions < 1:
-            raise ConfigError(f"max_completions={self.max_completions} must be >= 1 (or None: no budget)")
+            problems.add(f"max_completions={self.max_completions} must be >= 1 (or None: no budget)")
         if self.max_steps is None or self.max_steps < 1:
-            raise ConfigError(f"max_steps={self.max_steps} must be >= 1: the number of AT-GRPO steps")
+            problems.add(f"max_steps={self.max_steps} must be >= 1: the number of AT-GRPO steps")
 
     def _check_sampling_keys(self) -> None:
         """Per-policy sampling overrides name only `SamplingConfig` fields."""
@@ -616,6 +684,28 @@ class ATGRPOConfig(GRPOConfig):
             raise ConfigError(
                 f"{name}={getattr(self, name)!r} is not supported; allowed values: {list(allowed)}"
             )
+
+    def check_env(self) -> None:
+        """Build the run's env once from these settings, before any folder, model or warm start is made: every
+        `env_kwargs` key the env does not take and a value it refuses are one `ConfigError` naming `env_kwargs`."""
+        from pettingllms.core.registration import accepted_arguments
+
+        problems = Problems()
+        accepted = accepted_arguments(pettingllms.spec(self.env_id).load())
+        unknown = sorted(set(self.env_kwargs) - accepted) if accepted is not None else []
+        if unknown:
+            problems.add(
+                f"env_kwargs names {unknown}, which {self.env_id} does not take; its arguments: {sorted(accepted)}"
+            )
+        known = {key: value for key, value in self.env_kwargs.items() if key not in unknown}
+        try:
+            env = pettingllms.make(
+                self.env_id, workflow=self.workflow, alpha=self.alpha, max_turns=self.max_turns, **known
+            )
+            env.close()
+        except (ConfigError, ValueError, TypeError) as error:
+            problems.add(f"{self.env_id} with env_kwargs={known!r}: {error}")
+        problems.raise_any()
 
     def policy_temperature(self, policy: str) -> float:
         """The training sampling temperature of `policy` (its `policy_sampling` override, else `temperature`);
