@@ -132,3 +132,25 @@ def test_the_trainer_itself_checks_the_env_before_it_takes_the_folder(tmp_path):
     with pytest.raises(ConfigError, match="size=1 must be an integer"):
         ATGRPOTrainer(args, log=lambda _: None)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_reply_with_lone_surrogates_keeps_its_verifiers_trace_writable():
+    """A reply of invalid UTF-8 decoded leniently holds lone surrogates: scored as before, and the trace's record
+    of it is something verifiers' own serializer writes (the raw text made it refuse the whole trace)."""
+    pytest.importorskip("verifiers")
+    import numpy as np
+    from verifiers.v1.trace import Trace
+
+    import pettingllms
+    from pettingllms.integrations.verifiers_env import _Episode
+
+    hostile = "<answer>R\udcff\ud800 D</answer>"
+    env = pettingllms.make("plan-path-v0")
+    env.reset(seed=3)
+    episode = _Episode(env, "plan", "oracle", np.random.default_rng(3))
+    episode.play_others()
+    episode.act(hostile)
+    written = Trace.model_construct(info={"answers": episode.answers}).model_dump_json(include={"info"})
+    assert "\\\\udcff" in written and "\\\\ud800" in written
+    with pytest.raises(ValueError, match="surrogates not allowed"):  # what the raw reply did to the trace
+        Trace.model_construct(info={"answers": [hostile]}).model_dump_json(include={"info"})

@@ -132,13 +132,19 @@ class PettingLLMsVerifiersEnv(vf.Env[PettingLLMsEnvConfig]):
         trace.info.update(turns=int(env.unwrapped.turn), answers=episode.answers)
 
 
+def recordable(text: str) -> str:
+    """`text` as a JSON trace can hold it: each lone surrogate (invalid UTF-8 that a client decoded leniently), which
+    verifiers' serializer refuses and would lose the episode's trace for, written as its escape (`\\udcff`)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class _Episode:
     """An env with one model-played agent, the others played by `others`: the model's return so far."""
 
     def __init__(self, env: Any, agent: str, others: str, rng: np.random.Generator):
         self.env, self.agent, self.others, self.rng = env, agent, others, rng
         self.returns, self.parse_errors, self.env_errors = 0.0, 0, 0
-        self.answers: list[str] = []  # the model's, in order (the trace keeps them for a replay)
+        self.answers: list[str] = []  # the model's, in order, as JSON holds them (the trace keeps them)
 
     def over(self) -> bool:
         acting = self.env.agent_selection
@@ -146,7 +152,7 @@ class _Episode:
 
     def act(self, answer: str) -> None:
         """Step the model's `answer` for its agent, then the others until it is to act again or the episode ends."""
-        self.answers.append(answer)
+        self.answers.append(recordable(answer))
         self.env.step(answer)
         self.returns += float(self.env.unwrapped.rewards[self.agent])
         info = self.env.infos[self.agent]
