@@ -154,3 +154,49 @@ def test_a_reply_with_lone_surrogates_keeps_its_verifiers_trace_writable():
     assert "\\\\udcff" in written and "\\\\ud800" in written
     with pytest.raises(ValueError, match="surrogates not allowed"):  # what the raw reply did to the trace
         Trace.model_construct(info={"answers": [hostile]}).model_dump_json(include={"info"})
+
+
+@pytest.mark.parametrize(
+    ("output", "named"),
+    [
+        ("afile/r.json", "--output {tmp}/afile/r.json: its folder {tmp}/afile: is a file"),
+        (
+            "cachedir/r.json",
+            "the episode cache of --output, {tmp}/cachedir/r.json.episodes.jsonl: is a folder",
+        ),
+        (
+            "/proc/pettingllms/r.json",
+            "--output /proc/pettingllms/r.json: its folder /proc/pettingllms: cannot write",
+        ),
+    ],
+    ids=["parent-is-a-file", "cache-is-a-folder", "unwritable"],
+)
+def test_an_eval_output_that_cannot_be_written_is_refused_before_any_episode(output, named, tmp_path, capsys):
+    from pettingllms.eval.cli import main
+
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "cachedir" / "r.json.episodes.jsonl").mkdir(parents=True)
+    target = Path(output) if output.startswith("/") else tmp_path / output
+    assert (
+        main(["--env", "plan-path-v0", "--policy", "oracle", "--episodes", "2", "--output", str(target)]) == 2
+    )
+    err = capsys.readouterr().err
+    assert named.format(tmp=tmp_path) in err and len(err.strip().splitlines()) == 1, err
+    assert not target.with_name(target.name + ".transcripts.jsonl").exists()  # nothing was played
+
+
+@pytest.mark.parametrize(
+    "where", ["afile/run", "/proc/pettingllms/run"], ids=["parent-is-a-file", "unwritable"]
+)
+def test_a_training_output_dir_that_cannot_be_written_is_refused_before_anything_is_built(
+    where, tmp_path, capsys
+):
+    from pettingllms.trainers.cli import main
+
+    (tmp_path / "afile").write_text("")
+    output_dir = Path(where) if where.startswith("/") else tmp_path / where
+    assert main(["--output_dir", str(output_dir)]) == 2
+    captured = capsys.readouterr()
+    assert (
+        f"output_dir {output_dir}:" in captured.err and "building the built-in tiny model" not in captured.out
+    )

@@ -29,6 +29,7 @@ from typing import Any
 import pettingllms
 from pettingllms.core.errors import PettingLLMsError
 from pettingllms.core.extras import require_extra
+from pettingllms.core.outputs import check_writable_file
 
 FORMAT = "pettingllms-eval/1"
 DEFAULT_EPISODES = 100
@@ -132,6 +133,12 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
     if args.samples < 1 or args.episodes < 1:
         raise ValueError(f"--samples={args.samples} and --episodes={args.episodes} must be >= 1")
     cache_path = args.output.with_name(args.output.name + ".episodes.jsonl")
+    check_writable_file(args.output, "--output")  # before any policy loads or episode plays
+    check_writable_file(cache_path, "the episode cache of --output,")
+    if not args.no_transcripts:
+        check_writable_file(
+            args.output.with_name(args.output.name + ".transcripts.jsonl"), "the transcripts of --output,"
+        )
     report: dict[str, Any] = {
         "format": FORMAT,
         "label": args.label or args.policy,

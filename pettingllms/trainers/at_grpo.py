@@ -94,7 +94,7 @@ class ATGRPOTrainer:
     """Runs AT-GRPO as `ATGRPOConfig` describes (see the module docstring)."""
 
     def __init__(self, args: ATGRPOConfig, *, log: Callable[[str], None] = print):
-        args.check_env()  # a refused run leaves its output_dir as it found it
+        args.check_before_work()  # a refused run leaves its output_dir as it found it
         self.args = args
         self.world = current_world()
         self.log = log if self.world.is_main else _silent

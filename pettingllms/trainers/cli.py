@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             plan = _memory_plan(args, planning)
             print(plan.render())
             return 0 if plan.fits else PLAN_DOES_NOT_FIT
-        args.check_env()  # before the warm start is built: a bad env_kwargs fails here, under its own name
+        args.check_before_work()  # before the warm start is built: a bad env_kwargs or output_dir fails here
         world = current_world()
         if world.is_main:  # the first run builds the tiny model: visibly, before the trainer, once
             prepare_starting_models(args)

@@ -21,6 +21,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from trl import GRPOConfig
@@ -685,12 +686,17 @@ class ATGRPOConfig(GRPOConfig):
                 f"{name}={getattr(self, name)!r} is not supported; allowed values: {list(allowed)}"
             )
 
-    def check_env(self) -> None:
-        """Build the run's env once from these settings, before any folder, model or warm start is made: every
-        `env_kwargs` key the env does not take and a value it refuses are one `ConfigError` naming `env_kwargs`."""
+    def check_before_work(self) -> None:
+        """What needs the env and the file system, checked before any folder, model or warm start is made: the
+        run's env is built once from these settings (every `env_kwargs` key the env does not take and a value it
+        refuses are named under `env_kwargs`), and `output_dir` must be a folder this process can write into (or
+        make); every failure at once, in one `ConfigError`."""
+        from pettingllms.core.outputs import check_writable_folder
         from pettingllms.core.registration import accepted_arguments
 
         problems = Problems()
+        with problems.check():
+            check_writable_folder(Path(self.output_dir), "output_dir")
         accepted = accepted_arguments(pettingllms.spec(self.env_id).load())
         unknown = sorted(set(self.env_kwargs) - accepted) if accepted is not None else []
         if unknown:
