@@ -7,13 +7,19 @@ timing (level generation is measured by `bench_sokoban_generation.py`); episodes
 slows down with every step it has ever taken, resets included), runs in a subprocess with the interpreter given by `--anchor-python`
 (a venv with `pip install textarena numpy`), in the same run.
 
-    python benchmarks/bench_env_steps.py [--steps 20000] [--anchor-python .bench-venv/bin/python] [--json out.json]
+The anchor and every env are measured in turn, `--repeats` times (default 5), and each figure is the median of its
+repeats: the anchor's rate moved by a fifth between single runs on a shared machine, so a ratio of single runs is
+not a figure to keep.
+
+    python benchmarks/bench_env_steps.py [--steps 20000] [--repeats 5] [--anchor-python .bench-venv/bin/python]
+        [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -42,10 +48,10 @@ for i in range(steps):
         env = ta.make("Sokoban-v0")
         env.reset(num_players=1, seed=seed)
         done = False
-    start = time.perf_counter()
+    start = time.process_time()
     player_id, observation = env.get_observation()
     done, info = env.step(action=moves[i % 4])
-    elapsed += time.perf_counter() - start
+    elapsed += time.process_time() - start
 print(json.dumps({"steps_per_s": steps / elapsed}))
 """
 
@@ -60,10 +66,10 @@ def measure(env_id: str, workflow: str, steps: int) -> float:
         if not env.agents or env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:
             seed += 1
             env.reset(seed=seed)
-        start = time.perf_counter()
+        start = time.process_time()
         env.last()
         env.step(actions[i % len(actions)])
-        elapsed += time.perf_counter() - start
+        elapsed += time.process_time() - start
     return steps / elapsed
 
 
@@ -80,25 +86,33 @@ def measure_anchor(python: Path, steps: int) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--anchor-python", type=Path, default=REPO / ".bench-venv" / "bin" / "python")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
 
-    figures: dict[str, float | None] = {
-        "textarena/Sokoban-v0": measure_anchor(args.anchor_python, args.steps)
-    }
-    for env_id in sorted(pettingllms.registry):
-        for workflow in ("single", "mas"):
-            figures[f"{env_id}/{workflow}"] = measure(env_id, workflow, args.steps)
+    names = [
+        f"{env_id}/{workflow}" for env_id in sorted(pettingllms.registry) for workflow in ("single", "mas")
+    ]
+    runs: dict[str, list[float]] = {"textarena/Sokoban-v0": [], **{name: [] for name in names}}
+    for _ in range(args.repeats):  # in turn: a slow spell of the machine falls on every figure alike
+        anchor_rate = measure_anchor(args.anchor_python, args.steps)
+        if anchor_rate is not None:
+            runs["textarena/Sokoban-v0"].append(anchor_rate)
+        for name in names:
+            env_id, workflow = name.split("/")
+            runs[name].append(measure(env_id, workflow, args.steps))
+    figures = {name: statistics.median(rates) if rates else None for name, rates in runs.items()}
     anchor = figures["textarena/Sokoban-v0"]
-    print(f"{'environment':<28} {'observe+step/s':>15} {'vs TextArena Sokoban':>21}")
+    print(
+        f"{'environment':<28} {'observe+step/s':>15} {'vs TextArena Sokoban':>21}   (medians of {args.repeats})"
+    )
     for name, rate in figures.items():
         ratio = f"{rate / anchor:.2f}x" if anchor and rate else "-"
         print(f"{name:<28} {rate or float('nan'):>15,.0f} {ratio:>21}")
     if args.json:
-        args.json.write_text(
-            json.dumps({"python": sys.version.split()[0], "steps": args.steps, "figures": figures}, indent=2)
-        )
+        report = {"python": sys.version.split()[0], "steps": args.steps, "repeats": args.repeats}
+        args.json.write_text(json.dumps({**report, "figures": figures, "runs": runs}, indent=2))
 
 
 if __name__ == "__main__":

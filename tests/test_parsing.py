@@ -105,3 +105,30 @@ def test_stdio_cases_scan_unclosed_openers_once(monkeypatch):
     assert patterns["_INPUT_OPEN"].searches == 1 and patterns["_INPUT_CLOSE"].searches == 1
     assert cases.stdio_cases("<input>a</input>" * 4000 + "<output>b") == []
     assert patterns["_INPUT_OPEN"].searches == 1 + 4000
+
+
+def test_the_ascii_answer_search_finds_the_span_the_left_to_right_scan_finds():
+    """`extract_answer`'s string search for ASCII text against `last_delimited`'s scan, on 20,000 seeded texts made
+    of whole and broken tags in both cases (pairing, unclosed openers, stray closers)."""
+    import random
+
+    from pettingllms.core import parsing
+
+    rng = random.Random(0)
+    pieces = [
+        "<answer>",
+        "</answer>",
+        "<ANSWER>",
+        "</Answer>",
+        "U",
+        " R ",
+        "x",
+        "\n",
+        "<answer",
+        "answer>",
+        "</",
+    ]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        scanned = parsing.last_delimited(text, parsing._ANSWER_OPEN, parsing._ANSWER_CLOSE)
+        assert parsing._last_answer_ascii(text) == scanned, text

@@ -329,7 +329,7 @@ class TextAECEnv(AECEnv):
         for a in self.agents:
             local = changes.get(a, 0.0) if shaped else 0.0
             self.rewards[a] = self.alpha * team + local
-            self.infos[a] = self._info(team, local, step_turn=acting_turn)
+            self.infos[a] = self._info(team, local, step_turn=acting_turn, turn=0)  # turn: set below
             if a != agent and a in direct and shaped:
                 self.infos[a]["reward_paid"] = direct[a]
         self.infos[agent].update(outcome.info)
@@ -401,11 +401,14 @@ class TextAECEnv(AECEnv):
             )
         return {a: float(amount) for a, amount in reward_local.items()}
 
-    def _info(self, reward_team: float, reward_local: float, *, step_turn: int = 0) -> dict[str, Any]:
+    def _info(
+        self, reward_team: float, reward_local: float, *, step_turn: int = 0, turn: int | None = None
+    ) -> dict[str, Any]:
+        """An agent's info; `turn`: the shown turn (None: `display_turn`)."""
         return {
             "reward_team": reward_team,
             "reward_local": reward_local,
-            "turn": self.display_turn,
+            "turn": self.display_turn if turn is None else turn,
             "step_turn": step_turn,
             "success": self.success,
         }

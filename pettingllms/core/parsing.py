@@ -57,9 +57,28 @@ def extract_answer(text: str) -> str | None:
 
     >>> extract_answer("think... <answer>U R</answer>")
     'U R'
+    >>> extract_answer("<answer>A </ANSWER> B</answer> <answer>C")
+    'A'
     """
-    content = last_delimited(text, _ANSWER_OPEN, _ANSWER_CLOSE)
+    if text.isascii():  # `lower` keeps every position: the span `last_delimited` finds, by string search
+        content = _last_answer_ascii(text)
+    else:
+        content = last_delimited(text, _ANSWER_OPEN, _ANSWER_CLOSE)
     return None if content is None else content.strip()
+
+
+def _last_answer_ascii(text: str) -> str | None:
+    """`last_delimited(text, <answer>, </answer>)` for ASCII `text`, from the end: the last closer that an opener
+    after the closer before it (the left-to-right scan's pairing) opens; None when no closer is opened."""
+    lower, opener, closer = text.lower(), "<answer>", "</answer>"
+    end = lower.rfind(closer)
+    while end != -1:
+        previous = lower.rfind(closer, 0, end)
+        start = lower.find(opener, 0 if previous == -1 else previous + len(closer), end)
+        if start != -1:
+            return text[start + len(opener) : end]
+        end = previous
+    return None
 
 
 def extract_python_block(text: str) -> str | None:
