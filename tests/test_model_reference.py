@@ -54,7 +54,8 @@ def test_an_id_that_is_neither_cached_nor_reachable_is_one_line_naming_it(hub_ca
         resolve_model("owner/not-there")
     message = str(error.value)
     assert "'owner/not-there'" in message and "huggingface-cli download owner/not-there" in message
-    assert "'tiny' and 'qwen3-test' need no download" in message  # what runs offline instead
+    assert "'tiny', 'qwen3-test' and 'smollm2' need no download" in message  # what runs offline instead
+    assert "no such folder here" in message and "no such model in the local Hugging Face cache" in message
     assert "\n" not in message and time.perf_counter() - started < 10
 
 

@@ -56,8 +56,7 @@ def test_a_hub_id_that_cannot_be_fetched_is_one_line_before_the_run_folder_exist
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as on a machine without the hub
     assert main(["--model_name_or_path", "Qwen/Qwen3-1.7B", "--output_dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(
-        "pettingllms-train: error: model 'Qwen/Qwen3-1.7B' is not in the local Hugging Face"
-    )
-    assert "'tiny' and 'qwen3-test' need no download" in err  # what to use instead
+    assert err.startswith("pettingllms-train: error: model 'Qwen/Qwen3-1.7B': no such folder here")
+    assert "no such model in the local Hugging Face cache" in err
+    assert "'tiny', 'qwen3-test' and 'smollm2' need no download" in err  # what to use instead
     assert "\n" not in err and not (tmp_path / "run").exists()
