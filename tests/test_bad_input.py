@@ -200,3 +200,17 @@ def test_a_training_output_dir_that_cannot_be_written_is_refused_before_anything
     assert (
         f"output_dir {output_dir}:" in captured.err and "building the built-in tiny model" not in captured.out
     )
+
+
+def test_every_test_the_bad_input_table_names_exists():
+    """docs/bad_input.md names, for each bad input, the test that holds it: each named test is in its file."""
+    import ast
+    import re
+
+    table = (ROOT / "docs" / "bad_input.md").read_text()
+    named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", table)
+    assert len(named) >= 15
+    for path, name in named:
+        tree = ast.parse((ROOT / path).read_text())
+        tests = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+        assert name in tests, f"{path}::{name} is named in docs/bad_input.md but does not exist"
