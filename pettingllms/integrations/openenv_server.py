@@ -64,7 +64,6 @@ from starlette.responses import JSONResponse
 
 import pettingllms
 from pettingllms.core.errors import ConfigError, PettingLLMsError
-from pettingllms.core.splits import SPLITS
 
 BASELINES = ("oracle", "random")
 """The `--others` played from the env's own state, with per-episode seeded randomness; any other spec is loaded
@@ -191,8 +190,8 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
         return getattr(self.raw, "RESET_OPTIONS", None)
 
     def _checked_options(self, options: Any) -> dict[str, Any]:
-        """`options` as a dict, refused (`ConfigError`) when it is no mapping, names an option the env does not
-        take, or a split that does not exist."""
+        """`options` as a dict, refused (`ConfigError`) when it is no mapping or names an option the env does not
+        take (the env itself only warns of one, which a client never sees)."""
         if options is None:
             return {}
         if not isinstance(options, Mapping):
@@ -203,9 +202,7 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
             raise ConfigError(
                 f"{self.env_id} has no reset option(s) {unknown}; it takes {sorted(understood)}"
             )
-        if "split" in options and options["split"] not in SPLITS:
-            raise ConfigError(f"split={options['split']!r} is not a split; allowed values: {list(SPLITS)}")
-        return dict(options)
+        return dict(options)  # a bad value (a split that does not exist) is the env's own reset error
 
     def _over(self) -> bool:
         acting = self.env.agent_selection

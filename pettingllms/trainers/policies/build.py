@@ -19,8 +19,8 @@ Precision: the trained weights and their optimizer states are float32 whatever `
 paper's lr 1e-6 rounds away on most bfloat16 weights); `bf16` is the compute dtype (`ATGRPOConfig.compute_dtype`):
 the update runs under autocast, and generation on a copy of the weights in bfloat16.
 
-Generation backends (`generation_backend`, `generation.generation_backend` builds them): `hf` samples from the update worker's own model object in float32
-(nothing to sync), or, in a lower compute dtype, from a copy in it that the policy's `sync()` refreshes after each
+Generation backends (`generation_backend`, built by `generation.generation_backend`): `hf` samples from the update
+worker's own model object in float32 (nothing to sync), or, in a lower compute dtype, from a copy in it that the policy's `sync()` refreshes after each
 update, one parameter at a time; `vllm` gives every policy its own vLLM engine, in a process of its own on the
 policy's device (the LoRA layout: one engine serving one adapter per policy), and the policy's `sync()` pushes its
 weights (or adapter) into it after each update; on a GPU a policy's engine sleeps while its update runs
@@ -179,9 +179,9 @@ def _build_lora(
     agent_policy = map_agents(args.policy_layout, args.agent_policies, agents)
     names = list(dict.fromkeys(agent_policy.values()))
     peft_model = _peft_model(args, base, names, resume_from)
-    device = place_policies(["base"], {}, use_cpu=args.use_cpu)["base"]  # the adapters share one model
-    updaters = {name: AdapterUpdater(name, peft_model, tokenizer, args, device) for name in names}
-    device = next(iter(updaters.values())).args.device  # the pinned torch.device
+    placed = place_policies(["base"], {}, use_cpu=args.use_cpu)["base"]  # the adapters share one model
+    updaters = {name: AdapterUpdater(name, peft_model, tokenizer, args, placed) for name in names}
+    device = next(iter(updaters.values())).args.device  # `placed` as the torch.device the updaters pinned
     seed, on_gpu = derive_seed(args.seed, "policy", 0), device.type == "cuda"
     if args.generation_backend == "vllm":
         engine = generation_backend(args, seed=seed, path=base_path, on_gpu=on_gpu, lora_adapters=len(names))
