@@ -73,7 +73,7 @@ def passes_checks(sandbox: Sandbox, problems: list[CodeProblem], codes: list[str
     """Whether each code passes its function problem's check, judged outside the candidate's process."""
     judgements = [check_judgement(p, c, timeout=10.0, memory_mb=1024) for p, c in zip(problems, codes)]
     results = sandbox.run_batch([j.program for j in judgements])
-    return [read_verdicts(j, r) == [(True, "passed")] for j, r in zip(judgements, results)]
+    return [read_verdicts(j, r) == [(True, "passed", True)] for j, r in zip(judgements, results)]
 
 
 def run_tests(sandbox: Sandbox, problem: CodeProblem, code: str) -> list[bool]:
@@ -278,20 +278,23 @@ def test_a_verdict_counts_only_from_a_clean_run_with_this_runs_nonce():
     judgement = check_judgement(problem, problem.reference, timeout=1.0, memory_mb=256)
     other = check_judgement(problem, problem.reference, timeout=1.0, memory_mb=256)
     assert other.nonce != judgement.nonce
-    good = f'{judgement.nonce} {{"verdicts": [[true, "passed"]]}}\n'
-    assert read_verdicts(judgement, SandboxResult("ok", good, "", 0, 0.1)) == [(True, "passed")]
+    good = f'{judgement.nonce} {{"verdicts": [[true, "passed"]], "ran": 1}}\n'
+    assert read_verdicts(judgement, SandboxResult("ok", good, "", 0, 0.1)) == [(True, "passed", True)]
     failing = [
         SandboxResult("error", good, "Traceback", 1, 0.1),  # not a clean exit
         SandboxResult("killed", good, "", -9, 0.1),
         SandboxResult("ok", good.replace(judgement.nonce, other.nonce), "", 0, 0.1),  # another run's line
         SandboxResult("ok", good + "PASS\n", "", 0, 0.1),  # not the last line
-        SandboxResult("ok", f'{judgement.nonce} {{"verdicts": [[1, "passed"]]}}\n', "", 0, 0.1),
+        SandboxResult("ok", f'{judgement.nonce} {{"verdicts": [[1, "passed"]], "ran": 1}}\n', "", 0, 0.1),
+        SandboxResult("ok", f'{judgement.nonce} {{"verdicts": [[true, "passed"]]}}\n', "", 0, 0.1),  # no "ran"
+        SandboxResult("ok", good.replace('"ran": 1', '"ran": 0'), "", 0, 0.1),  # a pass that was not run
+        SandboxResult("ok", good.replace('"ran": 1', '"ran": 2'), "", 0, 0.1),
         SandboxResult("ok", f'{judgement.nonce} {{"verdicts": []}}\n', "", 0, 0.1),
         SandboxResult("ok", f"{judgement.nonce} not json\n", "", 0, 0.1),
         SandboxResult("ok", "", "", 0, 0.1),
     ]
     for result in failing:
-        [(passed, detail)] = read_verdicts(judgement, result)
+        [(passed, detail, _)] = read_verdicts(judgement, result)
         assert not passed and detail, result
 
 

@@ -503,6 +503,8 @@ class _RecordingSandbox:
     """A sandbox stand-in for fuzzing the host's side: it runs nothing, checks that each program's stdin is
     what the harness can read (two frames of JSON, every case's values decodable), and answers a failure."""
 
+    workers = 1
+
     def run_batch(self, programs):
         from pettingllms.data.code import judge_harness
         from pettingllms.sandbox import SandboxResult

@@ -21,11 +21,16 @@ process), validated by the sandbox before anything runs (an invalid limit raises
 not of the model); the sandbox also caps what a program prints (status "output_limit") and its processes.
 The sandbox is the one the env was given, or the process-wide shared one (`default_sandbox()`) when it was given
 None: envs hold None so that a clone shares the shared sandbox rather than copying it.
+
+`run_until_timeout(sandbox, groups)` judges programs as a contest judge runs one solution on its tests: each
+group's programs in order, stopping at the group's first timeout (the programs after it are not run). A program
+that loops on every test then costs one timeout, not one per test.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Sequence
 
 from pettingllms import sandbox as sandboxing
@@ -78,8 +83,45 @@ def run_programs(sandbox: Sandbox | None, programs: Sequence[Program]) -> list[P
         runner = sandbox if sandbox is not None else sandboxing.default_sandbox()
         results = runner.run_batch(programs)
     except sandboxing.SandboxUnavailable as error:
-        return [ProgramRun("unavailable", "", f"the code could not run: {error}", None)] * len(programs)
+        return [_unavailable(error)] * len(programs)
     return [_read(result) for result in results]
+
+
+def run_until_timeout(
+    sandbox: Sandbox | None, groups: Sequence[Sequence[Program]]
+) -> list[list[ProgramRun | None]]:
+    """Run each group's programs in order, each group stopping at its first timeout; one list per group, one entry
+    per program: its run, or None when an earlier program of its group timed out (it was not run).
+
+    Programs run in parallel waves of the sandbox's `workers`, taken across the groups in order; a program that
+    ran in the same wave after its group's first timeout is discarded (None), so which programs count never
+    depends on the number of workers. A group whose every program loops costs about one timeout. When the sandbox
+    is unavailable every entry is the "unavailable" run.
+    """
+    try:
+        workers = (sandbox if sandbox is not None else sandboxing.default_sandbox()).workers
+    except sandboxing.SandboxUnavailable as error:
+        return [[_unavailable(error)] * len(group) for group in groups]
+    runs: list[list[ProgramRun | None]] = [[None] * len(group) for group in groups]
+    stopped = [False] * len(groups)
+    order = [(g, i) for g, group in enumerate(groups) for i in range(len(group))]
+    while order:
+        wave = list(itertools.islice(((g, i) for g, i in order if not stopped[g]), workers))
+        if not wave:
+            break
+        done = run_programs(sandbox, [groups[g][i] for g, i in wave])
+        if done[0].result is None:  # the sandbox is unavailable: nothing ran
+            return [[done[0]] * len(group) for group in groups]
+        for (g, i), run in zip(wave, done, strict=True):
+            if not stopped[g]:
+                runs[g][i] = run
+                stopped[g] = run.status == "timeout"
+        order = order[order.index(wave[-1]) + 1 :]
+    return runs
+
+
+def _unavailable(error: sandboxing.SandboxUnavailable) -> ProgramRun:
+    return ProgramRun("unavailable", "", f"the code could not run: {error}", None)
 
 
 def _read(result: SandboxResult) -> ProgramRun:

@@ -5,7 +5,8 @@ code runs in its own process, and the dataset's check (:func:`check_judgement`) 
 (:func:`cases_judgement`) run in the harness's, which talks to the candidate in plain data only. The hidden
 part (check, expected values) travels on stdin after the candidate's code and is read by the harness only after
 the candidate's process exists. :func:`read_verdicts` accepts exactly one thing as a pass: a clean exit of the
-harness whose last stdout line carries this run's random nonce and a well-formed verdict list; anything else
+harness whose last stdout line carries this run's random nonce and a well-formed verdict list (with the number
+of cases that ran: the harness stops at the candidate's first timeout); anything else
 (a crash, a timeout, a missing or malformed line) is a failure of every verdict. Nothing here runs code.
 
 The candidate's process runs, before the candidate's code, the problem's public prelude (:func:`prelude`): the
@@ -25,7 +26,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from pettingllms.data.code import judge_harness
 from pettingllms.data.code.judge_candidate import encode
@@ -96,29 +97,43 @@ def cases_judgement(
     return _judgement(problem, code, secret, len(calls), timeout, total, memory_mb)
 
 
-def read_verdicts(judgement: Judgement, result: SandboxResult) -> list[tuple[bool, str]]:
-    """``(passed, detail)`` per verdict of ``judgement`` from its sandbox ``result`` (see the module docstring)."""
+class Verdict(NamedTuple):
+    """One verdict: ``passed``, ``detail`` (why not, or what came back), and whether its case ``ran`` (False:
+    not run, because the candidate timed out on an earlier case; see ``judge_harness.run_cases``)."""
+
+    passed: bool
+    detail: str
+    ran: bool = True
+
+
+def read_verdicts(judgement: Judgement, result: SandboxResult) -> list[Verdict]:
+    """One ``Verdict`` per verdict of ``judgement`` from its sandbox ``result`` (see the module docstring); a
+    failed run fails every verdict, and those ran."""
     if result.status != "ok":
         last = (result.stderr.strip().splitlines() or [""])[-1]
-        return [(False, f"{result.status}: {last[:200]}")] * judgement.count
+        return [Verdict(False, f"{result.status}: {last[:200]}")] * judgement.count
     lines = result.stdout.splitlines()
     prefix = judgement.nonce + " "
     if not lines or not lines[-1].startswith(prefix):
-        return [(False, "error: the judge gave no verdict")] * judgement.count
+        return [Verdict(False, "error: the judge gave no verdict")] * judgement.count
     try:
-        verdicts = json.loads(lines[-1][len(prefix) :])["verdicts"]
+        reply = json.loads(lines[-1][len(prefix) :])
+        verdicts, ran = reply["verdicts"], reply["ran"]
     except (ValueError, TypeError, KeyError):
-        verdicts = None
+        verdicts, ran = None, None
     well_formed = (
         type(verdicts) is list
         and len(verdicts) == judgement.count
         and all(
             type(v) is list and len(v) == 2 and type(v[0]) is bool and type(v[1]) is str for v in verdicts
         )
+        and type(ran) is int
+        and 0 <= ran <= judgement.count
+        and not any(passed for passed, _ in verdicts[ran:])
     )
     if not well_formed:
-        return [(False, "error: the judge's verdict is malformed")] * judgement.count
-    return [(passed, detail) for passed, detail in verdicts]
+        return [Verdict(False, "error: the judge's verdict is malformed")] * judgement.count
+    return [Verdict(passed, detail, index < ran) for index, (passed, detail) in enumerate(verdicts)]
 
 
 def _judgement(problem, code, secret, count, timeout, total, memory_mb) -> Judgement:

@@ -26,9 +26,9 @@ limit). A candidate that exits, dies, hangs, answers garbage or returns anything
 ``CandidateFailed`` (a ``BaseException``, so a check cannot swallow it) and fails the verdict.
 ``random`` is seeded, so checks with random inputs are reproducible.
 
-Output: one line on the run's stdout, ``<nonce> <json>`` with ``{"verdicts": [[passed, detail], ...]}`` (one
-for a check, one per case), written on a private copy of fd 1 that the candidate never holds; the check's own
-prints go to /dev/null. The host trusts nothing else (see ``judge.read_verdicts``).
+Output: one line on the run's stdout, ``<nonce> <json>`` with ``{"verdicts": [[passed, detail], ...], "ran": n}``
+(one verdict for a check, one per case; the first ``n`` cases ran, the rest were not run: ``run_cases``),
+written on a private copy of fd 1 that the candidate never holds; the check's own prints go to /dev/null. The host trusts nothing else (see ``judge.read_verdicts``).
 """
 
 import builtins
@@ -54,6 +54,10 @@ MAX_REPLY_BYTES = 16 << 20
 """Largest reply the harness accepts from the candidate's process."""
 MAX_DEPTH = 100
 """Deepest nesting of plain data the codec accepts."""
+TIMEOUT = "timeout"
+"""The failure of a candidate that did not answer in time."""
+NOT_RUN_DETAIL = "not run: the code timed out on an earlier case"
+"""The detail of a case not run because the candidate timed out on an earlier one."""
 _PR_SET_DUMPABLE = 4
 _SCALAR_TAGS = {"i": int, "f": float, "y": bytes}
 _SEQUENCE_TAGS = {"l": list, "t": tuple, "s": set, "F": frozenset}
@@ -227,7 +231,7 @@ class Candidate:
         try:
             reply = receive(self.replies, deadline)
         except TimeoutError:
-            self.fail("timeout")
+            self.fail(TIMEOUT)
         except (EOFError, OSError):
             self.fail("the code exited or died")
         except (ValueError, RecursionError, MemoryError):
@@ -341,10 +345,13 @@ def _global_names(code):
 
 def run_cases(candidate, start, secret, timeout):
     """Mode "cases": each case ``{"name", "args", "kwargs", "op", "expected"}`` (encoded values; ``op`` one of
-    ``COMPARISONS``) is one call with ``timeout`` seconds (loading included); a process that failed is
-    replaced by ``start()`` before the next case. One verdict per case."""
+    ``COMPARISONS``) is one call with ``timeout`` seconds (loading included), in order; a process that failed is
+    replaced by ``start()`` before the next case, except after a timeout: then the later cases are not run
+    (``NOT_RUN_DETAIL``), as a judge stops at the first time limit. One verdict per case, and how many ran."""
     verdicts = []
     for case in secret["cases"]:
+        if candidate.failure == TIMEOUT:
+            break
         if candidate.failure:
             candidate = start()
         try:
@@ -356,7 +363,8 @@ def run_cases(candidate, start, secret, timeout):
         except (CandidateFailed, CandidateRaised, ArithmeticError, TypeError, ValueError) as error:
             verdicts.append([False, _reason(error)])
     candidate.stop()
-    return verdicts
+    ran = len(verdicts)
+    return verdicts + [[False, NOT_RUN_DETAIL]] * (len(secret["cases"]) - ran), ran
 
 
 def _reason(error):
@@ -405,9 +413,10 @@ def harness_main():
         if first.failure:
             verdicts = [[False, first.failure]]
         first.stop()
+        ran = 1
     else:
-        verdicts = run_cases(first, new_candidate, secret, timeout)
-    line = secret["nonce"] + " " + json.dumps({"verdicts": verdicts}) + "\n"
+        verdicts, ran = run_cases(first, new_candidate, secret, timeout)
+    line = secret["nonce"] + " " + json.dumps({"verdicts": verdicts, "ran": ran}) + "\n"
     os.write(verdict_fd, line.encode())
     os._exit(0)
 

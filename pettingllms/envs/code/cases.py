@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from pettingllms.core.parsing import ParseError, extract_python_block
+from pettingllms.data.code import judge_harness
 from pettingllms.data.code.judge import CaseCall, cases_judgement, check_judgement, read_verdicts
 from pettingllms.data.code.schema import CodeProblem, TestCase, outputs_match
 from pettingllms.envs.code.asserts import parse_assert
@@ -35,10 +36,16 @@ _ASSERT = re.compile(r"^assert\b.*$", re.MULTILINE)
 
 @dataclasses.dataclass(frozen=True)
 class CaseResult:
-    """How one program did on one case: `passed`, and what it printed or why it failed (for observations)."""
+    """How one program did on one case: `passed`, what it printed or why it failed (for observations), and
+    whether the case `ran` (False: not run, because the program timed out on an earlier case; never passed)."""
 
     passed: bool
     detail: str
+    ran: bool = True
+
+
+NOT_RUN = CaseResult(False, judge_harness.NOT_RUN_DETAIL, ran=False)
+"""A case not run because the program timed out on an earlier one (a judge stops at the first time limit)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,12 +60,13 @@ class AssertCase:
 
 @dataclasses.dataclass(frozen=True)
 class Runs:
-    """Sandbox `programs` that judge code on `count` cases; `decide` turns their results (in order) into one
-    `CaseResult` per case."""
+    """Sandbox `programs` that judge code on `count` cases, in order, stopping at the first timeout
+    (`pettingllms.envs.program_runs.run_until_timeout`); `decide` turns their results (in order, None for a
+    program not run) into one `CaseResult` per case."""
 
     programs: list[Program]
     count: int
-    decide: Callable[[Sequence[SandboxResult]], list[CaseResult]]
+    decide: Callable[[Sequence[SandboxResult | None]], list[CaseResult]]
 
 
 def stdio_cases(text: str) -> list[TestCase]:
@@ -177,7 +185,7 @@ def case_runs(
     calls = [case.call for case in cases if usable(case)]
     judgement = cases_judgement(problem, code, calls, timeout=timeout, memory_mb=memory_mb)
 
-    def decide(results: Sequence[SandboxResult]) -> list[CaseResult]:
+    def decide(results: Sequence[SandboxResult | None]) -> list[CaseResult]:
         verdicts = iter(read_verdicts(judgement, results[0]))
         return [
             CaseResult(*next(verdicts)) if usable(case) else CaseResult(False, f"not run: {case.error}")
@@ -188,8 +196,11 @@ def case_runs(
 
 
 def _stdio_runs(code: str, tests: Sequence[TestCase], timeout: float, memory_mb: int) -> Runs:
-    def decide(results: Sequence[SandboxResult]) -> list[CaseResult]:
-        return [_stdio_verdict(test, result) for test, result in zip(tests, results, strict=True)]
+    def decide(results: Sequence[SandboxResult | None]) -> list[CaseResult]:
+        return [
+            NOT_RUN if result is None else _stdio_verdict(test, result)
+            for test, result in zip(tests, results, strict=True)
+        ]
 
     return Runs([Program(code, test.input, timeout, memory_mb) for test in tests], len(tests), decide)
 

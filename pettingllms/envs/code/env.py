@@ -28,12 +28,21 @@ rewards over an episode sum to its final potential; team rewards sum to the fina
 - tester, potential: the quality of its current cases, which needs code to test and a reference solution to
   verify them (without either it is 0: nothing it says can be checked). With `right` = the distinct cases the
   reference passes and n the number of distinct cases: `right / n` when the coder's code is correct;
-  otherwise `0.5 * right / n + 0.5 * caught / n`, where `caught` counts right cases that the coder's code fails
-  (a case earns full credit when it passes a correct program and fails an incorrect one, as in CURE). -0.1 when
-  no case can be parsed.
+  otherwise `0.5 * right / n + 0.5 * caught / n`, where `caught` counts right cases that the coder's code ran
+  and failed (see Time limits; a case earns full credit when it passes a correct program and fails an
+  incorrect one, as in CURE). -0.1 when no case can be parsed.
 - team: +1 on the step where the code first passes the hidden tests (the episode ends with that turn), else 0:
   an episode's team rewards sum to its success.
 So each agent's return is at most `1 + alpha`, reached by solving; repeating an answer earns nothing more.
+
+## Time limits
+A program gets `test_timeout` seconds per case and is judged as a contest judge judges: case by case in order,
+stopping at its first timeout; the cases after that one fail without running (shown as "not run"), so a program
+that loops costs a step about one timeout, not one per case. A program that never times out scores exactly as
+if every case ran; one that times out can only lose by the rule (later cases fail instead of running). The
+tester's `caught` counts only right cases that the code ran and failed (a case not run has shown nothing). The
+reference is judged the same way: a tester case on which the reference times out is not right, and neither
+are the cases after it.
 
 A completion cut by its length budget (`Generation.truncated`; `train/truncated/*` and `truncated_rate` count
 them) is scored as written, after any thinking block: a coder cut inside its thinking or its ```python block has
@@ -84,7 +93,7 @@ from pettingllms.envs.code.cases import (
     parse_cases,
     usable,
 )
-from pettingllms.envs.program_runs import run_programs
+from pettingllms.envs.program_runs import run_until_timeout
 
 PARSE_ERROR_PENALTY = 0.1
 CODE_SHOWN_CHARS = 6_000
@@ -219,16 +228,16 @@ class CodeEnv(TextAECEnv):
         return {"timeout": self.test_timeout, "memory_mb": self.test_memory_mb}
 
     def _run(self, runs: Sequence[Runs]) -> list[list[CaseResult]]:
-        """Run every program of `runs` in one parallel sandbox batch (`pettingllms.envs.program_runs`); each
-        `Runs`' verdicts, in order (every case failed, saying why, when the sandbox is unavailable)."""
-        done = run_programs(self._sandbox, [program for run in runs for program in run.programs])
-        if done and done[0].result is None:  # the sandbox is unavailable: nothing ran
-            return [[CaseResult(False, done[0].error)] * run.count for run in runs]
-        verdicts, start = [], 0
-        for run in runs:
-            verdicts.append(run.decide([r.result for r in done[start : start + len(run.programs)]]))
-            start += len(run.programs)
-        return verdicts
+        """Run every program of `runs` in the sandbox, each `Runs` in order and stopping at its first timeout
+        (`pettingllms.envs.program_runs.run_until_timeout`); each `Runs`' verdicts, in order (every case failed,
+        saying why, when the sandbox is unavailable)."""
+        done = run_until_timeout(self._sandbox, [run.programs for run in runs])
+        if done and done[0] and done[0][0].result is None:  # the sandbox is unavailable: nothing ran
+            return [[CaseResult(False, done[0][0].error)] * run.count for run in runs]
+        return [
+            run.decide([None if program is None else program.result for program in group])
+            for run, group in zip(runs, done, strict=True)
+        ]
 
     # ----------------------------------------------------------------- observations
     def _observation_text(self, agent: str) -> str:
@@ -356,8 +365,8 @@ def case_credit(
 ) -> tuple[int, int, float]:
     """The tester's credit for its cases, from the reference's results on them and the current code's (each
     empty when there is none): (`right`: cases the reference passes, `caught`: right cases the code fails,
-    `quality`: the tester's potential, module docstring). Without a reference or without code nothing is
-    verified: quality 0.
+    `quality`: the tester's potential, module docstring); a case the code did not run (`CaseResult.ran`) is never
+    caught. Without a reference or without code nothing is verified: quality 0.
 
     >>> ok, bad = CaseResult(True, ""), CaseResult(False, "")
     >>> case_credit([ok, ok, bad], [ok, bad, bad], code_correct=False)
@@ -366,7 +375,7 @@ def case_credit(
     ((2, 0, 0.0), (0, 0, 0.0))
     """
     right = [result.passed for result in reference]
-    caught = sum(ok and not result.passed for ok, result in zip(right, code))
+    caught = sum(ok and result.ran and not result.passed for ok, result in zip(right, code))
     if not reference or not code:
         return sum(right), 0, 0.0
     n = len(right)
