@@ -7,12 +7,12 @@ timing (level generation is measured by `bench_sokoban_generation.py`); episodes
 slows down with every step it has ever taken, resets included), runs in a subprocess with the interpreter given by `--anchor-python`
 (a venv with `pip install textarena numpy`), in the same run.
 
-The anchor and every env are measured in turn, `--repeats` times (default 5), and each figure is the median of its
-repeats: the anchor's rate moved by a fifth between single runs on a shared machine, so a ratio of single runs is
-not a figure to keep.
+Every env is measured `--repeats` times (default 5), both workflows right after an anchor run of their own; a figure
+is the median of its runs, a ratio the median of each run's rate over its own anchor run's: on a shared machine the rate
+of one env moved by half within a minute, so only rates measured side by side make a ratio worth keeping.
 
     python benchmarks/bench_env_steps.py [--steps 20000] [--repeats 5] [--anchor-python .bench-venv/bin/python]
-        [--json out.json]
+        [--envs sokoban-v0 ...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -88,31 +88,40 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--anchor-python", type=Path, default=REPO / ".bench-venv" / "bin" / "python")
+    parser.add_argument(
+        "--envs", nargs="+", help="measure only these env ids (default: every registered env)"
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
 
-    names = [
-        f"{env_id}/{workflow}" for env_id in sorted(pettingllms.registry) for workflow in ("single", "mas")
-    ]
-    runs: dict[str, list[float]] = {"textarena/Sokoban-v0": [], **{name: [] for name in names}}
-    for _ in range(args.repeats):  # in turn: a slow spell of the machine falls on every figure alike
-        anchor_rate = measure_anchor(args.anchor_python, args.steps)
-        if anchor_rate is not None:
-            runs["textarena/Sokoban-v0"].append(anchor_rate)
-        for name in names:
-            env_id, workflow = name.split("/")
-            runs[name].append(measure(env_id, workflow, args.steps))
+    env_ids = sorted(args.envs or pettingllms.registry)
+    names = [f"{env_id}/{workflow}" for env_id in env_ids for workflow in ("single", "mas")]
+    anchor_name = "textarena/Sokoban-v0"
+    runs: dict[str, list[float]] = {anchor_name: [], **{name: [] for name in names}}
+    ratios: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(args.repeats):
+        for env_id in env_ids:  # both workflows beside an anchor run of their own: drift falls on both alike
+            anchor_rate = measure_anchor(args.anchor_python, args.steps)
+            if anchor_rate is not None:
+                runs[anchor_name].append(anchor_rate)
+            for workflow in ("single", "mas"):
+                name = f"{env_id}/{workflow}"
+                runs[name].append(measure(env_id, workflow, args.steps))
+                if anchor_rate is not None:
+                    ratios[name].append(runs[name][-1] / anchor_rate)
     figures = {name: statistics.median(rates) if rates else None for name, rates in runs.items()}
-    anchor = figures["textarena/Sokoban-v0"]
+    paired = {name: statistics.median(values) if values else None for name, values in ratios.items()}
     print(
-        f"{'environment':<28} {'observe+step/s':>15} {'vs TextArena Sokoban':>21}   (medians of {args.repeats})"
+        f"{'environment':<28} {'observe+step/s':>15} {'vs TextArena Sokoban':>21}   "
+        f"(medians of {args.repeats}; ratio: the median of each run against its own anchor run)"
     )
     for name, rate in figures.items():
-        ratio = f"{rate / anchor:.2f}x" if anchor and rate else "-"
+        ratio = f"{paired[name]:.2f}x" if paired.get(name) else ("1.00x" if name == anchor_name else "-")
         print(f"{name:<28} {rate or float('nan'):>15,.0f} {ratio:>21}")
     if args.json:
         report = {"python": sys.version.split()[0], "steps": args.steps, "repeats": args.repeats}
-        args.json.write_text(json.dumps({**report, "figures": figures, "runs": runs}, indent=2))
+        figures_and_runs = {"figures": figures, "ratios": paired, "runs": runs, "paired_ratios": ratios}
+        args.json.write_text(json.dumps({**report, **figures_and_runs}, indent=2))
 
 
 if __name__ == "__main__":

@@ -132,3 +132,48 @@ def test_the_ascii_answer_search_finds_the_span_the_left_to_right_scan_finds():
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         scanned = parsing.last_delimited(text, parsing._ANSWER_OPEN, parsing._ANSWER_CLOSE)
         assert parsing._last_answer_ascii(text) == scanned, text
+
+
+def _moves_token_by_token(text: str) -> tuple[list[str], bool] | str:
+    """`parse_moves` as its docstring states it, token by token (an independent reading): the moves and whether
+    more than `MAX_MOVES` were given, or "error" for a text it must refuse."""
+    from pettingllms.core.parsing import MAX_MOVES
+
+    words = {"up": "U", "down": "D", "left": "L", "right": "R"}
+    moves = []
+    for token in re.split(r"[\s,;]+", text.strip().strip("[](){}.'\"")):
+        word = token.lower().strip("'\"[](){}.")
+        if not token:
+            continue
+        if word in words:
+            moves.append(words[word])
+        elif word and all(letter in "udlr" for letter in word):
+            moves += word.upper()
+        else:
+            return "error"
+        if len(moves) > MAX_MOVES:
+            return moves[:MAX_MOVES], True
+    return (moves, False) if moves else "error"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["U", "d", "L", "r", "UURD", "up", "Left", " ", ",", ";", "\t", "\n", "x", "[", ".", "'"]
+        ),
+        max_size=12,
+    ),
+    st.integers(0, 210),
+)
+def test_parse_moves_reads_every_text_as_the_token_rule_does(pieces, repeat):
+    """The letters-only fast path of `parse_moves` and its token loop give what the stated rule gives, on texts of
+    letters and separators (the fast path), words and junk (the loop), and runs past `MAX_MOVES`."""
+    from pettingllms.core.parsing import ParseError, parse_moves
+
+    for text in ("".join(pieces), "".join(pieces) + " R" * repeat):
+        try:
+            parsed = parse_moves(text)
+        except ParseError:
+            parsed = "error"
+        assert parsed == _moves_token_by_token(text), text

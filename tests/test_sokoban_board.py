@@ -427,3 +427,53 @@ def test_generator_errors():
         generate(rng, num_boxes=0)
     with pytest.raises(ValueError):
         generate(rng, max_attempts=0)
+
+
+def test_render_and_moves_equal_a_cell_by_cell_reading_on_generated_levels():
+    """`render_ansi` (a template of the empty level) and `move` (a per-layout neighbour table) against the
+    rules read cell by cell, over generated levels and random walks."""
+
+    def rendered(state):
+        layout = state.layout
+        rows = []
+        for row in range(layout.height):
+            line = ""
+            for cell in range(row * layout.width, (row + 1) * layout.width):
+                goal = cell in layout.goals
+                if cell in layout.walls:
+                    line += "#"
+                elif cell == state.player:
+                    line += "+" if goal else "@"
+                elif cell in state.boxes:
+                    line += "*" if goal else "$"
+                else:
+                    line += "." if goal else " "
+            rows.append(line)
+        return "\n".join(rows)
+
+    def neighbour(layout, cell, direction):
+        row, col = divmod(cell, layout.width)
+        drow, dcol = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}[direction]
+        row, col = row + drow, col + dcol
+        inside = 0 <= row < layout.height and 0 <= col < layout.width
+        return row * layout.width + col if inside and row * layout.width + col not in layout.walls else None
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        state, _ = generate(rng, width=7, height=7, num_boxes=2, min_solution_length=5)
+        layout = state.layout
+        for cell in range(layout.width * layout.height):
+            for direction in "UDLR":
+                assert layout.neighbour(cell, direction) == neighbour(layout, cell, direction)
+        for direction in rng.choice(list("UDLR"), size=40):
+            assert render_ansi(state) == rendered(state)
+            before = state.copy()
+            target = neighbour(layout, state.player, direction)
+            beyond = None if target is None else neighbour(layout, target, direction)
+            pushes = target is not None and target in before.boxes
+            blocked = target is None or (pushes and (beyond is None or beyond in before.boxes))
+            outcome = state.move(str(direction))
+            assert outcome == ("blocked" if blocked else "pushed" if pushes else "moved")
+            if not blocked:
+                assert state.player == target
+                assert state.boxes == (before.boxes - {target}) | {beyond} if pushes else before.boxes

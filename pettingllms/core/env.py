@@ -51,11 +51,11 @@ Contract shared by all environments (subclasses implement the task; this class i
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import warnings
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from gymnasium.utils import seeding
@@ -94,9 +94,11 @@ def agent_role(agent: str) -> str:
     return base if base and index.isdigit() else agent
 
 
-@dataclasses.dataclass(frozen=True)
-class StepOutcome:
-    """What one agent's action did.
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+
+
+class StepOutcome(NamedTuple):
+    """What one agent's action did (immutable; a named tuple, which one step of every env builds cheaply).
 
     Attributes:
         reward_local: the step's direct reward, paid as is on top of the potentials' change: a number is the
@@ -115,11 +117,11 @@ class StepOutcome:
 
     reward_local: float | Mapping[str, float] = 0.0
     reward_team: float = 0.0
-    potentials: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    potentials: Mapping[str, float] = _NOTHING
     error: str | None = None
     parse_error: bool = False
     terminal: bool = False
-    info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    info: Mapping[str, Any] = _NOTHING
 
 
 class TextAECEnv(AECEnv):
@@ -324,29 +326,29 @@ class TextAECEnv(AECEnv):
         direct = self._direct_rewards(agent, outcome.reward_local)
         for a, amount in direct.items():
             changes[a] = changes.get(a, 0.0) + amount
-        shaped = self.reward_mode == "shaped"
-        team = float(outcome.reward_team)
-        for a in self.agents:
-            local = changes.get(a, 0.0) if shaped else 0.0
-            self.rewards[a] = self.alpha * team + local
-            self.infos[a] = self._info(team, local, step_turn=acting_turn, turn=0)  # turn: set below
-            if a != agent and a in direct and shaped:
-                self.infos[a]["reward_paid"] = direct[a]
-        self.infos[agent].update(outcome.info)
-        self.infos[agent]["parse_error"] = bool(outcome.parse_error)
-        if outcome.error is not None:
-            self.infos[agent]["error"] = outcome.error
-        index = self.agents.index(agent)
+        agents = self.agents
+        index = agents.index(agent)
         if outcome.terminal:
-            self.terminations = {a: True for a in self.agents}
-        elif index == len(self.agents) - 1:
+            self.terminations = dict.fromkeys(agents, True)
+        elif index == len(agents) - 1:
             self.turn += 1
             if self.turn >= self.max_turns:
-                self.truncations = {a: True for a in self.agents}
-        shown_turn = self.display_turn
-        for a in self.agents:  # the turn the observations now show, advanced or not
-            self.infos[a]["turn"] = shown_turn
-        self.agent_selection = self.agents[(index + 1) % len(self.agents)]
+                self.truncations = dict.fromkeys(agents, True)
+        shown_turn = self.display_turn  # the turn the observations now show, advanced or not
+        shaped = self.reward_mode == "shaped"
+        team = float(outcome.reward_team)
+        for a in agents:
+            local = changes.get(a, 0.0) if shaped else 0.0
+            self.rewards[a] = self.alpha * team + local
+            self.infos[a] = self._info(team, local, step_turn=acting_turn, turn=shown_turn)
+            if a != agent and a in direct and shaped:
+                self.infos[a]["reward_paid"] = direct[a]
+        info = self.infos[agent]
+        info.update(outcome.info)
+        info["parse_error"] = bool(outcome.parse_error)
+        if outcome.error is not None:
+            info["error"] = outcome.error
+        self.agent_selection = agents[(index + 1) % len(agents)]
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
@@ -392,7 +394,7 @@ class TextAECEnv(AECEnv):
     def _direct_rewards(self, agent: str, reward_local: float | Mapping[str, float]) -> dict[str, float]:
         """`StepOutcome.reward_local` as agent -> amount (a number is `agent`'s); naming an agent that is not in
         the episode is a bug of the env (`ValueError`)."""
-        if not isinstance(reward_local, Mapping):
+        if not isinstance(reward_local, Mapping):  # a number: the acting agent's
             return {agent: float(reward_local)}
         unknown = sorted(set(reward_local) - set(self.agents))
         if unknown:

@@ -21,6 +21,8 @@ _CODE_OPEN = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\r?\n", re.IGNORECASE)
 _CODE_CLOSE = re.compile(r"```")
 _MOVE_WORDS = {"up": "U", "down": "D", "left": "L", "right": "R", "u": "U", "d": "D", "l": "L", "r": "R"}
 _SEPARATORS = re.compile(r"[\s,;]+")
+_LETTERS_ONLY = re.compile(r"[\s,;]*[UDLRudlr][UDLRudlr\s,;]*")
+_LETTER = re.compile(r"[UDLR]")
 
 
 class ParseError(PettingLLMsError, ValueError):
@@ -87,6 +89,8 @@ def extract_python_block(text: str) -> str | None:
     >>> extract_python_block("```python\\nprint(1)\\n```")
     'print(1)\\n'
     """
+    if "```" not in text:  # no opener can match: the common answer without code, at the cost of one search
+        return None
     return last_delimited(text, _CODE_OPEN, _CODE_CLOSE)
 
 
@@ -102,6 +106,11 @@ def parse_moves(text: str) -> tuple[list[str], bool]:
     >>> parse_moves("UURD")
     (['U', 'U', 'R', 'D'], False)
     """
+    if _LETTERS_ONLY.fullmatch(
+        text
+    ):  # the common answer, e.g. "U R R D": its letters, as the loop reads them
+        moves = _LETTER.findall(text.upper())
+        return moves[:MAX_MOVES], len(moves) > MAX_MOVES
     moves: list[str] = []
     for token in _SEPARATORS.split(text.strip().strip("[](){}.'\"")):
         if not token:

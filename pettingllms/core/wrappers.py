@@ -39,8 +39,12 @@ class TextActionChecker(_Cloneable, BaseWrapper):
         return self.env.last(observe)  # the inner env's own attributes, not a getattr chain per field
 
     def step(self, action) -> None:
-        agent = self.env.agent_selection
-        finished = self.env.terminations[agent] or self.env.truncations[agent]
+        env = self.env
+        agent = env.agent_selection
+        if type(action) is str and not (env.terminations[agent] or env.truncations[agent]):
+            env.step(action)  # the common case, checked first
+            return
+        finished = env.terminations[agent] or env.truncations[agent]
         if finished:
             if action is not None:
                 raise TypeError(
@@ -63,6 +67,13 @@ class OrderEnforcing(_Cloneable, OrderEnforcingWrapper):
         if not self._has_reset:
             EnvLogger.error_observe_before_reset()
         return self.env.last(observe)
+
+    def step(self, action) -> None:
+        if self._has_reset and self.unwrapped.agents:  # PettingZoo's checks, without its getattr chain
+            self._has_updated = True
+            self.env.step(action)
+        else:
+            super().step(action)
 
 
 class ObservationTransform(_Cloneable, BaseWrapper):

@@ -34,9 +34,8 @@ So every agent's return is at most `(1 - potential(start)) + alpha`, reached by 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Hashable, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
@@ -56,9 +55,8 @@ CODE_SHOWN_CHARS = 4_000
 OUTPUT_SHOWN_CHARS = 2_000
 
 
-@dataclasses.dataclass(frozen=True)
-class Proposal:
-    """What the tool agent proposed this turn, as shown to the plan agent."""
+class Proposal(NamedTuple):
+    """What the tool agent proposed this turn, as shown to the plan agent (immutable)."""
 
     code: str | None
     output: str | None

@@ -94,12 +94,17 @@ class Layout:
         return self  # immutable: copies of a state share it
 
     @cached_property
-    def base_glyphs(self) -> tuple[str, ...]:
-        """XSB glyph of every cell without player and boxes (walls, goals, floor), computed once."""
-        return tuple(
-            "#" if cell in self.walls else _GLYPHS[False, False, cell in self.goals]
-            for cell in range(self.width * self.height)
+    def base_text(self) -> bytes:
+        """The empty board as ASCII: the XSB glyph of every cell without player and boxes (walls, goals, floor),
+        rows of the full width joined by newlines (cell c at byte ``c + c // width``), computed once."""
+        rows = (
+            "".join(
+                "#" if cell in self.walls else _GLYPHS[False, False, cell in self.goals]
+                for cell in range(start, start + self.width)
+            )
+            for start in range(0, self.width * self.height, self.width)
         )
+        return "\n".join(rows).encode("ascii")
 
     @cached_property
     def goal_distances(self) -> tuple[int, ...]:
@@ -114,16 +119,25 @@ class Layout:
     def neighbour(self, cell: int, direction: str) -> int | None:
         """The cell one step from ``cell`` in ``direction``, or ``None`` if that is
         off the grid or a wall. Raises ``ValueError`` for an unknown direction."""
-        try:
-            drow, dcol = MOVES[direction]
-        except KeyError:
-            raise ValueError(f"unknown direction {direction!r}; expected one of {', '.join(MOVES)}") from None
-        row, col = divmod(cell, self.width)
-        row, col = row + drow, col + dcol
-        if not (0 <= row < self.height and 0 <= col < self.width):
-            return None
-        target = row * self.width + col
-        return None if target in self.walls else target
+        steps = self.neighbours.get(direction)
+        if steps is None:
+            raise _unknown(direction)
+        return steps[cell]
+
+    @cached_property
+    def neighbours(self) -> dict[str, tuple[int | None, ...]]:
+        """For each direction, every cell's neighbour that way (None off the grid or on a wall), computed once."""
+        steps = {}
+        for direction, (drow, dcol) in MOVES.items():
+            targets = []
+            for cell in range(self.width * self.height):
+                row, col = divmod(cell, self.width)
+                row, col = row + drow, col + dcol
+                target = row * self.width + col
+                inside = 0 <= row < self.height and 0 <= col < self.width
+                targets.append(target if inside and target not in self.walls else None)
+            steps[direction] = tuple(targets)
+        return steps
 
 
 @dataclass
@@ -153,8 +167,10 @@ class SokobanState:
             raise ValueError("a state with boxes needs at least one goal")
 
     def copy(self) -> SokobanState:
-        """An independent state sharing the (immutable) layout."""
-        return SokobanState(self.layout, self.player, self.boxes)
+        """An independent state sharing the (immutable) layout (not checked again: this one was)."""
+        clone = object.__new__(SokobanState)
+        clone.layout, clone.player, clone.boxes = self.layout, self.player, self.boxes
+        return clone
 
     def move(self, direction: str) -> str:
         """Apply one move in place and say what happened.
@@ -164,13 +180,16 @@ class SokobanState:
         (wall ahead, or a box backed by a wall or another box; the state is
         unchanged). Raises ``ValueError`` for a direction not in :data:`MOVES`.
         """
-        target = self.layout.neighbour(self.player, direction)
+        steps = self.layout.neighbours.get(direction)
+        if steps is None:
+            raise _unknown(direction)
+        target = steps[self.player]
         if target is None:
             return "blocked"
         if target not in self.boxes:
             self.player = target
             return "moved"
-        beyond = self.layout.neighbour(target, direction)
+        beyond = steps[target]
         if beyond is None or beyond in self.boxes:
             return "blocked"
         self.boxes = (self.boxes - {target}) | {beyond}
@@ -191,8 +210,7 @@ class SokobanState:
         Zero iff every box is on a goal. It is a shaping signal, not a move
         count: several boxes may count the same nearest goal.
         """
-        distances = self.layout.goal_distances
-        return sum(distances[box] for box in self.boxes)
+        return sum(map(self.layout.goal_distances.__getitem__, self.boxes))
 
     def key(self) -> tuple:
         """Hashable canonical identity of the position.
@@ -298,28 +316,27 @@ def parse_xsb(text: str) -> SokobanState:
     return SokobanState(layout, player, frozenset(boxes))
 
 
-def _grid_rows(state: SokobanState) -> list[str]:
-    """The board as full-width rows of XSB glyphs."""
-    layout = state.layout
-    goals = layout.goals
-    chars = list(layout.base_glyphs)
-    for box in state.boxes:
-        chars[box] = _GLYPHS[False, True, box in goals]
-    chars[state.player] = _GLYPHS[True, False, state.player in goals]
-    width = layout.width
-    return ["".join(chars[start : start + width]) for start in range(0, width * layout.height, width)]
+def _unknown(direction: str) -> ValueError:
+    return ValueError(f"unknown direction {direction!r}; expected one of {', '.join(MOVES)}")
 
 
 def to_xsb(state: SokobanState) -> str:
     """The level as XSB text (rows without trailing floor, joined by newlines,
     no final newline). ``parse_xsb(to_xsb(s)).key() == s.key()`` for any state
     that :func:`parse_xsb` produced."""
-    return "\n".join(row.rstrip() for row in _grid_rows(state))
+    return "\n".join(row.rstrip() for row in render_ansi(state).split("\n"))
 
 
 def render_ansi(state: SokobanState) -> str:
     """The board as a plain-text grid of XSB glyphs, every row the full width."""
-    return "\n".join(_grid_rows(state))
+    layout = state.layout
+    goals, width = layout.goals, layout.width
+    text = bytearray(layout.base_text)
+    for box in state.boxes:
+        text[box + box // width] = 42 if box in goals else 36  # "*" box on goal, "$" box
+    player = state.player
+    text[player + player // width] = 43 if player in goals else 64  # "+" player on goal, "@" player
+    return text.decode("ascii")
 
 
 def render_rgb(state: SokobanState, cell_px: int = 16) -> np.ndarray:
