@@ -106,9 +106,7 @@ def parse_moves(text: str) -> tuple[list[str], bool]:
     >>> parse_moves("UURD")
     (['U', 'U', 'R', 'D'], False)
     """
-    if _LETTERS_ONLY.fullmatch(
-        text
-    ):  # the common answer, e.g. "U R R D": its letters, as the loop reads them
+    if _LETTERS_ONLY.fullmatch(text):  # the common answer, "U R R D": its letters, as the loop reads them
         moves = _LETTER.findall(text.upper())
         return moves[:MAX_MOVES], len(moves) > MAX_MOVES
     moves: list[str] = []

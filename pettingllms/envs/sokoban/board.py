@@ -117,7 +117,7 @@ class Layout:
         )
 
     def neighbour(self, cell: int, direction: str) -> int | None:
-        """The cell one step from ``cell`` in ``direction``, or ``None`` if that is
+        """The cell one step from ``cell`` (a cell of the grid) in ``direction``, or ``None`` if that is
         off the grid or a wall. Raises ``ValueError`` for an unknown direction."""
         steps = self.neighbours.get(direction)
         if steps is None:
