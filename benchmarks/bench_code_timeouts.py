@@ -75,7 +75,7 @@ def every_case_on_its_own_seconds(env, sandbox: Sandbox, code: str) -> dict[str,
     return {"coder_s": coder, "tester_s": time.perf_counter() - start}
 
 
-def measure(name: str, options: dict, repeats: int, sandbox: Sandbox) -> dict:
+def measure(options: dict, repeats: int, sandbox: Sandbox) -> dict:
     env = pettingllms.make("code-v0", test_timeout=TIMEOUT, test_memory_mb=MEMORY_MB, sandbox=sandbox)
     env.reset(options=options)
     problem = env.unwrapped.problem
@@ -114,7 +114,7 @@ def main() -> None:
     with Sandbox(workers=2) as sandbox:
         sandbox.run_batch(["pass", "pass"])
         for name, options in suites.items():
-            figures[name] = row = measure(name, options, args.repeats, sandbox)
+            figures[name] = row = measure(options, args.repeats, sandbox)
             for key, parts in row["medians"].items():
                 print(
                     f"{name:26s} {key:15s} coder step {parts['coder_s']:6.2f} s   "

@@ -89,7 +89,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--anchor-python", type=Path, default=REPO / ".bench-venv" / "bin" / "python")
     parser.add_argument(
-        "--envs", nargs="+", help="measure only these env ids (default: every registered env)"
+        "--envs",
+        nargs="+",
+        choices=sorted(pettingllms.registry),
+        help="measure only these (default: every env)",
     )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()

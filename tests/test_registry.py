@@ -115,3 +115,28 @@ def test_importing_the_package_imports_no_env_module_and_no_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_wrappers_take_text_refuse_other_actions_and_enforce_the_order():
+    import numpy as np
+
+    env = pettingllms.make("plan-path-v0")
+    with pytest.raises(Exception, match="reset"):
+        env.step("<answer>R</answer>")  # PettingZoo's order check, before any reset
+    env.reset(seed=3)
+    twin = pettingllms.make("plan-path-v0")
+    twin.reset(seed=3)
+    env.step(np.str_("<answer>R</answer>"))  # a numpy string is text
+    twin.step("<answer>R</answer>")
+    assert env.observe(env.agent_selection) == twin.observe(twin.agent_selection)
+    assert env.infos == twin.infos
+    for action in (3, None, b"<answer>R</answer>", ["R"]):
+        with pytest.raises(TypeError, match=f"action of agent {env.agent_selection!r} must be a str"):
+            env.step(action)
+    env = pettingllms.make("plan-path-v0", max_turns=1)
+    env.reset(seed=3)
+    while not (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+        env.step("<answer>R</answer>")
+    with pytest.raises(TypeError, match="has finished: its action must be None"):
+        env.step("<answer>R</answer>")
+    env.step(None)  # a finished agent's action is None

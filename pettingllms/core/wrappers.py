@@ -41,23 +41,20 @@ class TextActionChecker(_Cloneable, BaseWrapper):
     def step(self, action) -> None:
         env = self.env
         agent = env.agent_selection
-        if type(action) is str and not (env.terminations[agent] or env.truncations[agent]):
-            env.step(action)  # the common case, checked first
-            return
-        finished = env.terminations[agent] or env.truncations[agent]
-        if finished:
+        if env.terminations[agent] or env.truncations[agent]:
             if action is not None:
                 raise TypeError(
                     f"agent {agent!r} has finished: its action must be None, got {type(action).__name__}"
                 )
-        elif isinstance(action, np.str_):
-            action = str(action)
-        elif not isinstance(action, str):
-            raise TypeError(
-                f"the action of agent {agent!r} must be a str (the raw model completion), "
-                f"got {type(action).__name__}"
-            )
-        self.env.step(action)
+        elif type(action) is not str:  # a plain str, the common case, passes one check
+            if isinstance(action, np.str_):
+                action = str(action)
+            elif not isinstance(action, str):
+                raise TypeError(
+                    f"the action of agent {agent!r} must be a str (the raw model completion), "
+                    f"got {type(action).__name__}"
+                )
+        env.step(action)
 
 
 class OrderEnforcing(_Cloneable, OrderEnforcingWrapper):

@@ -104,11 +104,9 @@ def run_until_timeout(
         return [[_unavailable(error)] * len(group) for group in groups]
     runs: list[list[ProgramRun | None]] = [[None] * len(group) for group in groups]
     stopped = [False] * len(groups)
-    order = [(g, i) for g, group in enumerate(groups) for i in range(len(group))]
-    while order:
-        wave = list(itertools.islice(((g, i) for g, i in order if not stopped[g]), workers))
-        if not wave:
-            break
+    # lazy: a program is taken only while its group has not stopped (as of the waves before its own)
+    pending = ((g, i) for g, group in enumerate(groups) for i in range(len(group)) if not stopped[g])
+    while wave := list(itertools.islice(pending, workers)):
         done = run_programs(sandbox, [groups[g][i] for g, i in wave])
         if done[0].result is None:  # the sandbox is unavailable: nothing ran
             return [[done[0]] * len(group) for group in groups]
@@ -116,7 +114,6 @@ def run_until_timeout(
             if not stopped[g]:
                 runs[g][i] = run
                 stopped[g] = run.status == "timeout"
-        order = order[order.index(wave[-1]) + 1 :]
     return runs
 
 
