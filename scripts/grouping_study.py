@@ -38,6 +38,7 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -287,13 +288,20 @@ def _last_step(path: Path) -> tuple[int, int]:
 
 
 # ----------------------------------------------------------------- the report
-def _successes(rows: list[dict], **match) -> dict[int, np.ndarray]:
-    """seed -> per-episode successes of the rows matching `match`."""
-    return {
-        row["seed"]: np.array([int(c) for c in row["episode_success"]], dtype=float)
-        for row in rows
-        if all(row.get(k) == v for k, v in match.items())
-    }
+class Successes(NamedTuple):
+    """Some rows' per-episode successes by seed, and the code commits those rows were recorded at."""
+
+    by_seed: dict[int, np.ndarray]
+    commits: list[str | None]
+
+
+def _successes(rows: list[dict], **match) -> Successes:
+    """The per-episode successes of the rows matching `match` (`Successes`)."""
+    found = [row for row in rows if all(row.get(k) == v for k, v in match.items())]
+    return Successes(
+        {row["seed"]: np.array([int(c) for c in row["episode_success"]], dtype=float) for row in found},
+        [row.get(ledger.PROVENANCE) for row in found],
+    )
 
 
 def final_table(
@@ -325,9 +333,11 @@ def final_table(
     return lines
 
 
-def _paired_cell(ours: dict[int, np.ndarray], reference: dict[int, np.ndarray]) -> str:
-    """`ours` minus `reference` over seeds (`research.method_comparison`)."""
-    return comparison_cell(compare_methods(ours, reference))
+def _paired_cell(ours: Successes, reference: Successes) -> str:
+    """`ours` minus `reference` over seeds (`research.method_comparison`, marked when their commits differ)."""
+    return comparison_cell(
+        compare_methods(ours.by_seed, reference.by_seed, builds=(ours.commits, reference.commits))
+    )
 
 
 def budget_table(
@@ -397,11 +407,14 @@ def pooling_lines(rows: list[dict], out: Path) -> list[str]:
         rows, ["turn-only+dr_grpo"], reference_method="at-grpo-per-role+dr_grpo", part="pooling"
     )
 
-    def lead(method: str, reference: str, budget: int) -> dict[int, np.ndarray]:
+    def lead(method: str, reference: str, budget: int) -> Successes:
         """seed -> per-grid success of `method` minus `reference` (the same validation grids in every run)."""
         ours = _successes(rows, part="pooling", method=method, split="val", budget=budget)
         theirs = _successes(rows, part="pooling", method=reference, split="val", budget=budget)
-        return {seed: ours[seed] - theirs[seed] for seed in sorted(ours.keys() & theirs.keys())}
+        seeds = sorted(ours.by_seed.keys() & theirs.by_seed.keys())
+        return Successes(
+            {seed: ours.by_seed[seed] - theirs.by_seed[seed] for seed in seeds}, ours.commits + theirs.commits
+        )
 
     interaction = [
         _paired_cell(lead("turn-only", "at-grpo-per-role", budget),
@@ -546,7 +559,11 @@ def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -
         "",
         f"Task: `{ENV_ID}` with `{json.dumps(TASKS[args.task])}`, {MAX_TURNS} turns; the team starts from a warm "
         "start whose tool agent sometimes writes its search program (as in the miniature). Rows: "
-        "`docs/results/grouping.json`.",
+        "`docs/results/grouping.json`. Budgets count the completions sampled for training; beside them every run "
+        f"generated its greedy probes: at each budget its checkpoint played {args.val_episodes} validation grids "
+        f"(the curves), the last checkpoint {args.eval_episodes} suite grids, and the trainer its own one-episode "
+        "evaluation, one completion per agent and turn: evaluations that no training step "
+        "reads.",
         "",
         "Why this task should separate the groupings (written before the runs): in the miniature every instance is "
         "solved in one turn once the tool agent writes its program, so a trajectory's return is one turn's outcome "

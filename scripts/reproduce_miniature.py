@@ -491,6 +491,9 @@ def _row(part: str, method: str, seed: int, result: dict, folder: Path | None) -
             for m in metrics
             if "eval/success_rate" in m
         ]
+        probes = [m for m in metrics if "eval/success_rate" in m]
+        if probes and all("eval/generations" in m for m in probes):  # counted by runs since 2026-12-06
+            row["probe_generations"] = sum(m["eval/generations"] for m in probes)
         row["train_wall_s"] = cycle.training_seconds(folder)
         row["run"] = str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else str(folder)
     return row
@@ -561,16 +564,25 @@ def by_seed(rows: list[dict], **match) -> dict[int, list[int]]:
     }
 
 
+def compared(rows: list[dict], ours: Mapping[str, Any], reference: Mapping[str, Any]) -> dict | None:
+    """The rows matching `ours` against those matching `reference`, over seeds (`method_comparison`: the
+    interval and test over seeds, marked when the rows' code commits differ)."""
+    return compare_methods(
+        by_seed(rows, **ours),
+        by_seed(rows, **reference),
+        builds=tuple(
+            [r.get(ledger.PROVENANCE) for r in matching(rows, **side) if "episode_success" in r]
+            for side in (ours, reference)
+        ),
+    )
+
+
 def paired_lines(rows: list[dict], pairs: Iterable[tuple[str, str | None]]) -> list[str]:
     """Markdown rows: each `(method, reference method)` of `pairs` (a None reference is skipped) compared over seeds
-    (`method_comparison`: the hierarchical bootstrap interval, the seed-level test), and each seed's difference."""
+    (`compared`), and each seed's difference."""
     lines = []
     for method, against in pairs:
-        comparison = (
-            None
-            if against is None
-            else compare_methods(by_seed(rows, method=method), by_seed(rows, method=against))
-        )
+        comparison = None if against is None else compared(rows, {"method": method}, {"method": against})
         if comparison is not None:
             lines.append(f"| {method} | {against} | {comparison_cell(comparison)} |")
     return lines
@@ -603,8 +615,28 @@ def span(values: list[float]) -> str:
 
 
 def budget(rows: list[dict], **match) -> str:
-    values = [r["sampled_completions"] for r in matching(rows, **match) if "sampled_completions" in r]
-    return f"{np.mean(values):.0f}" if values else "0 (no RL)"
+    """The generations of a run, mean over the matching rows: `sampled` (training) ` + probes` (its greedy
+    validation evaluations: their generations where counted, else how many evaluations of how many episodes)."""
+    found = [r for r in matching(rows, **match) if "sampled_completions" in r]
+    if not found:
+        return "0 (no RL)"
+    sampled = f"{np.mean([r['sampled_completions'] for r in found]):.0f}"
+    if all("probe_generations" in r for r in found):
+        return f"{sampled} + {np.mean([r['probe_generations'] for r in found]):.0f}"
+    evaluations = np.mean([len(r.get("curve", [])) for r in found])
+    return f"{sampled} + {evaluations:.0f} probes" if evaluations else sampled
+
+
+def budget_words(args: argparse.Namespace, domain: Domain) -> str:
+    """What the tables' generation counts hold, for the report."""
+    return (
+        "Generations per run: the completions sampled for training (the RL budget, equal across methods) plus "
+        "the greedy probes, the run's validation evaluations for the learning curves, counted where the run "
+        f"recorded them, else given as evaluations of {args.curve_episodes} validation {domain.instances} (runs "
+        "before 2026-12-06: one greedy completion per agent and turn, so 1 to max-turns completions per episode and "
+        "agent). Every trained row is then evaluated once on the "
+        f"{args.eval_episodes} evaluation-split {domain.instances} (greedy, the same for every row)."
+    )
 
 
 def steps(rows: list[dict], **match) -> str:
@@ -719,8 +751,8 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
                       f"({100 * shares['greedy_correct_program_share']:.0f}% the correct program); sampled at "
                       f"temperature 1, {100 * shares['sampled_program_share']:.0f}% programs "
                       f"({100 * shares['sampled_correct_program_share']:.0f}% the correct program)."]  # fmt: skip
-    lines += ["", "### Main table", "",
-              "| method | success % | sampled completions per run | optimizer steps | paper (Qwen3-1.7B) |",
+    lines += ["", "### Main table", "", budget_words(args, domain), "",
+              "| method | success % | generations per run: sampled + greedy probes | optimizer steps | paper (Qwen3-1.7B) |",
               "|---|---|---|---|---|"]  # fmt: skip
     for method in MAIN_ROWS:
         lines.append(f"| {method} | {cell(main, method=method)} | {budget(main, method=method)} "
@@ -744,7 +776,7 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
         lines += ["", f"![learning curves](results/{curves.name})"]
     if ablations:
         lines += ["", "### Ablations (one knob at a time, of `mas+at-grpo-per-role` unless the setting names another)", "",
-                  "| knob | setting | success % | sampled completions per run |", "|---|---|---|---|"]  # fmt: skip
+                  "| knob | setting | success % | generations per run: sampled + greedy probes |", "|---|---|---|---|"]  # fmt: skip
         for name in [n for n in ABLATIONS if matching(ablations, method=n)]:
             knob, value = name.split("=", 1)
             lines.append(
@@ -786,7 +818,7 @@ def sharing_lines(all_rows: list[dict]) -> list[str]:
             by_seed(rows, method="mas+at-grpo-per-role"),
             by_seed(rows, method="mas+at-grpo-shared"),
         )
-        comparison = compare_methods(per_role, shared)
+        comparison = compared(rows, {"method": "mas+at-grpo-per-role"}, {"method": "mas+at-grpo-shared"})
         if comparison is None:
             continue
         means = [100 * np.mean([np.mean(v) for v in runs.values()]) for runs in (per_role, shared)]

@@ -36,7 +36,8 @@ import numpy as np
 
 from research import cycle, ledger
 from research.markdown import replace_section, seed_cell
-from research.stats import format_p, seed_comparison, seed_summary
+from research.method_comparison import clipped, p_words
+from research.stats import seed_comparison, seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "plan-path-v0"
@@ -245,9 +246,9 @@ def comparison_lines(rows: list[dict]) -> list[str]:
         if not seeds:
             continue
         result = seed_comparison([a[s] for s in seeds], [b[s] for s in seeds], paired=True)
-        interval = result["ci95"]
+        interval = clipped(result["ci95"])
         shown = "—" if interval is None else f"[{100 * interval[0]:+.1f}, {100 * interval[1]:+.1f}]"
-        p = format_p(result["p_value"], min_p=result["min_p"], seeds=len(seeds))
+        p = p_words(result)
         per_seed = ", ".join(f"{round(100 * (a[s] - b[s])):+d}" for s in seeds)
         lines.append(f"| {label} | {100 * result['difference']:+.1f} {shown} | {p} | {per_seed} |")
     return lines
@@ -264,7 +265,9 @@ def write_section(rows: list[dict], args: argparse.Namespace, results_md: Path) 
         "solver programs in the tool agents' demonstrations, CPU; seeds "
         f"{', '.join(map(str, seeds))}; AT-GRPO until {args.budget} sampled completions, K=4, lr 1e-4, "
         f"`scale_rewards: none`; ~{args.agent_instances} instance-agents per step (instances per step = "
-        f"round({args.agent_instances} / N)); greedy evaluation on {args.eval_episodes} evaluation-split grids. "
+        f"round({args.agent_instances} / N)); greedy evaluation on {args.eval_episodes} evaluation-split grids "
+        "at step 0 and after training (two probes of one completion per agent and turn, beside the sampled "
+        "completions of the budget). "
         "Success rate in %, mean ± sample std (ddof=1) over seeds [the seeds' 95% t-interval].",
         "",
         "Regenerate: `.venv/bin/python scripts/scaling_study.py` (resumes; rows in `docs/results/scaling.json`; "

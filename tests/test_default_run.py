@@ -37,7 +37,8 @@ def test_the_recorded_figures_agree_with_each_other():
 
 def test_the_readme_gives_the_range_over_every_measurement_of_this_config_on_record():
     records = default_run.history()
-    assert json.loads(default_run.OUT.read_text()) in records  # the last measurement is on the record
+    recorded = [{k: v for k, v in r.items() if k != "code_commit"} for r in records]  # the ledger line's commit
+    assert json.loads(default_run.OUT.read_text()) in recorded  # the last measurement is on the record
     before = sorted(r["run"]["before"] for r in records)
     sentence = default_run.spread(records)
     assert f"Over the {len(records)} measurements of this config on record" in sentence
@@ -46,3 +47,5 @@ def test_the_readme_gives_the_range_over_every_measurement_of_this_config_on_rec
         if len(set(before)) > 1
         else f"{before[0]:.3f} before"
     ) in sentence
+    step_5 = sorted(success for r in records for step, _, success in r["curve"] if step == 5)
+    assert f"step 5 at {step_5[0]:.2f}-{step_5[-1]:.2f}" in sentence  # when the jump comes, over the records

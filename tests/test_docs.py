@@ -81,7 +81,8 @@ def test_every_block_is_marked_and_every_exception_says_why():
     assert [block.name for block in BLOCKS if block.kind != "run" and not block.why] == []
 
 
-def run_block(block: Block, folder: Path, timeout: int) -> None:
+def run_block(block: Block, folder: Path, timeout: int) -> str:
+    """Run `block` in `folder` (with the checkout's .venv and configs beside it); its standard output."""
     (folder / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
     (folder / "configs").symlink_to(ROOT / "configs", target_is_directory=True)
     command = (
@@ -91,6 +92,7 @@ def run_block(block: Block, folder: Path, timeout: int) -> None:
     )
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{block.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind == "run"], ids=lambda b: b.name)
@@ -102,6 +104,15 @@ def test_the_block_runs(block, tmp_path):
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind == "slow"], ids=lambda b: b.name)
 def test_the_long_block_runs(block, tmp_path):
     run_block(block, tmp_path, timeout=3600)
+
+
+def test_the_readme_env_loop_prints_what_the_readme_shows(tmp_path):
+    loop = next(b for b in BLOCKS if b.page == ROOT / "README.md" and "env.agent_iter()" in b.code)
+    lines = loop.page.read_text().splitlines()
+    opening = lines.index("```text", loop.line)  # the first text block after the loop's: what it prints
+    shown = lines[opening + 1 : lines.index("```", opening + 1)]
+    printed = run_block(loop, tmp_path, timeout=300)
+    assert [line.rstrip() for line in printed.splitlines()] == shown
 
 
 def test_the_readme_env_table_lists_every_registered_env():

@@ -291,6 +291,8 @@ def test_a_training_runs_evaluation_figures_by_hand():
     assert figures == pytest.approx(
         {
             "eval/success_rate": 0.5,
+            "eval/episodes": 2,
+            "eval/generations": 8,  # 3 + 2 + 1 + 2 agent steps, one completion each
             "eval/reward/tool": 0.8 / 4,
             "eval/truncated/tool": 1 / 4,
             "eval/reward/plan": 1.0 / 4,

@@ -41,7 +41,7 @@ def test_the_final_table_pairs_each_method_with_trajectory_grpo_on_the_same_epis
     # seeds 0 and 1: 75% and 75% against 25% and 25%: +50 points on each seed; the sign-flip test over 2 seeds
     # cannot go below 2/2^2 = 0.5
     assert lines[2].startswith("| at-grpo-per-role | 75.0 ± 0.0 | 2 | +50.0 [")
-    assert lines[2].endswith("p = 0.5 (the smallest possible), 2 vs 2 seeds; per seed +50, +50 |")
+    assert lines[2].endswith("p = 0.5 (the smallest possible with 2 seeds), 2 vs 2 seeds; per seed +50, +50 |")
     assert lines[3] == "| trajectory-grpo | 25.0 ± 0.0 | 2 | — |"
 
 
@@ -55,7 +55,9 @@ def test_the_report_compares_per_role_with_shared_at_each_budget_and_on_the_suit
     ]
     results_md = tmp_path / "results.md"
     results_md.write_text("")
-    args = type("Args", (), {"out": tmp_path / "grouping.json", "task": next(iter(study.TASKS))})()
+    fields = {"out": tmp_path / "grouping.json", "task": next(iter(study.TASKS))}
+    fields.update(val_episodes=100, eval_episodes=300)
+    args = type("Args", (), fields)()
     study.write_report(rows, args, results_md)
     text = results_md.read_text()
     section = text[text.index("Per-role minus shared AT-GRPO") : text.index("Optimizer steps taken")]
@@ -81,7 +83,7 @@ def test_the_budget_table_pairs_each_method_at_each_budget_and_shows_every_seed(
     # per seed 50% and 100% against 0% and 25%: +50 and +75 points, mean +62.5; over 2 seeds p >= 0.5 (not the
     # 5 discordant episodes' McNemar p of 0.062: the seeds are the replicates)
     assert cells[2].startswith("+62.5 [")
-    assert cells[2].endswith("p = 0.5 (the smallest possible), 2 vs 2 seeds; per seed +50, +75")
+    assert cells[2].endswith("p = 0.5 (the smallest possible with 2 seeds), 2 vs 2 seeds; per seed +50, +75")
 
 
 def test_the_report_names_the_code_behind_each_budgets_rows(study, tmp_path):

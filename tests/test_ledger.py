@@ -29,7 +29,8 @@ def test_a_rerun_supersedes_without_removing_and_the_set_aside_rows_say_why(tmp_
     append(path, "toy", _row("a", 0, 0.3, old=True), code_commit=None, warm_start=None, recorded="2026-12-02")
     append(path, "toy", _row("a", 0, 0.4), code_commit="c2", warm_start="w", recorded="2026-12-03")
     selection = select(read_ledger(path), RULE)
-    assert selection.rows == [_row("b", 0, 0.5), _row("a", 0, 0.4)]  # in the order of their last lines
+    # in the order of their last lines, each with its line's code commit
+    assert selection.rows == [_row("b", 0, 0.5, code_commit="c1"), _row("a", 0, 0.4, code_commit="c2")]
     assert [(entry.n, reason) for entry, reason in selection.set_aside] == [
         (1, "superseded by line 5, a rerun recorded 2026-12-03"),
         (4, "an old-format row"),
@@ -234,4 +235,8 @@ def test_recording_a_row_the_table_holds_from_the_same_code_and_weights_appends_
     entries = read_ledger(path)
     assert len(entries) == 5
     assert entries[3].warm_start != entries[2].warm_start and entries[4].code_commit != entries[3].code_commit
-    assert json.loads(table.read_text()) == [_row("a", 0, 0.5, interval_95=[0.4, 0.6])]
+    commit = entries[4].code_commit
+    assert json.loads(table.read_text()) == [_row("a", 0, 0.5, interval_95=[0.4, 0.6], code_commit=commit)]
+    copied = json.loads(table.read_text())[0]  # a row copied from the table, as an ablation reuses a main run
+    ledger.record(table, RULE, {**copied, "code_commit": "not this line's"}, repo=repo, warm_start=weights)
+    assert len(read_ledger(path)) == 5  # the table already holds it: its provenance is no part of the row

@@ -80,7 +80,7 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
                            curve=[[0, 0, 0.2], [5, 800, 0.3], [10, 1600, success]])  # fmt: skip
             rows.append(row)
     rows.append({"part": "ablations", "env": "plan-path-v0", "method": "commit=random", "seed": 0,
-                 "success_rate": 0.25, "steps": 12, "sampled_completions": 1650})  # fmt: skip
+                 "success_rate": 0.25, "steps": 12, "sampled_completions": 1650, "probe_generations": 240})  # fmt: skip
     rows.append({"part": "warmstart", "env": "plan-path-v0", "method": "mas, oracle tool", "seed": 0,
                  "success_rate": 0.93})  # fmt: skip
     rows.append({"part": "warmstart", "env": "plan-path-v0", "method": "tool completions", "seed": 0,
@@ -106,9 +106,10 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     text = results_md.read_text()
     assert text.count("<!-- miniature:start -->") == 1 and "kept text" in text
     # sample std (ddof=1) 7.1; t-interval 45 ± 12.706 * 7.07 / sqrt(2) = 45 ± 63.5
-    assert "| mas+at-grpo-per-role | 45.0 ± 7.1 [-18.5, 108.5] (n=2) | 1600 | 10.0 | 97 |" in text
+    # its generations: 1600 sampled, and 3 greedy probes (step 0, 5, 10) whose generations these rows did not count
+    assert "| mas+at-grpo-per-role | 45.0 ± 7.1 [-18.5, 108.5] (n=2) | 1600 + 3 probes | 10.0 | 97 |" in text
     assert "| single | 30.0 ± 0.0 [30.0, 30.0] (n=2) | 0 (no RL) | 0 | 5 |" in text
-    assert "| commit | random | 25.0 (n=1) | 1650 |" in text
+    assert "| commit | random | 25.0 (n=1) | 1650 + 240 |" in text  # probes counted by the run
     assert "| mas, oracle tool | 93.0 (n=1) |" in text
     assert "sampled at temperature 1, 40% programs (25% the correct program)" in text
     assert (
@@ -118,7 +119,7 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     # over seeds: the team +10 and +20 points above single on seeds 0 and 1, mean +15; 2 seeds: p >= 0.5
     line = next(line for line in text.splitlines() if line.startswith("| mas+at-grpo-per-role | single |"))
     assert (
-        "| +15.0 [" in line and "p = 0.5 (the smallest possible), 2 vs 2 seeds; per seed +10, +20 |" in line
+        "| +15.0 [" in line and "p = 0.5 (the smallest possible with 2 seeds), 2 vs 2 seeds; per seed +10, +20 |" in line
     )
     assert (tmp_path / "miniature_curves.png").stat().st_size > 5_000
 
@@ -267,7 +268,7 @@ def test_ablations_without_greedy_rows_are_paired_with_the_main_per_role_run_of_
     [line] = study.paired_lines(compared, references.items())
     # seeds 1 and 2: +100 and +50 points, mean +75; the exact test over 2 seeds cannot go below 0.5
     assert line.startswith("| reward=outcome | mas+at-grpo-per-role (main table) | +75.0 [")
-    assert line.endswith("p = 0.5 (the smallest possible), 2 vs 2 seeds; per seed +100, +50 |")
+    assert line.endswith("p = 0.5 (the smallest possible with 2 seeds), 2 vs 2 seeds; per seed +100, +50 |")
     greedy = [*ablations, {**main[1], "part": "ablations", "method": "commit=greedy"}]
     assert study.ablation_reference(main + greedy, greedy) == (greedy, {"reward=outcome": "commit=greedy"})
 
@@ -370,9 +371,10 @@ def test_commit_greedy_reuses_a_main_per_role_run_of_this_warm_start_and_code_an
     runner.ablations()
     assert trained == [1, 2]  # seed 1: another warm start; seed 2: other code
     greedy = [r for r in runner.rows if r["method"] == "commit=greedy"]
-    assert greedy == [
+    assert [{k: v for k, v in r.items() if k != ledger.PROVENANCE} for r in greedy] == [
         {**main_row(seed), "part": "ablations", "method": "commit=greedy"} for seed in (0, 1, 2)
     ]
+    assert {r[ledger.PROVENANCE] for r in greedy} == {ledger.code_version(study.ROOT)}  # each row's own line
     assert [e.warm_start for e in ledger.read_ledger(out.with_name(ledger.LEDGER_NAME))[3:]] == [
         ledger.folder_digest(warm)
     ] * 3

@@ -209,7 +209,9 @@ def test_a_row_is_recorded_on_the_ledger_beside_its_table_and_once(tmp_path):
     out = tmp_path / "results" / "table.json"  # its folder is made
     rule = ledger.Rule("cycle-test", ("method",))
     rows = cycle.record(out, rule, {"method": "a", "success_rate": 0.5}, warm_start=None)
-    assert rows == [{"method": "a", "success_rate": 0.5}] and json.loads(out.read_text()) == rows
+    commit = ledger.code_version(cycle.REPO)  # the table's row names the commit its ledger line was recorded at
+    assert rows == [{"method": "a", "success_rate": 0.5, "code_commit": commit}]
+    assert json.loads(out.read_text()) == rows
     cycle.record(out, rule, {"method": "a", "success_rate": 0.5}, warm_start=None)  # held as it is
     entries = ledger.read_ledger(out.with_name(ledger.LEDGER_NAME))
     assert len(entries) == 1 and entries[0].study == "cycle-test"

@@ -88,7 +88,10 @@ def test_trained_teams_are_compared_paired_by_seed_against_a_hand_worked_example
     assert lines[0] == (
         "| N = 2 minus N = 1 | +36.7 [-15.0, +88.4] | p = 0.25 (the smallest possible with 3 seeds) | +60, +20, +30 |"
     )
-    # N=3 ran seeds 0 and 1 only: compared over those two, 0 and +24: every sign flip keeps |mean| 12, so p = 1;
-    # sd 16.97, t(0.975, 1) = 12.706 -> half-width 152.5
-    assert lines[1] == "| N = 3 minus N = 2 | +12.0 [-140.5, +164.5] | p = 1.00 | +0, +24 |"
+    # N=3 ran seeds 0 and 1 only: compared over those two, 0 and +24: one seed differs, so no sign flip can move
+    # |mean| 12 (p = 1 whatever the result: no test); sd 16.97, t(0.975, 1) = 12.706 -> half-width 152.5, the
+    # interval [-140.5, +164.5] clipped to the range of a difference of rates
+    assert lines[1] == (
+        "| N = 3 minus N = 2 | +12.0 [-100.0, +100.0] | no test possible with 1 of 2 seeds differing | +0, +24 |"
+    )
     assert len(lines) == 2  # N = 5, 7 and outcome-only rewards were not run: no row

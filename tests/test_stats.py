@@ -106,9 +106,11 @@ def test_paired_seeds_by_hand_and_against_scipy():
     from research.stats import seed_comparison
 
     # differences +0.2, 0, +0.35: the zero carries no sign; of the 4 sign patterns of the other two, those with
-    # |sum| >= 0.55 are (+,+) and (-,-): p = 2/4 = 0.5; with 3 seeds no test can go below 2/2^3 = 0.25
+    # |sum| >= 0.55 are (+,+) and (-,-): p = 2/4 = 0.5, which is also the smallest it can be: the tied seed
+    # cannot flip, so two seeds bound it at 2/2^2 (not 2/2^3 = 0.25)
     result = seed_comparison([0.9, 0.8, 0.95], [0.7, 0.8, 0.6], paired=True)
-    assert result["p_value"] == 0.5 and result["min_p"] == 0.25 and result["seeds"] == [3, 3]
+    assert result["p_value"] == 0.5 and result["min_p"] == 0.5 and result["seeds"] == [3, 3]
+    assert result["min_p_basis"] == "2 of 3 seeds differing"
     assert result["difference"] == pytest.approx(0.55 / 3)
     reference = scipy_stats.ttest_rel([0.9, 0.8, 0.95], [0.7, 0.8, 0.6]).confidence_interval()
     assert result["ci95"] == pytest.approx(list(reference))
@@ -121,6 +123,9 @@ def test_paired_seeds_by_hand_and_against_scipy():
     assert result["p_value"] == pytest.approx(exact.pvalue)
     five = seed_comparison([0.9] * 5, [0.1] * 5, paired=True)
     assert five["p_value"] == five["min_p"] == 2 / 32 and five["ci95"] is None  # no spread: no t interval
+    assert five["min_p_basis"] == "5 seeds"
+    tied = seed_comparison([0.5] * 4, [0.5] * 4, paired=True)
+    assert tied["p_value"] == tied["min_p"] == 1.0 and tied["min_p_basis"] == "0 of 4 seeds differing"
     with pytest.raises(ValueError, match="as many on each side"):
         seed_comparison([0.9, 0.8], [0.7], paired=True)
 
@@ -153,41 +158,18 @@ def test_a_large_unpaired_comparison_falls_back_to_a_seeded_monte_carlo_test():
     assert first == pytest.approx(exact_t, abs=0.05)
 
 
-def test_the_hierarchical_bootstrap_widens_with_the_spread_between_seeds():
-    from research.stats import hierarchical_bootstrap, paired_comparison
+def test_the_smallest_unpaired_p_counts_the_relabelings_that_tie_with_the_most_extreme():
+    from research.stats import permutation_p, smallest_permutation_p
 
-    rng = np.random.default_rng(0)
-    # method a's seeds disagree strongly (one collapsed run), b's agree; 300 instances each
-    rates_a, rates_b = [0.95, 0.9, 0.2], [0.6, 0.62, 0.58]
-    a = [(rng.random(300) < r).astype(float) for r in rates_a]
-    b = [(rng.random(300) < r).astype(float) for r in rates_b]
-    seeds_level = hierarchical_bootstrap(a, b, paired=True, seed=1)
-    pooled = paired_comparison(
-        np.concatenate(a), np.concatenate(b)
-    )  # the episode-level interval the issue rejects
-    width = seeds_level["ci95"][1] - seeds_level["ci95"][0]
-    assert width > 5 * (pooled["ci95"][1] - pooled["ci95"][0])
-    assert seeds_level["difference"] == pytest.approx(
-        np.mean([x.mean() for x in a]) - np.mean([y.mean() for y in b])
-    )
-    assert hierarchical_bootstrap(a, b, paired=True, seed=1) == seeds_level  # seeded
-    unpaired = hierarchical_bootstrap(a, b[:2], paired=False, seed=1)
-    assert unpaired["ci95"][0] < unpaired["difference"] < unpaired["ci95"][1]
-    with pytest.raises(ValueError, match="same seeds and instances"):
-        hierarchical_bootstrap(a, b[:2], paired=True)
-
-
-def test_with_one_seed_the_hierarchical_bootstrap_is_the_paired_instance_bootstrap():
-    from research.stats import hierarchical_bootstrap
-
-    rng = np.random.default_rng(3)
-    a, b = (rng.random(200) < 0.7).astype(float), (rng.random(200) < 0.5).astype(float)
-    result = hierarchical_bootstrap([a], [b], paired=True, resamples=4_000, seed=5)
-    # an independent paired bootstrap of the instances (the one seed is always drawn)
-    draws = np.random.default_rng(11).integers(0, 200, size=(4_000, 200))
-    means = (a - b)[draws].mean(axis=1)
-    expected = np.percentile(means, [2.5, 97.5])
-    assert result["ci95"] == pytest.approx(list(expected), abs=0.012)
+    # {1, 1} against {0, 0}: no ties, 2 of the 6 splits reach the largest gap
+    assert smallest_permutation_p([1.0, 1.0], [0.0, 0.0]) == pytest.approx(2 / 6)
+    # {2, 1} against {1, 0}: the two 1s tie, so {2, 1} | {1, 0} comes twice (either 1 with the 2), and so does
+    # its mirror: 4 of the 6 splits reach the largest gap (1), and no result can give p below 4/6
+    assert smallest_permutation_p([2.0, 1.0], [1.0, 0.0]) == pytest.approx(4 / 6)
+    assert permutation_p([2.0, 1.0], [1.0, 0.0]) == pytest.approx(4 / 6)  # this one does
+    rng = np.random.default_rng(1)
+    a, b = rng.random(14), rng.random(14)
+    assert smallest_permutation_p(a, b) is None  # Monte Carlo there
 
 
 def test_p_values_are_printed_as_what_they_are():
@@ -210,63 +192,16 @@ def test_format_p_edge_cases():
     # the floor bound wins over an exact test's minimum (a Monte Carlo test has none), then min_p
     assert format_p(0.25, min_p=0.25, seeds=3) == "p = 0.25 (the smallest possible with 3 seeds)"
     assert format_p(0.5, min_p=0.25, seeds=3) == "p = 0.50"
-    assert format_p(0.1, min_p=0.1, seeds="3 vs 2") == "p = 0.1 (the smallest possible with 3 vs 2 seeds)"
+    assert (
+        format_p(0.1, min_p=0.1, seeds="3 vs 2 seeds") == "p = 0.1 (the smallest possible with 3 vs 2 seeds)"
+    )
+    assert format_p(0.5, min_p=0.5, seeds="2 of 3 seeds differing") == (
+        "p = 0.5 (the smallest possible with 2 of 3 seeds differing)"
+    )
     assert format_p(1.0, min_p=1.0, seeds=1) == "p = 1 (the smallest possible with 1 seed)"
     for bad in (-0.01, 1.5, float("nan")):
         with pytest.raises(ValueError, match="must be in"):
             format_p(bad)
-
-
-def test_the_hierarchical_bootstrap_refuses_malformed_outcomes():
-    from research.stats import hierarchical_bootstrap
-
-    good = [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
-    for a, b in (
-        ([], good),  # no seed on one side
-        (good, [[1.0, 0.0, 1.0], []]),  # a seed without outcomes
-        ([[[1.0, 0.0]]], good),  # a seed that is not a flat list
-        ([1.0, 0.0, 1.0], good),  # one seed's outcomes passed without the list of seeds around them
-    ):
-        with pytest.raises(ValueError, match="non-empty list of outcomes"):
-            hierarchical_bootstrap(a, b, paired=False)
-    with pytest.raises(ValueError, match="same seeds and instances"):
-        hierarchical_bootstrap(good, [[1.0, 0.0], [0.0, 1.0]], paired=True)  # fewer instances
-    with pytest.raises(ValueError, match="finite"):
-        hierarchical_bootstrap(good, [[1.0, float("nan"), 1.0], [0.0, 1.0, 1.0]], paired=True)
-    with pytest.raises(ValueError, match="resamples"):
-        hierarchical_bootstrap(good, good, paired=True, resamples=0)
-    # unpaired sides may differ in seeds and instances
-    assert hierarchical_bootstrap(good, [[1.0, 1.0]], paired=False)["difference"] == pytest.approx(-1 / 3)
-
-
-def test_with_constant_seeds_the_hierarchical_bootstrap_is_the_bootstrap_of_seed_means():
-    """A known limit: when every instance of a seed has the same outcome, resampling instances changes nothing,
-    and the interval is the plain bootstrap of the seed means (here unpaired: each side's seeds on their own)."""
-    from research.stats import hierarchical_bootstrap
-
-    rates_a, rates_b = np.array([0.9, 0.5, 0.8, 0.2, 0.7]), np.array([0.3, 0.4, 0.1, 0.35])
-    a, b = [np.full(50, r) for r in rates_a], [np.full(80, r) for r in rates_b]
-    result = hierarchical_bootstrap(a, b, paired=False, resamples=20_000, seed=4)
-    rng = np.random.default_rng(99)  # an independent implementation, other draws: agreement is loose
-    draws = rates_a[rng.integers(0, 5, (20_000, 5))].mean(1) - rates_b[rng.integers(0, 4, (20_000, 4))].mean(
-        1
-    )
-    assert result["ci95"] == pytest.approx(list(np.percentile(draws, [2.5, 97.5])), abs=0.01)
-    assert result["difference"] == pytest.approx(rates_a.mean() - rates_b.mean())
-
-
-def test_paired_hierarchical_draws_take_the_same_seeds_and_instances_on_both_sides():
-    """Paired, b = a + 0.1 on every instance of every seed: every draw's difference is exactly -0.1 however
-    much seeds and instances vary; unpaired, the same data give a wide interval."""
-    from research.stats import hierarchical_bootstrap
-
-    rng = np.random.default_rng(2)
-    a = [rng.random(40) * scale for scale in (0.2, 0.5, 0.9)]
-    b = [x + 0.1 for x in a]
-    low, high = hierarchical_bootstrap(a, b, paired=True, resamples=2_000, seed=0)["ci95"]
-    assert low == pytest.approx(-0.1) and high == pytest.approx(-0.1)
-    low, high = hierarchical_bootstrap(a, b, paired=False, resamples=2_000, seed=0)["ci95"]
-    assert high - low > 0.2
 
 
 def test_t_quantiles_hold_at_the_median_in_the_far_tails_and_at_large_degrees_of_freedom():
@@ -313,7 +248,8 @@ def test_seed_comparison_minimum_p_values_and_monte_carlo_fallbacks():
     exact = scipy_stats.permutation_test(
         (a, b), lambda x, y: np.mean(x - y), permutation_type="samples", n_resamples=np.inf
     )
-    assert paired["p_value"] == pytest.approx(exact.pvalue) and paired["min_p"] == 2 / 32
+    # one seed ties (0.85 against 0.85): four can flip, so no result can go below 2/2^4
+    assert paired["p_value"] == pytest.approx(exact.pvalue) and paired["min_p"] == 2 / 16
     assert seed_comparison(a, a, paired=True)["p_value"] == 1.0  # every difference zero
     # beyond the exact bounds: a seeded Monte Carlo p with no minimum, never below 1 / (resamples + 1)
     rng = np.random.default_rng(5)

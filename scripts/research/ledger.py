@@ -18,7 +18,8 @@ ledger, `docs/results/ledger.jsonl`, one JSON object per line:
 
 A study's table is built from the ledger by its declared `Rule` (`select`): the rows of the study that the rule's
 `keep` admits, one per identity (`Rule.key`: the fields naming what was measured), the row of the LAST line with
-that identity, in the order of those last lines; every earlier row of an identity, and every row `keep` refuses,
+that identity, in the order of those last lines, each with its line's `code_commit` added (`PROVENANCE`: a report
+says which comparisons mix code commits); every earlier row of an identity, and every row `keep` refuses,
 is returned as set aside with the reason, so that a report that prefers a rerun says which rows it set aside and
 why. The study's JSON file (`docs/results/<study>.json`) is that selection, and a test checks it is.
 """
@@ -133,9 +134,15 @@ class Rule:
         return json.dumps([row.get(field) for field in self.key], sort_keys=True)
 
 
+PROVENANCE = "code_commit"
+"""The key under which a table's row carries its ledger line's code commit (`select`); a row handed to `record`
+loses it: its own line names the commit it is recorded at."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Selection:
-    """A study's table (`rows`) and the entries set aside, each with its reason (`set_aside`)."""
+    """A study's table (`rows`, each with its line's `PROVENANCE`), the entries they come from (`entries`) and the
+    entries set aside, each with its reason (`set_aside`)."""
 
     rows: list[dict[str, Any]]
     entries: list[Entry]
@@ -157,7 +164,8 @@ def select(entries: Sequence[Entry], rule: Rule) -> Selection:
         last[identity] = entry
     chosen = sorted(last.values(), key=lambda entry: entry.n)
     set_aside.sort(key=lambda pair: pair[0].n)
-    return Selection([entry.row for entry in chosen], chosen, set_aside)
+    rows = [{**entry.row, PROVENANCE: entry.code_commit} for entry in chosen]
+    return Selection(rows, chosen, set_aside)
 
 
 def set_aside_lines(selection: Selection, describe: Callable[[dict[str, Any]], str]) -> list[str]:
@@ -214,12 +222,13 @@ def record(
 ) -> list[dict]:
     """What a study script does with a new row: append it to the ledger beside `table` (with the checkout's
     `code_version` and the warm start's `folder_digest`), rebuild the table by `rule`, write it to `table`, and
-    return its rows.
+    return its rows. A `PROVENANCE` key of `row` (a row copied from a table) is dropped.
 
     A row the table already holds as it is (the same identity's last line has the same row, code commit and warm
     start) is not appended again: a resumed study re-reads its cached evaluations, and recording them once more
     would list the first line as set aside by a "rerun" that measured nothing new."""
     ledger = Path(table).with_name(LEDGER_NAME)
+    row = {key: value for key, value in row.items() if key != PROVENANCE}
     code_commit, digest = code_version(repo), folder_digest(warm_start)
     selection = select(read_ledger(ledger), rule)
     if not _holds(selection, rule, row, code_commit, digest):

@@ -109,10 +109,16 @@ def _flags(counts: dict[str, int], agent: str, steps: int) -> list[int]:
 
 def training_evaluation_metrics(records: Sequence[Any], agents: Sequence[str]) -> dict[str, float]:
     """What a training run logs of one evaluation's episode `records` (each with `success`, per-agent `steps`,
-    `returns`, `truncated` and `first_programs`): `eval/success_rate`; per agent of `agents`, `eval/reward/<agent>`
+    `returns`, `truncated` and `first_programs`): `eval/success_rate`; `eval/episodes` and `eval/generations`
+    (the completions the evaluation generated: one per agent step, so that a study can count every generation
+    of a run, its evaluations' included); per agent of `agents`, `eval/reward/<agent>`
     (return per step) and `eval/truncated/<agent>` (share of steps the budget cut); and, in envs whose tool agents
     answer with programs, `eval/solving_program/<agent>` (`solving_program_rates`)."""
-    metrics = {"eval/success_rate": sum(bool(r.success) for r in records) / len(records) if records else 0.0}
+    metrics = {
+        "eval/success_rate": sum(bool(r.success) for r in records) / len(records) if records else 0.0,
+        "eval/episodes": len(records),
+        "eval/generations": sum(sum(record.steps.values()) for record in records),
+    }
     for agent in agents:
         steps = sum(record.steps.get(agent, 0) for record in records)
         total = sum(record.returns.get(agent, 0.0) for record in records)
