@@ -147,6 +147,16 @@ def test_one_yaml_per_env_and_scale_with_the_layout_as_a_flag():
     ).is_file()  # the repository's path
 
 
+@pytest.mark.parametrize("env_id, agent", [("code-v0", "tester"), ("bargain-v0", "buyer")])
+def test_the_tiny_model_on_an_env_without_demonstrations_is_refused_before_anything_is_built(env_id, agent):
+    """The tiny model's warm start plays solver demonstrations; these envs have none (it failed in the build)."""
+    with pytest.raises(ConfigError, match=f"model_name_or_path='tiny' on {env_id}: .*--model_name_or_path smollm2"):
+        parse(["--env_id", env_id, "--model_name_or_path", "tiny"])
+    with pytest.raises(ConfigError, match="solver demonstrations"):  # also when only one agent starts from it
+        parse(["--env_id", env_id, "--model_name_or_path", "smollm2", "--agent_models", json.dumps({agent: "tiny"})])
+    assert parse(["--config", "tiny/code"]).model_name_or_path == "smollm2"
+
+
 def test_flags_override_the_yaml_and_the_yaml_overrides_the_defaults(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text(

@@ -50,7 +50,8 @@ _ANSWER = re.compile(r"^<answer>(.*)</answer>$", re.DOTALL)
 MATH_ENV = "math-v0"
 """The env whose tool programs are written per problem (`pettingllms.warmstart.math_programs`)."""
 DEMO_PROGRAM_ENVS = (*PROGRAM_ENVS, MATH_ENV)
-"""The environments whose tool agent can be shown programs (`tool_programs` > 0)."""
+"""The environments with solver demonstrations (the puzzle envs and `math-v0`), whose tool agent can also be shown
+programs (`tool_programs` > 0); `code-v0` and `bargain-v0` have none."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,6 +187,8 @@ def _check_demo_settings(
     program_bugs: float,
     per_role: int | None,
 ) -> None:
+    if env_id not in DEMO_PROGRAM_ENVS:
+        raise ValueError(f"{env_id!r} has no solver demonstrations (they exist for {', '.join(DEMO_PROGRAM_ENVS)})")
     for name, value in (
         ("tool_noise", tool_noise),
         ("plan_noise", plan_noise),
@@ -194,10 +197,6 @@ def _check_demo_settings(
     ):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name}={value} must be in [0, 1]")
-    if tool_programs > 0 and env_id not in DEMO_PROGRAM_ENVS:
-        raise ValueError(
-            f"tool_programs needs one of {list(DEMO_PROGRAM_ENVS)}; {env_id!r} has no tool programs"
-        )
     if per_role is not None and per_role < 1:
         raise ValueError(f"per_role={per_role} must be >= 1")
 
