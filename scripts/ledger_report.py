@@ -26,6 +26,7 @@ STUDIES = {
     "miniature": "reproduce_miniature",
     "scaling": "scaling_study",
     "default_run": "default_run",
+    "pretrained": "pretrained_study",
 }
 """Study -> the script that declares its rule."""
 

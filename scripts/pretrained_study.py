@@ -164,23 +164,39 @@ def error_words(rates: Mapping[str, float] | None) -> str:
 
 
 def write_report(rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
+    """The candidates' section of `results_md`; its settings are the rows' own where they hold them (a
+    `--report` without the run's flags describes what was run), else the invocation's."""
+    instances, samples, budget = (
+        shared_value(rows, key, getattr(args, key)) for key in ("instances", "samples", "max_new_tokens")
+    )
+    recipe = next((row["warm_start"] for row in rows if row.get("warm_start")), None) or {
+        "demos_per_role": args.demos_per_role, "steps": args.steps, "batch_size": args.batch_size,
+        "learning_rate": args.learning_rate,
+    }  # fmt: skip
     lines = [
         START,
         "## A pretrained model, before RL: on which task does it succeed sometimes? (issue 56)",
         "",
         "SmolLM2-135M-Instruct (`smollm2`, the package's Q4_1 weights dequantized to float32) as it ships "
         "(`untrained`) and after a short supervised warm start on each task's solver demonstrations (`warm start`: "
-        f"{args.demos_per_role} per role, {args.steps} steps of {args.batch_size}, lr {args.learning_rate:g}, every "
-        f"weight; `pettingllms.warmstart.pretrained`). {args.instances} validation-split instances per task; greedy "
-        f"success, and pass@4 / pass@8 from {args.samples} episodes per instance sampled at temperature 1.0 (the "
-        f"unbiased estimator); {args.max_new_tokens}-token answers. Rows: `docs/results/pretrained.json`, from the "
-        "ledger. Regenerate: `.venv/bin/python scripts/pretrained_study.py` (`--report` rebuilds this table).",
+        f"{recipe['demos_per_role']} per role, {recipe['steps']} steps of {recipe['batch_size']}, lr "
+        f"{recipe['learning_rate']:g}, every weight; `pettingllms.warmstart.pretrained`). {instances} "
+        f"validation-split instances per task; greedy success, and pass@4 / pass@8 from {samples} episodes per "
+        f"instance sampled at temperature 1.0 (the unbiased estimator); {budget}-token answers. Rows: "
+        "`docs/results/pretrained.json`, from the ledger. Regenerate: `.venv/bin/python scripts/pretrained_study.py` "
+        "(`--report` rebuilds this table).",
         "",
         *table_lines(rows),
         "",
         END,
     ]
     replace_section(results_md, START, END, "\n".join(lines))
+
+
+def shared_value(rows: list[dict], key: str, default: Any) -> Any:
+    """The value of `key` that every row holding it agrees on; `default` when none holds it or they differ."""
+    values = {json.dumps(row[key]) for row in rows if key in row}
+    return json.loads(values.pop()) if len(values) == 1 else default
 
 
 def main() -> int:

@@ -72,3 +72,17 @@ def test_a_warm_start_of_a_model_folder_fine_tunes_it_and_writes_it_once(tiny_mo
         warm_start_pretrained(tiny_model, tmp_path / "warm", settings)
     with pytest.raises(ValueError, match="steps=0 must be >= 1"):
         PretrainedWarmStart("math-v0", steps=0)
+
+
+def test_the_report_describes_the_rows_it_shows_not_the_flags_it_was_given(tmp_path):
+    import argparse
+
+    rows = [{"task": "t", "model": "warm start", "instances": 24, "samples": 8, "max_new_tokens": 128, "greedy": 0.5,
+             "warm_start": {"demos_per_role": 400, "steps": 60, "batch_size": 8, "learning_rate": 1e-4}}]  # fmt: skip
+    args = argparse.Namespace(instances=32, samples=4, max_new_tokens=64, demos_per_role=1, steps=1, batch_size=1,
+                              learning_rate=1.0)  # fmt: skip
+    (tmp_path / "results.md").write_text("")
+    study.write_report(rows, args, tmp_path / "results.md")
+    text = (tmp_path / "results.md").read_text()
+    assert "400 per role, 60 steps of 8, lr 0.0001" in text and "24 validation-split instances" in text
+    assert "from 8 episodes per instance" in text and "128-token answers" in text
