@@ -55,6 +55,17 @@ def test_a_missing_relative_model_path_is_one_line_naming_both_readings(command,
     assert "no such folder here" in lines[0] and "no such model in the local Hugging Face cache" in lines[0]
 
 
+@pytest.mark.parametrize("spec", ["tiny", "tiny-untrained"])
+def test_the_tiny_model_on_an_env_without_demonstrations_is_one_line_naming_what_to_use(spec, tmp_path):
+    """It was built from the env's solver demonstrations; bargain-v0 has none (before: an error from inside the
+    build, after the suite was made)."""
+    command = [str(BIN / "pettingllms-eval"), "--env", "bargain-v0", "--policy", spec, "--output", "r.json"]
+    done = _run(command, tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"policy '{spec}' on bargain-v0" in lines[0] and "smollm2" in lines[0], lines
+
+
 @pytest.mark.parametrize("answer", [5, None, ["<answer>R</answer>"], {"answer": "R"}])
 def test_a_tool_answer_that_is_not_text_costs_what_unusable_text_costs(answer):
     """Through TRL's tool, JSON arguments that are no string used to be refused at no cost, so stalling earned
