@@ -486,12 +486,10 @@ def _row(part: str, method: str, seed: int, result: dict, folder: Path | None) -
         metrics = cycle.read_metrics(folder / "metrics.jsonl")
         row["steps"] = metrics[-1]["step"]
         row["sampled_completions"] = metrics[-1]["train/completions_total"]
+        probes = [m for m in metrics if "eval/success_rate" in m]  # the run's greedy validation evaluations
         row["curve"] = [  # [step, completions sampled so far, validation success]
-            [m["step"], m.get("train/completions_total", 0), m["eval/success_rate"]]
-            for m in metrics
-            if "eval/success_rate" in m
+            [m["step"], m.get("train/completions_total", 0), m["eval/success_rate"]] for m in probes
         ]
-        probes = [m for m in metrics if "eval/success_rate" in m]
         if probes and all("eval/generations" in m for m in probes):  # counted by runs since 2026-12-06
             row["probe_generations"] = sum(m["eval/generations"] for m in probes)
         row["train_wall_s"] = cycle.training_seconds(folder)

@@ -405,3 +405,19 @@ def test_same_package_code_compares_the_package_between_a_commit_and_a_clean_hea
     assert not study.same_package_code(docs_only, tmp_path)  # the checkout's package is dirty
     changed = commit("pettingllms/trainer.py", "step = 2\n")
     assert study.same_package_code(changed, tmp_path) and not study.same_package_code(docs_only, tmp_path)
+
+
+def test_a_trained_row_counts_its_probes_generations_where_the_run_logged_them(study, tmp_path):
+    result = {"success_rate": 0.5, "episodes": 2, "ci95": [0.1, 0.9]}
+    lines = [
+        {"step": 0, "eval/success_rate": 0.1, "eval/generations": 40},
+        {"step": 1, "train/completions_total": 64},
+        {"step": 2, "train/completions_total": 128, "eval/success_rate": 0.4, "eval/generations": 30},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    row = study._row("main", "mas+at-grpo-per-role", 0, result, tmp_path)
+    assert row["curve"] == [[0, 0, 0.1], [2, 128, 0.4]] and row["probe_generations"] == 70
+    assert row["sampled_completions"] == 128 and row["steps"] == 2
+    lines[0].pop("eval/generations")  # a run from before they were logged: no count, not a partial one
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert "probe_generations" not in study._row("main", "mas+at-grpo-per-role", 0, result, tmp_path)
