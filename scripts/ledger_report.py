@@ -27,6 +27,7 @@ STUDIES = {
     "scaling": "scaling_study",
     "default_run": "default_run",
     "pretrained": "pretrained_study",
+    "pretrained_rl": "pretrained_rl_study",
 }
 """Study -> the script that declares its rule."""
 

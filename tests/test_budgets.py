@@ -85,6 +85,18 @@ def test_training_and_evaluation_report_the_truncated_share_per_agent(tiny_model
         assert evaluation[f"eval/truncated/{agent}"] == 1.0
 
 
+def test_training_reports_the_unparseable_share_per_agent(tiny_model, tmp_path):
+    """One token is never a usable plan-path answer: every sample the step trained on was a parse error, and the
+    step's `train/parse_error/<agent>` says so for each agent (the share the pretrained study plots per step)."""
+    args = args_for(tiny_model, tmp_path, "--env_id", "plan-path-v0", "--max_completion_length", "1")
+    trainer = ATGRPOTrainer(args, log=lambda _: None)
+    metrics_ = trainer.train_step()
+    trainer.close()
+    assert {agent: metrics_[f"train/parse_error/{agent}"] for agent in trainer.agents} == {
+        agent: 1.0 for agent in trainer.agents
+    }
+
+
 @pytest.mark.usefixtures("letters_env")
 def test_evaluation_runs_at_the_runs_budget_unless_one_is_set(tiny_model, tmp_path):
     args = args_for(tiny_model, tmp_path / "a", "--max_completion_length", "5")

@@ -36,7 +36,7 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -384,7 +384,7 @@ class ATGRPOTrainer:
         rollout = timed.rollout
         metrics = {
             "step": self.step,
-            "train/reward": float(np.mean([reward for _, reward, _ in stats.samples]))
+            "train/reward": float(np.mean([sample.reward for sample in stats.samples]))
             if stats.samples
             else 0.0,
             "train/success_rate": float(np.mean(stats.successes)) if stats.successes else 0.0,
@@ -402,10 +402,11 @@ class ATGRPOTrainer:
         if self.pool is not None:
             metrics.update({"pool/restarts": self.pool.restarts, "pool/retried_jobs": self.pool.retried_jobs})
         for agent in self.agents:
-            rewards = [reward for name, reward, _ in stats.samples if name == agent]
-            metrics[f"train/reward/{agent}"] = float(np.mean(rewards)) if rewards else 0.0
-            cut = [truncated for name, _, truncated in stats.samples if name == agent]
-            metrics[f"train/truncated/{agent}"] = float(np.mean(cut)) if cut else 0.0
+            mine = [sample for sample in stats.samples if sample.agent == agent]
+            for field in ("reward", "truncated", "parse_error"):  # train/parse_error/<agent>: nothing usable
+                metrics[f"train/{field}/{agent}"] = (
+                    float(np.mean([getattr(s, field) for s in mine])) if mine else 0.0
+                )
         for name, values in phase.metrics.items():  # each policy's own seconds beside its update's figures
             own = {
                 **values,
@@ -521,12 +522,22 @@ class ATGRPOTrainer:
         save_learning_curve(rows, title, self.run.learning_curve, labels)
 
 
+class SampleStat(NamedTuple):
+    """One sample as a step's metrics count it: its agent, reward, whether its completion was cut at the token
+    budget, and whether nothing in it was usable (`Sample.parse_error`)."""
+
+    agent: str
+    reward: float
+    truncated: bool
+    parse_error: bool
+
+
 @dataclasses.dataclass
 class StepStats:
-    """What a step's metrics need of one rank's rollout: (agent, reward, truncated) per sample, the episodes'
-    successes, the groups' reward spreads and the probe completions; `merge` adds the ranks' up."""
+    """What a step's metrics need of one rank's rollout: each sample's `SampleStat`, the episodes' successes,
+    the groups' reward spreads and the probe completions; `merge` adds the ranks' up."""
 
-    samples: list[tuple[str, float, bool]]
+    samples: list[SampleStat]
     successes: list[bool]
     group_stds: list[float]
     probe_completions: int
@@ -534,7 +545,10 @@ class StepStats:
     @classmethod
     def of(cls, rollout: Rollout, stds: dict[Any, float]) -> StepStats:
         return cls(
-            [(s.agent, float(s.reward), bool(s.generation.truncated)) for s in rollout.samples],
+            [
+                SampleStat(s.agent, float(s.reward), bool(s.generation.truncated), bool(s.parse_error))
+                for s in rollout.samples
+            ],
             [bool(episode.success) for episode in rollout.episodes],
             [float(std) for std in stds.values()],
             rollout.probe_completions,
