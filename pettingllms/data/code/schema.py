@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-SOURCES = ("humaneval", "mbpp", "apps", "codecontests", "livecodebench", "bundled", "custom")
+SOURCES = ("humaneval", "mbpp", "apps", "codecontests", "livecodebench", "bundled", "generated", "custom")
 KINDS = ("function", "stdio")
 
 _HUMANEVAL_KEYS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")

@@ -10,7 +10,7 @@ sandbox and both agents see the mismatches. Success: the code passes the problem
 | action, coder | any text; the last ```python block is the solution: for function problems (HumanEval's schema) the function with its imports, for stdio problems a complete program that reads stdin and prints the answer |
 | action, tester | any text; stdio problems: cases `<input>STDIN</input><output>EXPECTED</output>`; function problems: one ```python block of `assert` lines (one case each), read as data, never run: the function called with literal arguments and its value pinned (`== VALUE`, `is True/False/None`, `abs(f(...) - x) < tol` with `0 < tol <= 1e-3 * max(1, abs(x))`, `math.isclose` with tolerances at most 1e-3); a line of another form (`!=`, `is not`, a bare or negated call, a loose tolerance: they hold for almost any answer) is a case that is never right, with the reason shown. At most 10 cases |
 | observation | text: the problem, the current code, the tester's cases with the code's results on them (mismatches shown), and the answer format |
-| instances | `dataset` (default `"bundled"`: 60 stdin/stdout problems, a train/eval hash split; `"humaneval"`: 164 function problems, evaluation only; `"mbpp"`, `"apps"`, `"codecontests"`, `"livecodebench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": DICT})` takes a problem in HumanEval's schema or the stdio schema as it is; `options={"split": "train"|"eval"}`; `options={"index": i}` takes the split's i-th problem (fixed evaluation suites) |
+| instances | `dataset` (default `"bundled"`: 60 stdin/stdout problems, a train/eval hash split; `"generated"`: function problems drawn from a seeded grammar of small programs at `difficulty` 1-3, train/val/eval split by a hash of the program, see below; `"humaneval"`: 164 function problems, evaluation only; `"mbpp"`, `"apps"`, `"codecontests"`, `"livecodebench"` through `datasets`, with `dataset_path` for local files); `reset(options={"problem": DICT})` takes a problem in HumanEval's schema or the stdio schema as it is; `options={"split": "train"|"eval"}`; `options={"index": i}` takes the split's i-th problem (fixed evaluation suites) |
 
 The episode terminates when the code passes the hidden tests (single workflow: at the coder's step; mas: after
 the tester's step of that turn), or, in the mas workflow, after a tester step in which the code passes every
@@ -54,11 +54,22 @@ dropped).
 (0 before any code; 100 iff it passes them all).
 
 ## Arguments
-`dataset`, `dataset_path`, `test_timeout` (seconds per program, default 2), `test_memory_mb` (default 512),
+`dataset`, `dataset_path`, `difficulty` (1-3, generated problems; default 1), `test_timeout` (seconds per program, default 2), `test_memory_mb` (default 512),
 `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3), `render_mode` ("ansi", "human").
 
 `reward="outcome"` zeroes every local reward (penalties included), keeping only the team's +1 on hidden-test
 success. (No ensemble workflow: the coder/tester roles are not interchangeable proposers.)
+
+## Generated problems
+`dataset="generated"` draws `solve(xs)` over a list of ints or `solve(s)` over a string from a seeded grammar
+(`pettingllms.data.code.grammar`): a chain of `difficulty` steps (list and string transformations, a filter with
+a condition, a loop with an accumulator, a count or a sum, an arithmetic condition on it), said in words in the
+docstring with two or three examples. Its hidden tests (6, at most 10) are chosen so that every near miss fails one:
+the reference with one step written with a realistic bug (off-by-one, wrong operator, missed case; the near misses
+are `pettingllms.data.code.generated.generate_problem(...).near_misses`). A program lies in exactly one split
+(train, val, eval) by a hash of its code, whatever seed drew it; evaluation suites hold each program once. The
+grammar holds at least 85, 1,030 and 2,938 programs at difficulty 1, 2 and 3 (distinct ones in 4,000 draws), of
+which 14, 209 and 579 lie in the eval split: a difficulty-1 suite holds 14 problems or so.
 
 ## Version history
 - v0: initial release; revised before release (2026-12) so that returns mean success: local rewards paid on
@@ -78,8 +89,10 @@ from pettingllms.core.env import StepOutcome, TextAECEnv
 from pettingllms.core.errors import ConfigError, DependencyNotInstalled
 from pettingllms.core.parsing import ParseError, extract_python_block
 from pettingllms.core.problems import NATIVE_SPLITS, load_split, pick_problem, problem_option
+from pettingllms.core.splits import SPLITS, draw_in_split
 from pettingllms.core.text import truncate
-from pettingllms.data.code.loaders import EVALUATION_ONLY, load_code_dataset
+from pettingllms.data.code.generated import DIFFICULTIES, GeneratedProblem, generate_problem
+from pettingllms.data.code.loaders import DATASETS, EVALUATION_ONLY, load_code_dataset
 from pettingllms.data.code.schema import CodeProblem, TestCase, problem_from_dict
 from pettingllms.envs.code.cases import (
     MAX_CASES,
@@ -96,6 +109,8 @@ from pettingllms.envs.code.cases import (
 from pettingllms.envs.program_runs import run_until_timeout
 
 PARSE_ERROR_PENALTY = 0.1
+GENERATED = "generated"
+"""The dataset of problems drawn from a seeded grammar (`pettingllms.data.code.generated`)."""
 CODE_SHOWN_CHARS = 6_000
 
 
@@ -113,6 +128,7 @@ class CodeEnv(TextAECEnv):
         *,
         dataset: str = "bundled",
         dataset_path: str | None = None,
+        difficulty: int = 1,
         test_timeout: float = 2.0,
         test_memory_mb: int = 512,
         sandbox=None,
@@ -121,14 +137,25 @@ class CodeEnv(TextAECEnv):
         super().__init__(**kwargs)
         if not isinstance(dataset, str):
             raise ConfigError(f"dataset={dataset!r} must be a dataset name; pass a single problem to reset()")
+        if dataset not in (*DATASETS, GENERATED):
+            raise ConfigError(
+                f"dataset={dataset!r} is not supported; allowed values: {[*DATASETS, GENERATED]}"
+            )
+        if difficulty not in DIFFICULTIES:
+            raise ConfigError(
+                f"difficulty={difficulty!r} is not supported; allowed values: {list(DIFFICULTIES)} (generated problems)"
+            )
         self.dataset = dataset
         self.dataset_path = dataset_path
+        self.difficulty = difficulty
         self.test_timeout = float(test_timeout)
         self.test_memory_mb = int(test_memory_mb)
         if sandbox is None:
             _start_shared_sandbox()
         self._sandbox = sandbox  # None: the shared one (a clone shares it, never copies it)
         self.problem: CodeProblem | None = None
+        self.generated: GeneratedProblem | None = None
+        """A generated problem's near misses and tests (`dataset="generated"`; None for a dataset's problem)."""
         self.code: str | None = None
         self.cases: list[TestCase | AssertCase] = []
         self.case_results: list[CaseResult] = []
@@ -139,7 +166,10 @@ class CodeEnv(TextAECEnv):
 
     # ----------------------------------------------------------------- instances
     def problems(self, split: str) -> tuple[CodeProblem, ...]:
-        """The problems of `split` ("train" or "eval") of this env's dataset (loaded once per process)."""
+        """The problems of `split` ("train" or "eval") of this env's dataset (loaded once per process); generated
+        problems have no list (they are drawn from seeds)."""
+        if self.dataset == GENERATED:
+            raise ConfigError("generated problems have no fixed list: they are drawn from seeds")
         if split not in ("train", "eval"):
             raise ConfigError(f"split={split!r} is not supported; allowed values: ['train', 'eval']")
         if split == "train" and self.dataset in EVALUATION_ONLY:
@@ -149,7 +179,21 @@ class CodeEnv(TextAECEnv):
 
     def _reset_task(self, options: dict[str, Any]) -> None:
         self.problem = problem_option(options, problem_from_dict)
-        if self.problem is None:
+        self.generated = None
+        if self.problem is None and self.dataset == GENERATED:
+            if options.get("index") is not None:
+                raise ConfigError("reset option 'index' needs a dataset; generated problems come from seeds")
+            split = options.get("split", "train")
+            if split not in SPLITS:
+                raise ConfigError(f"split={split!r} is not supported; allowed values: {list(SPLITS)}")
+            self.generated = draw_in_split(
+                lambda rng: generate_problem(rng, self.difficulty),
+                lambda g: g.problem.id,
+                self.np_random,
+                split,
+            )
+            self.problem = self.generated.problem
+        elif self.problem is None:
             default = "eval" if self.dataset in EVALUATION_ONLY else "train"
             pool = self.problems(options.get("split", default))
             self.problem = pick_problem(pool, options, self.np_random)
