@@ -91,7 +91,7 @@ def test_the_oracle_team_solves_and_a_near_miss_is_caught_by_the_oracles_cases(d
     problem = env.unwrapped.problem
     miss = env.unwrapped.generated.near_misses[0]
     assert env.unwrapped.generated.problem == problem
-    env.step(f"```python\n{miss.code}```")  # the coder submits a near miss: it fails the hidden tests
+    env.step(f"```python\n{miss.code}\n```")  # the coder submits a near miss: it fails the hidden tests
     assert not env.unwrapped.success
     env.step(env.unwrapped.solution("tester"))  # the oracle's cases catch it
     assert env.unwrapped.case_results and not all(result.passed for result in env.unwrapped.case_results)
@@ -113,3 +113,38 @@ def test_bad_settings_of_generated_problems_are_refused_with_the_allowed_values(
         env.reset(seed=0, options={"split": "test"})
     with pytest.raises(ConfigError, match="drawn from seeds"):
         env.unwrapped.problems("eval")
+
+
+def test_the_demonstrations_show_bugs_first_then_fixes_and_right_cases():
+    """The warm start's demonstrations (pettingllms.warmstart.demos): the coder's first program is a near miss at
+    about the rate asked, a second-turn program is the reference, and the tester's cases are right ones."""
+    import itertools
+    from collections import Counter
+
+    from pettingllms.warmstart.demos import collect_demonstrations
+
+    kwargs = {"dataset": "generated", "difficulty": 2}
+    demos = collect_demonstrations("code-v0", itertools.count(), np.random.default_rng(0), env_kwargs=kwargs,
+                                   program_bugs=0.5, per_role=120)  # fmt: skip
+    assert Counter(demo.agent for demo in demos) == {"coder": 120, "tester": 120}
+    env = pettingllms.make("code-v0", **kwargs).unwrapped
+    references = {}  # the problems of the seeds the demonstrations played (0, 1, ...), by statement
+    for seed in range(240):
+        env.reset(seed=seed)
+        references[env.problem.statement.strip()] = env.problem.reference
+
+    def reference(demo) -> str:
+        return references[demo.prompt.split("## Problem\n", 1)[1].split("\n## ", 1)[0].strip()]
+
+    def code(demo) -> str:
+        return demo.target.removeprefix("```python\n").removesuffix("\n```")
+
+    first = [d for d in demos if d.agent == "coder" and "## Current code" not in d.prompt]
+    later = [d for d in demos if d.agent == "coder" and "## Current code" in d.prompt]
+    buggy = [d for d in first if code(d) != reference(d)]
+    assert 0.3 < len(buggy) / len(first) < 0.7  # measured 0.48 and 0.52 over 400 demonstrations a role
+    assert later and all(code(d) == reference(d) for d in later)
+    for demo in (d for d in demos if d.agent == "tester"):
+        solve = _function(reference(demo))
+        for line in code(demo).splitlines():
+            exec(line, {"solve": solve})  # noqa: S102 - cases copied from the generator's own hidden tests

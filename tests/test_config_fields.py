@@ -150,11 +150,44 @@ def test_one_yaml_per_env_and_scale_with_the_layout_as_a_flag():
 @pytest.mark.parametrize("env_id, agent", [("code-v0", "tester"), ("bargain-v0", "buyer")])
 def test_the_tiny_model_on_an_env_without_demonstrations_is_refused_before_anything_is_built(env_id, agent):
     """The tiny model's warm start plays solver demonstrations; these envs have none (it failed in the build)."""
-    with pytest.raises(ConfigError, match=f"model_name_or_path='tiny' on {env_id}: .*--model_name_or_path smollm2"):
+    with pytest.raises(
+        ConfigError, match=f"model_name_or_path='tiny' on {env_id}: .*--model_name_or_path smollm2"
+    ):
         parse(["--env_id", env_id, "--model_name_or_path", "tiny"])
     with pytest.raises(ConfigError, match="solver demonstrations"):  # also when only one agent starts from it
-        parse(["--env_id", env_id, "--model_name_or_path", "smollm2", "--agent_models", json.dumps({agent: "tiny"})])
+        parse(
+            [
+                "--env_id",
+                env_id,
+                "--model_name_or_path",
+                "smollm2",
+                "--agent_models",
+                json.dumps({agent: "tiny"}),
+            ]
+        )
     assert parse(["--config", "tiny/code"]).model_name_or_path == "smollm2"
+
+
+def test_the_tiny_model_on_generated_code_problems_is_accepted_and_on_their_datasets_refused_naming_it():
+    """code-v0 has demonstrations for its generated problems (reference programs and near misses) only."""
+    generated = json.dumps({"dataset": "generated", "difficulty": 2})
+    assert (
+        parse(["--env_id", "code-v0", "--env_kwargs", generated, "--model_name_or_path", "tiny"]).env_id
+        == "code-v0"
+    )
+    with pytest.raises(
+        ConfigError, match="no solver demonstrations for dataset='humaneval' .*dataset='generated'"
+    ):
+        parse(
+            [
+                "--env_id",
+                "code-v0",
+                "--env_kwargs",
+                '{"dataset": "humaneval"}',
+                "--model_name_or_path",
+                "tiny",
+            ]
+        )
 
 
 def test_flags_override_the_yaml_and_the_yaml_overrides_the_defaults(tmp_path):

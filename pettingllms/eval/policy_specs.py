@@ -222,13 +222,13 @@ def _model_source(
     is (a base may not be a run itself: that would load unverified weights, or recurse)."""
     if spec in ("tiny", "tiny-untrained"):
         from pettingllms.warmstart.build import ensure_tiny_model
-        from pettingllms.warmstart.demos import DEMO_PROGRAM_ENVS
+        from pettingllms.warmstart.demos import missing_demonstrations
 
-        if env_id not in DEMO_PROGRAM_ENVS:  # its tokenizer and weights are built from them
+        missing = missing_demonstrations(env_id, env_kwargs)
+        if missing is not None:  # its tokenizer and weights are built from them
             raise ConfigError(
-                f"policy {spec!r} on {env_id}: the built-in tiny model is built from solver demonstrations, which "
-                f"exist for {', '.join(DEMO_PROGRAM_ENVS)} only; evaluate {env_id} with smollm2, a model folder "
-                "or a Hugging Face id"
+                f"policy {spec!r} on {env_id}: the built-in tiny model is built from solver demonstrations, and "
+                f"{missing}; evaluate {env_id} with smollm2, a model folder or a Hugging Face id"
             )
         steps = {"sft_steps": 0} if spec == "tiny-untrained" else {}
         folder = ensure_tiny_model(env_id, env_kwargs=env_kwargs, workflow=workflow, eval_episodes=0, **steps)

@@ -23,6 +23,12 @@ puzzle unsolved, so later turns (with their "Last turn" report) appear too.
 `reasoner`'s target is the tool agent's latest answer when that answer is right, else the gold answer (the
 generator's exact one), perturbed with probability `plan_noise`.
 
+`code-v0` has demonstrations for its generated problems (`dataset="generated"`): the `coder`'s first program
+is, with probability `program_bugs`, one of the problem's near misses (its reference with one realistic bug),
+else the reference; a later program (after the tester's cases showed the mismatches) is the reference; the
+`tester`'s cases are a drawn subset (3 or more, in order) of the problem's hidden tests. Each is executed as
+written, so a buggy first program meets the tester's cases and the second turn shows the fix.
+
 Everything random comes from the `numpy.random.Generator` passed in; the envs are seeded by their seeds.
 Perturbation assumes the answer is a space-separated list inside `<answer>...</answer>`; items outside
 `MOVES` (e.g. Sudoku placements) can only be dropped.
@@ -49,9 +55,25 @@ PLAN_NOISE = 0.2
 _ANSWER = re.compile(r"^<answer>(.*)</answer>$", re.DOTALL)
 MATH_ENV = "math-v0"
 """The env whose tool programs are written per problem (`pettingllms.warmstart.math_programs`)."""
-DEMO_PROGRAM_ENVS = (*PROGRAM_ENVS, MATH_ENV)
-"""The environments with solver demonstrations (the puzzle envs and `math-v0`), whose tool agent can also be shown
-programs (`tool_programs` > 0); `code-v0` and `bargain-v0` have none."""
+CODE_ENV, CODE_DATASET = "code-v0", "generated"
+"""The code env has demonstrations for its generated problems only (their reference programs and near misses)."""
+DEMO_PROGRAM_ENVS = (*PROGRAM_ENVS, MATH_ENV, CODE_ENV)
+"""The environments with solver demonstrations (the puzzle envs, `math-v0`, and `code-v0` with
+`dataset="generated"`: `missing_demonstrations`); `bargain-v0` has none."""
+DEMO_WORDS = f"{', '.join(DEMO_PROGRAM_ENVS[:-1])} and {CODE_ENV} with dataset={CODE_DATASET!r}"
+
+
+def missing_demonstrations(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> str | None:
+    """Why `env_id` made with `env_kwargs` has no solver demonstrations to warm-start a model on, in words that
+    name where they exist; None when it has them."""
+    dataset = dict(env_kwargs or {}).get("dataset", "bundled")
+    if env_id == CODE_ENV and dataset != CODE_DATASET:
+        return (
+            f"{env_id!r} has no solver demonstrations for dataset={dataset!r} (they exist for {DEMO_WORDS})"
+        )
+    if env_id not in DEMO_PROGRAM_ENVS:
+        return f"{env_id!r} has no solver demonstrations (they exist for {DEMO_WORDS})"
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +158,8 @@ def collect_demonstrations(
     """
     import pettingllms
 
-    _check_demo_settings(env_id, tool_noise, plan_noise, tool_programs, program_bugs, per_role)
     kwargs = dict(env_kwargs or {})
+    _check_demo_settings(env_id, kwargs, tool_noise, plan_noise, tool_programs, program_bugs, per_role)
     sizes = ENSEMBLE_DEMO_SIZES if workflow == "ensemble" and "num_agents" not in kwargs else (None,)
     envs = {
         size: pettingllms.make(
@@ -181,14 +203,16 @@ def _play_demonstration(env, rng, tool_noise, plan_noise, tool_programs, program
 
 def _check_demo_settings(
     env_id: str,
+    env_kwargs: Mapping[str, Any],
     tool_noise: float,
     plan_noise: float,
     tool_programs: float,
     program_bugs: float,
     per_role: int | None,
 ) -> None:
-    if env_id not in DEMO_PROGRAM_ENVS:
-        raise ValueError(f"{env_id!r} has no solver demonstrations (they exist for {', '.join(DEMO_PROGRAM_ENVS)})")
+    missing = missing_demonstrations(env_id, env_kwargs)
+    if missing is not None:
+        raise ValueError(missing)
     for name, value in (
         ("tool_noise", tool_noise),
         ("plan_noise", plan_noise),
@@ -238,6 +262,9 @@ def _demonstrate(
     if env.metadata["name"] == MATH_ENV:
         noise = tool_noise if agent_role(agent) == "tool" else plan_noise
         return _demonstrate_math(env, agent, rng, noise, (tool_programs, program_bugs))
+    if env.metadata["name"] == CODE_ENV:
+        target = _demonstrate_code(env, agent, rng, program_bugs)
+        return target, target
     if agent_role(agent) == "tool":
         if tool_programs > 0 and rng.random() < tool_programs:
             programs = PROGRAMS[env.metadata["name"]]
@@ -279,3 +306,19 @@ def _demonstrate_math(
     right = tool_answer is not None and env.correct.get("tool")
     target = f"\\boxed{{{tool_answer}}}" if right else env.solution()
     return target, perturb_number(target, rng) if rng.random() < noise else target
+
+
+def _demonstrate_code(env: Any, agent: str, rng: np.random.Generator, program_bugs: float) -> str:
+    """The target of one `code-v0` step on a generated problem (module docstring): the coder's first program is,
+    with probability `program_bugs`, one of the problem's near misses (uniformly), else the reference, and any
+    later program is the reference (the fix after the tester's mismatches); the tester's cases are 3 or more of
+    the hidden tests, in order (a drawn number of them)."""
+    if agent == "coder":
+        misses = env.generated.near_misses
+        if env.code is None and rng.random() < program_bugs:
+            return f"```python\n{misses[int(rng.integers(len(misses)))].code}\n```"
+        return env.solution("coder")
+    lines = env.solution("tester").removeprefix("```python\n").removesuffix("\n```").splitlines()
+    keep = int(rng.integers(min(3, len(lines)), len(lines) + 1))
+    chosen = sorted(rng.choice(len(lines), size=keep, replace=False))
+    return "```python\n" + "\n".join(lines[i] for i in chosen) + "\n```"

@@ -211,7 +211,7 @@ def _function(shape: Sequence[str], bodies: Sequence[str]) -> str:
     lines = [f"def {ENTRY_POINT}({SIGNATURES[shape[0]]}) -> {ANNOTATIONS[shape[-1]]}:"]
     lines += [textwrap.indent(body, "    ") for body in bodies]
     lines.append(f"    return {VARIABLES[shape[-1]]}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
 
 
 def _statement(shape: Sequence[str], steps: Sequence[Step], visible: Sequence[tuple[Any, Any]]) -> str:

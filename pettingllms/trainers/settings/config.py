@@ -620,18 +620,19 @@ class ATGRPOConfig(GRPOConfig):
         config's recipe does not stand in the way of `--model_name_or_path` given on the command line), and a
         policy starts from `tiny` only on an env with solver demonstrations to warm-start it."""
         from pettingllms.warmstart.build import recipe_tag
-        from pettingllms.warmstart.demos import DEMO_PROGRAM_ENVS
+        from pettingllms.warmstart.demos import missing_demonstrations
 
         try:
             recipe_tag(self.tiny_warm_start)
         except ValueError as error:
             raise ConfigError(f"tiny_warm_start: {error}") from error
         starts_tiny = "tiny" in {self.model_name_or_path, *self.agent_models.values()}
-        if starts_tiny and self.env_id not in DEMO_PROGRAM_ENVS:
+        missing = missing_demonstrations(self.env_id, self.env_kwargs)
+        if starts_tiny and missing is not None:
             raise ConfigError(
                 f"model_name_or_path='tiny' on {self.env_id}: the built-in tiny model is warm-started from solver "
-                f"demonstrations, which exist for {', '.join(DEMO_PROGRAM_ENVS)} only; start {self.env_id} from a "
-                "pretrained model: --model_name_or_path smollm2 (built in) or a Hugging Face id"
+                f"demonstrations, and {missing}; start {self.env_id} from a pretrained model: "
+                "--model_name_or_path smollm2 (built in) or a Hugging Face id"
             )
 
     def _check_launcher(self) -> None:
