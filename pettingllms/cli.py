@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -280,6 +281,15 @@ def _add_serve(commands) -> None:
         help="close a session that sends nothing for this long (code 4408, with the reason), freeing its slot "
         "(default 300; 0: never)",
     )
+    serve.add_argument(
+        "--sandbox-workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="programs run at once for all sessions (code-v0's tests, tool programs), shared fairly: one "
+        "session's loops delay each program of another by at most one program's time limit (default: the "
+        f"machine's cores, {os.cpu_count() or 1} here)",
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -296,6 +306,7 @@ def _serve(args: argparse.Namespace) -> int:
         agent=args.agent,
         max_sessions=args.max_sessions,
         idle_timeout=args.idle_timeout,
+        sandbox_workers=args.sandbox_workers,
         tier=args.tier,
         answer=_frozen_others(args),
     )

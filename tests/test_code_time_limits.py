@@ -3,6 +3,8 @@ limits"), so a looping program costs a step about one timeout, never earns more 
 program that never times out scores exactly as when every case ran (the rule before, recomputed here by running
 every case on its own)."""
 
+import threading
+
 import pytest
 from markers import needs_bwrap
 
@@ -40,9 +42,25 @@ class _Scripted:
         self.workers = workers
         self.ran: list[str] = []
 
-    def run_batch(self, programs):
-        self.ran += [program.stdin for program in programs]
-        return [SandboxResult("timeout" if p.code == "loop" else "ok", p.stdin, "", 0, 0.0) for p in programs]
+    def lease(self, owner=None):
+        return _Lease(self._one)
+
+    def _one(self, program):
+        self.ran.append(program.stdin)
+        return SandboxResult("timeout" if program.code == "loop" else "ok", program.stdin, "", 0, 0.0)
+
+
+class _Lease:
+    """A stand-in for `Sandbox.lease`: runs each program with `run_one`."""
+
+    def __init__(self, run_one):
+        self.run = run_one
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
 
 
 class _Counting:
@@ -52,12 +70,28 @@ class _Counting:
         self.sandbox = default_sandbox()
         self.workers = self.sandbox.workers
         self.ran = self.timeouts = 0
+        self.lock = threading.Lock()
 
-    def run_batch(self, programs):
-        results = self.sandbox.run_batch(programs)
-        self.ran += len(results)
-        self.timeouts += sum(result.status == "timeout" for result in results)
-        return results
+    def lease(self, owner=None):
+        return _CountingLease(self, self.sandbox.lease(owner))
+
+
+class _CountingLease:
+    def __init__(self, counting: _Counting, lease):
+        self.counting, self.lease = counting, lease
+
+    def run(self, program):
+        result = self.lease.run(program)
+        with self.counting.lock:  # leases run on several threads
+            self.counting.ran += 1
+            self.counting.timeouts += result.status == "timeout"
+        return result
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.lease.__exit__(*exc)
 
 
 def _stdout(run):
@@ -72,7 +106,8 @@ def test_a_group_stops_at_its_first_timeout_and_what_counts_never_depends_on_the
         [Program("loop", "c0", 1.0, 64), Program("ok", "c1", 1.0, 64)],
     ]
     sandbox = _Scripted(workers)
-    runs = run_until_timeout(sandbox, groups)
+    runs, queued = run_until_timeout(sandbox, groups)
+    assert queued == 0.0  # the stand-in never queues
     assert [[_stdout(run) for run in group] for group in runs] == [
         ["a0", "a1", None, None, None],
         ["b0", "b1", "b2"],
@@ -87,12 +122,14 @@ def test_an_unavailable_sandbox_makes_every_run_unavailable():
     class Unavailable:
         workers = 2
 
-        def run_batch(self, programs):
+        def lease(self, owner=None):
             from pettingllms.sandbox import SandboxUnavailable
 
             raise SandboxUnavailable("no bwrap here")
 
-    runs = run_until_timeout(Unavailable(), [[Program("ok", "", 1.0, 64)] * 3, [Program("ok", "", 1.0, 64)]])
+    runs, _ = run_until_timeout(
+        Unavailable(), [[Program("ok", "", 1.0, 64)] * 3, [Program("ok", "", 1.0, 64)]]
+    )
     assert [[run.status for run in group] for group in runs] == [["unavailable"] * 3, ["unavailable"]]
     assert "no bwrap here" in runs[0][0].error
 

@@ -500,29 +500,38 @@ def test_a_tester_line_that_crashed_the_host_is_a_rejected_case(line):
 
 
 class _RecordingSandbox:
-    """A sandbox stand-in for fuzzing the host's side: it runs nothing, checks that each program's stdin is
-    what the harness can read (two frames of JSON, every case's values decodable), and answers a failure."""
+    """A sandbox stand-in for fuzzing the host's side (its own lease): it runs nothing, checks that each program's
+    stdin is what the harness can read (two frames of JSON, every case's values decodable), and answers a
+    failure."""
 
     workers = 1
 
-    def run_batch(self, programs):
+    def lease(self, owner=None):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def run(self, program):
         from pettingllms.data.code import judge_harness
         from pettingllms.sandbox import SandboxResult
 
-        for program in programs:
-            stdin, frames = program.stdin, []
-            while stdin:
-                size = int(stdin[: judge_harness.FRAME_DIGITS])
-                frames.append(
-                    json.loads(stdin[judge_harness.FRAME_DIGITS : judge_harness.FRAME_DIGITS + size])
-                )
-                stdin = stdin[judge_harness.FRAME_DIGITS + size :]
-            assert len(frames) == 2
-            for case in frames[1].get("cases", []):
-                assert case["op"] in judge_harness.COMPARISONS
-                for key in ("args", "kwargs", "expected"):
-                    judge_harness.decode(case[key])
-        return [SandboxResult("error", "", "fuzz", 1, 0.0) for _ in programs]
+        stdin, frames = program.stdin, []
+        while stdin:
+            size = int(stdin[: judge_harness.FRAME_DIGITS])
+            frames.append(
+                json.loads(stdin[judge_harness.FRAME_DIGITS : judge_harness.FRAME_DIGITS + size])
+            )
+            stdin = stdin[judge_harness.FRAME_DIGITS + size :]
+        assert len(frames) == 2
+        for case in frames[1].get("cases", []):
+            assert case["op"] in judge_harness.COMPARISONS
+            for key in ("args", "kwargs", "expected"):
+                judge_harness.decode(case[key])
+        return SandboxResult("error", "", "fuzz", 1, 0.0)
 
 
 _ATOMS = st.sampled_from(

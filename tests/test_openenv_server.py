@@ -20,6 +20,7 @@ import pytest
 from chat_stand_in import send
 
 import pettingllms
+from pettingllms.sandbox import bwrap_available
 
 pytest.importorskip("openenv")
 pytest.importorskip("uvicorn")
@@ -423,3 +424,46 @@ def test_a_frame_that_is_not_utf8_text_gets_what_was_wrong_and_the_session_goes_
             json.dumps({"type": "reset", "data": {"seed": 0}}).encode()
         )  # UTF-8 bytes are read as text
         assert json.loads(socket_.recv(timeout=30))["type"] == "observation"
+
+
+@pytest.mark.skipif(not bwrap_available(), reason="code-v0 runs programs in bubblewrap")
+def test_four_looping_clients_delay_a_quick_clients_step_by_at_most_one_time_limit_a_wave():
+    """Issue 61: four sessions submit `while True: pass` as the coder, step after step; a fifth submits a right
+    program once they have run a while. Its 10 hidden tests run in waves of --sandbox-workers programs; each
+    program waits at most for a worker to free, one test's time limit (2 s), so the step waits at most 2 s per
+    wave (before: 28.1 s, every loop queued ahead of it)."""
+    import math
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers, limit = 2, 2.0
+    local = pettingllms.make("code-v0")
+    local.reset(seed=3)
+    right, waves = local.unwrapped.solution("coder"), math.ceil(len(local.unwrapped.problem.tests) / workers)
+    stop = threading.Event()
+
+    def loop_forever(url: str) -> int:
+        steps = 0
+        with PettingLLMsClient(base_url=url) as client:
+            while not stop.is_set():
+                result = client.reset(seed=steps)
+                while not result.done and not stop.is_set():
+                    result = client.step(AnswerAction(answer="```python\nwhile True:\n    pass\n```"))
+                    steps += 1
+        return steps
+
+    for url in _serve("code-v0", "--sandbox-workers", str(workers), "--max-sessions", "5"):
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            loopers = [pool.submit(loop_forever, url) for _ in range(4)]
+            time.sleep(3 * limit)  # every looping session has had programs run
+            with PettingLLMsClient(base_url=url) as quick:
+                quick.reset(seed=3)
+                started = time.perf_counter()
+                result = quick.step(AnswerAction(answer=right))
+                waited = time.perf_counter() - started
+            stop.set()
+            assert all(looper.result() > 0 for looper in loopers)
+        info = result.observation.info
+        assert info["hidden_pass_ratio"] == 1.0
+        assert info["queue_wait_s"] <= waves * limit + 1.0, (info["queue_wait_s"], waves)
+        assert waited <= waves * limit + 3.0, waited
+        print(f"quick client's step: {waited:.1f} s, {info['queue_wait_s']:.1f} s of it queued ({waves} waves)")

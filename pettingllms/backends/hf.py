@@ -222,7 +222,9 @@ class HFPolicy:
                 for start in range(0, len(order), per_batch):
                     chunk = order[start : start + per_batch]
                     rows = [encoded[i] for i in chunk for _ in range(n)]
-                    row_seeds = None if seeds is None else [int(seeds[i]) + j for i in chunk for j in range(n)]
+                    row_seeds = (
+                        None if seeds is None else [int(seeds[i]) + j for i in chunk for j in range(n)]
+                    )
                     generations = self._sample(rows, sampling, row_seeds, limit)
                     for position, i in enumerate(chunk):
                         results[i] = generations[position * n : (position + 1) * n]
@@ -234,7 +236,11 @@ class HFPolicy:
     # long function: one decoding loop over a KV cache shared by the batch, whose state (cache, masks, positions,
     # the rows still going, their budgets and stop detectors) changes together at every step.
     def _sample(
-        self, rows: list[list[int]], sampling: SamplingConfig, row_seeds: list[int] | None, context: int | None
+        self,
+        rows: list[list[int]],
+        sampling: SamplingConfig,
+        row_seeds: list[int] | None,
+        context: int | None,
     ) -> list[Generation]:
         """Sample every row to its end (eos, a stop string, `max_new_tokens`, or `context` tokens with its prompt)."""
         batch = len(rows)

@@ -25,13 +25,21 @@ None: envs hold None so that a clone shares the shared sandbox rather than copyi
 `run_until_timeout(sandbox, groups)` judges programs as a contest judge runs one solution on its tests: each
 group's programs in order, stopping at the group's first timeout (the programs after it are not run). A program
 that loops on every test then costs one timeout, not one per test.
+
+Programs queue for the sandbox's workers under an `owner` (`new_owner()`: one per environment), served fairly
+across owners (`pettingllms.sandbox.fair_slots`: the owner that has held workers least goes first): another
+environment's looping programs delay each of this one's by at most one program's time limit (until a worker frees),
+never by their whole queue. `Judged.queued_s` says how long a judgement waited.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 from pettingllms import sandbox as sandboxing
 from pettingllms.sandbox import Program, Sandbox, SandboxResult
@@ -71,8 +79,28 @@ class ProgramRun:
         return (lines[-1], None) if lines else (None, "the code printed nothing")
 
 
-def run_programs(sandbox: Sandbox | None, programs: Sequence[Program]) -> list[ProgramRun]:
-    """Run `programs` in parallel in `sandbox` (None: the shared one); one `ProgramRun` per program, in order.
+_OWNERS = itertools.count()
+
+
+def new_owner() -> int:
+    """A key no other environment of this process queues its programs under (an env keeps one; its deep copies,
+    an episode's candidates, share it)."""
+    return next(_OWNERS)
+
+
+class Judged(NamedTuple):
+    """What `run_until_timeout` returns: each group's runs, and the seconds its programs waited for sandbox
+    workers (the longest wait of each parallel wave, summed over the waves)."""
+
+    runs: list[list[ProgramRun | None]]
+    queued_s: float
+
+
+def run_programs(
+    sandbox: Sandbox | None, programs: Sequence[Program], owner: Hashable | None = None
+) -> list[ProgramRun]:
+    """Run `programs` in parallel in `sandbox` (None: the shared one), queued as `owner`'s (None: the calling
+    thread's); one `ProgramRun` per program, in order.
 
     An empty batch returns [] without touching the sandbox. `SandboxUnavailable` never escapes: it makes every
     run "unavailable".
@@ -81,39 +109,66 @@ def run_programs(sandbox: Sandbox | None, programs: Sequence[Program]) -> list[P
         return []
     try:
         runner = sandbox if sandbox is not None else sandboxing.default_sandbox()
-        results = runner.run_batch(programs)
+        results = runner.run_batch(programs, owner=owner)
     except sandboxing.SandboxUnavailable as error:
         return [_unavailable(error)] * len(programs)
     return [_read(result) for result in results]
 
 
 def run_until_timeout(
-    sandbox: Sandbox | None, groups: Sequence[Sequence[Program]]
-) -> list[list[ProgramRun | None]]:
-    """Run each group's programs in order, each group stopping at its first timeout; one list per group, one entry
-    per program: its run, or None when an earlier program of its group timed out (it was not run).
+    sandbox: Sandbox | None, groups: Sequence[Sequence[Program]], owner: Hashable | None = None
+) -> Judged:
+    """Run each group's programs in order, each group stopping at its first timeout, queued as `owner`'s; in
+    `Judged.runs` one list per group, one entry per program: its run, or None when an earlier program of its
+    group timed out (it was not run, or it ran meanwhile on another worker and does not count).
 
-    Programs run in parallel waves of the sandbox's `workers`, taken across the groups in order; a program that
-    ran in the same wave after its group's first timeout is discarded (None), so which programs count never
-    depends on the number of workers. A group whose every program loops costs about one timeout. When the sandbox
-    is unavailable every entry is the "unavailable" run.
+    The sandbox's `workers` threads each hold a lease (`Sandbox.lease`: it keeps its worker while `owner` is the
+    one to serve) and take the next program, across the groups in order, of a group that has not stopped; so
+    which programs count never depends on the number of workers, and a group whose every program loops costs
+    about one timeout. `Judged.queued_s` is the longest any thread waited for workers, summed over its programs.
+    When the sandbox is unavailable every entry is the "unavailable" run.
     """
     try:
-        workers = (sandbox if sandbox is not None else sandboxing.default_sandbox()).workers
+        runner = sandbox if sandbox is not None else sandboxing.default_sandbox()
     except sandboxing.SandboxUnavailable as error:
-        return [[_unavailable(error)] * len(group) for group in groups]
-    runs: list[list[ProgramRun | None]] = [[None] * len(group) for group in groups]
+        return Judged([[_unavailable(error)] * len(group) for group in groups], 0.0)
+    results: list[list[SandboxResult | None]] = [[None] * len(group) for group in groups]
     stopped = [False] * len(groups)
-    # lazy: a program is taken only while its group has not stopped (as of the waves before its own)
-    pending = ((g, i) for g, group in enumerate(groups) for i in range(len(group)) if not stopped[g])
-    while wave := list(itertools.islice(pending, workers)):
-        done = run_programs(sandbox, [groups[g][i] for g, i in wave])
-        if done[0].result is None:  # the sandbox is unavailable: nothing ran
-            return [[done[0]] * len(group) for group in groups]
-        for (g, i), run in zip(wave, done, strict=True):
-            if not stopped[g]:
-                runs[g][i] = run
-                stopped[g] = run.status == "timeout"
+    order = iter([(g, i) for g, group in enumerate(groups) for i in range(len(group))])
+    taking = threading.Lock()
+
+    def drain() -> float:
+        waited = 0.0
+        with runner.lease(owner) as lease:
+            while True:
+                with taking:  # lazy: a program is taken only while its group has not stopped
+                    item = next((item for item in order if not stopped[item[0]]), None)
+                if item is None:
+                    return waited
+                g, i = item
+                result = lease.run(groups[g][i])
+                waited += result.queued_s
+                with taking:
+                    results[g][i] = result
+                    stopped[g] = stopped[g] or result.status == "timeout"
+
+    threads = min(runner.workers, sum(len(group) for group in groups))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+            waits = [future.result() for future in [pool.submit(drain) for _ in range(threads)]]
+    except sandboxing.SandboxUnavailable as error:
+        return Judged([[_unavailable(error)] * len(group) for group in groups], 0.0)
+    return Judged([_until_first_timeout(group) for group in results], max(waits, default=0.0))
+
+
+def _until_first_timeout(results: list[SandboxResult | None]) -> list[ProgramRun | None]:
+    """A group's runs up to and including its first timeout (programs are taken in order, so every program
+    before one that ran has run); None after it."""
+    runs: list[ProgramRun | None] = []
+    over = False
+    for result in results:
+        runs.append(None if over or result is None else _read(result))
+        over = over or result is None or result.status == "timeout"
     return runs
 
 

@@ -44,7 +44,7 @@ from pettingllms.core.errors import ConfigError
 from pettingllms.core.parsing import ParseError, extract_answer, extract_python_block
 from pettingllms.core.splits import check_split, draw_in_split
 from pettingllms.core.text import sanitize, truncate
-from pettingllms.envs.program_runs import ProgramRun, run_programs
+from pettingllms.envs.program_runs import ProgramRun, new_owner, run_programs
 from pettingllms.sandbox import Program
 
 PARSE_ERROR_PENALTY = 0.1
@@ -186,6 +186,7 @@ class ToolPlanEnv(TextAECEnv):
         self.RESET_OPTIONS = frozenset({"split", puzzle.instance_option})
         self.max_moves_per_turn = max_moves_per_turn
         self._sandbox = sandbox
+        self._owner = new_owner()  # its programs queue for sandbox workers under it (its clones' too)
         self.tool_timeout = float(tool_timeout)
         self.tool_memory_mb = int(tool_memory_mb)
         self.state: Any = None
@@ -355,7 +356,9 @@ class ToolPlanEnv(TextAECEnv):
         """Run the tool agent's code on the current board (its standard input); return the run, the actions it
         answered and the error (`pettingllms.envs.program_runs`; its printed `<answer>` or last line)."""
         stdin = self.puzzle.render_text(self.state) + "\n"
-        [run] = run_programs(self._sandbox, [Program(code, stdin, self.tool_timeout, self.tool_memory_mb)])
+        [run] = run_programs(
+            self._sandbox, [Program(code, stdin, self.tool_timeout, self.tool_memory_mb)], self._owner
+        )
         answer, error = run.answer(extract_answer)
         actions, parse_error = self._parse_text(answer) if answer is not None else ([], None)
         return run, actions, error or parse_error

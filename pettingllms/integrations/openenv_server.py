@@ -16,7 +16,11 @@ never a 500: a step without an episode 409, a bad reset argument 400 (the env's 
 or 422. `SessionGuard` keeps a shared server fair: a session silent for `--idle-timeout` seconds (default 300; 0:
 never) is closed with code 4408 and a reason, freeing its slot; a client beyond `--max-sessions` is closed with code
 1013 (try again later) and a reason naming the limit; a frame that is not UTF-8 text gets an error naming what was
-wrong, and the session goes on.
+wrong, and the session goes on. Programs (code-v0's tests, the tool agents' programs) run on `--sandbox-workers`
+workers (default: the machine's cores) shared fairly across sessions (the session that has held workers least goes
+first: `pettingllms.sandbox.fair_slots`), so a session that submits loops delays each program of another by at most
+one program's time limit (until a worker frees), not by its whole queue; a step's `info["queue_wait_s"]` (code-v0)
+says how long its programs waited.
 
 `reset(seed=..., options={...})` takes the env's reset options (`split`: "train", "val" or "eval", and what the
 env's `RESET_OPTIONS` lists, e.g. a Sokoban `level`); an unknown option or a bad value is refused with the env's own
@@ -264,12 +268,15 @@ def build_app(
     tier: str | None = None,
     answer: Answerer | None = None,
     idle_timeout: float = IDLE_TIMEOUT_S,
+    sandbox_workers: int | None = None,
 ):
     """OpenEnv's FastAPI app serving `env_id` (at `tier`, under `env_kwargs`); the arguments are checked here (a
     bad id, tier or agent fails now, before the server listens). `others` other than a baseline of `BASELINES`
     needs `answer`, its policy loaded once (`pettingllms serve` loads it with
     `pettingllms.play_policy.policy_answerer`), whose calls are serialized by a lock: the sessions' threads
-    share one model. `max_sessions` and `idle_timeout` bound what the WebSocket sessions hold (`SessionGuard`)."""
+    share one model. `max_sessions` and `idle_timeout` bound what the WebSocket sessions hold (`SessionGuard`);
+    `sandbox_workers` (None: the shared sandbox's default) is how many programs run at once for all sessions, taken
+    fairly across them (`pettingllms.sandbox.fair_slots`; started now, where bubblewrap is installed)."""
     if agent is not None and others is None:
         raise ConfigError("--agent names the client's agent among frozen others: pass --others too")
     if others is not None and others not in BASELINES and answer is None:
@@ -282,6 +289,10 @@ def build_app(
         raise ConfigError(f"--max-sessions {max_sessions}: at least 1 session")
     if idle_timeout < 0:
         raise ConfigError(f"--idle-timeout {idle_timeout}: seconds >= 0 (0: sessions never time out)")
+    if sandbox_workers is not None:
+        if sandbox_workers < 1:
+            raise ConfigError(f"--sandbox-workers {sandbox_workers}: at least 1 worker")
+        _start_sandbox(sandbox_workers)
     factory = functools.partial(
         PettingLLMsEnvironment,
         env_id=env_id,
@@ -297,6 +308,19 @@ def build_app(
     app.add_exception_handler(ConfigError, functools.partial(_client_error, 400))
     app.add_middleware(SessionGuard, max_sessions=max_sessions, idle_timeout=idle_timeout)
     return app
+
+
+async def _start_sandbox(workers: int) -> None:
+    """Start the shared sandbox with `workers` workers, unless bubblewrap is missing here (then the envs that run
+    programs refuse to start, naming the fix, and the others never need it)."""
+    from pettingllms.sandbox import SandboxUnavailable, configure_default_sandbox
+
+    try:
+        configure_default_sandbox(workers)
+    except SandboxUnavailable:
+        return
+    except ValueError as error:
+        raise ConfigError(f"--sandbox-workers {workers}: {error}") from error
 
 
 async def _client_error(status: int, request: Request, error: Exception) -> JSONResponse:

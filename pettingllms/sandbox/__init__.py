@@ -103,6 +103,7 @@ from pettingllms.sandbox.server_pool import Program, Sandbox, SandboxResult, San
 
 __all__ = [
     "bwrap_available",
+    "configure_default_sandbox",
     "Program",
     "Sandbox",
     "SandboxResult",
@@ -124,13 +125,23 @@ def bwrap_available() -> bool:
 
 
 def default_sandbox() -> Sandbox:
-    """The process-wide shared Sandbox (one worker per CPU, at most 4), created on first use and
-    closed at interpreter exit; raises SandboxUnavailable when bwrap is unusable."""
+    """The process-wide shared Sandbox (one worker per CPU, at most 4, unless `configure_default_sandbox` set the
+    count first), created on first use and closed at interpreter exit; raises SandboxUnavailable when bwrap is
+    unusable. Its workers are handed out in turn across the environments that queue programs
+    (`fair_slots`)."""
+    return configure_default_sandbox(None)
+
+
+def configure_default_sandbox(workers: int | None) -> Sandbox:
+    """The shared Sandbox with `workers` workers (None: one per CPU, at most 4), created now if it does not exist;
+    ValueError when it exists with another count (`pettingllms serve --sandbox-workers` sets it before any env)."""
     global _default
     with _default_lock:
         if _default is None:
-            _default = Sandbox(workers=max(1, min(4, os.cpu_count() or 1)))
+            _default = Sandbox(workers=workers or max(1, min(4, os.cpu_count() or 1)))
             atexit.register(_default.close)
+        elif workers is not None and _default.workers != workers:
+            raise ValueError(f"the shared sandbox already runs {_default.workers} workers, not {workers}")
         return _default
 
 

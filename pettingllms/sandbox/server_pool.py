@@ -18,18 +18,19 @@ import json
 import math
 import numbers
 import os
-import queue
 import secrets
 import select
 import struct
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from pettingllms.sandbox import _bwrap, _cgroup, _uids
+from pettingllms.sandbox.fair_slots import FairSlots
 
 HOST_MARGIN_S = 5.0
 """Extra seconds the host waits for a reply beyond the run's own timeout."""
@@ -64,6 +65,8 @@ class SandboxResult:
     stderr: str
     returncode: int | None
     duration_s: float
+    queued_s: float = 0.0
+    """Seconds the program waited for a free worker before it started (``Sandbox.run``)."""
 
     @property
     def ok(self) -> bool:
@@ -252,6 +255,33 @@ class _Slot:
         self.server = _Server(self.argv)
 
 
+class Lease:
+    """Programs run one after another on a `Sandbox` as one owner's (``Sandbox.lease``): the first waits for a
+    worker in turn, each next one gives the worker back and waits in turn again as one step, so the owner keeps it
+    while it is the one to serve; leaving the context gives it back. Not for use by several threads at once."""
+
+    def __init__(self, sandbox: Sandbox, owner: Hashable):
+        self._sandbox, self._owner, self._slot = sandbox, owner, None
+
+    def run(self, program: Program) -> SandboxResult:
+        """Run ``program`` (limits checked first); its result's ``queued_s`` is how long it waited for a worker."""
+        request = self._sandbox._request(program)
+        free = self._sandbox._free
+        if self._slot is None:
+            self._slot, waited = free.acquire(self._owner)
+        else:
+            self._slot, waited = free.reacquire(self._slot)
+        return replace(self._slot.run(request), queued_s=waited)
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._slot is not None:
+            self._sandbox._free.release(self._slot)
+            self._slot = None
+
+
 class Sandbox:
     """A pool of ``workers`` pre-started sandbox servers; thread-safe; use as a context manager.
 
@@ -285,7 +315,6 @@ class Sandbox:
         self.default_memory_mb = default_memory_mb
         self.max_output_bytes = max_output_bytes
         self.max_processes = max_processes
-        self._idle: queue.SimpleQueue[_Slot | None] = queue.SimpleQueue()
         self._slots: list[_Slot] = []
         self._leases: list[_uids.UidLease] = []
         self._closed = False
@@ -301,40 +330,56 @@ class Sandbox:
         except BaseException:
             self._shutdown()
             raise
-        for slot in self._slots:
-            self._idle.put(slot)
+        self._free = FairSlots(list(self._slots))
 
     def run(
-        self, code: str, *, stdin: str = "", timeout: float | None = None, memory_mb: int | None = None
+        self,
+        code: str,
+        *,
+        stdin: str = "",
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        owner: Hashable | None = None,
     ) -> SandboxResult:
-        """Run ``code`` as ``__main__`` with ``stdin`` on a free worker (blocks until one is free)."""
-        if not isinstance(code, str) or not isinstance(stdin, str):
+        """Run ``code`` as ``__main__`` with ``stdin`` on a free worker, handed to ``owner`` fairly among the
+        owners waiting (``fair_slots``; None: the calling thread); the result's ``queued_s`` says how long it
+        waited for one."""
+        with self.lease(owner) as lease:
+            return lease.run(Program(code, stdin, timeout, memory_mb))
+
+    def lease(self, owner: Hashable | None = None) -> Lease:
+        """A `Lease`: programs run one after another as ``owner``'s (None: the calling thread), keeping a worker
+        between them while ``owner`` is the one to serve (``FairSlots.reacquire``); use as a context manager."""
+        return Lease(self, threading.get_ident() if owner is None else owner)
+
+    def _request(self, program: Program) -> dict:
+        """The server request of ``program``, its limits checked (defaults filled in)."""
+        if not isinstance(program.code, str) or not isinstance(program.stdin, str):
             raise TypeError("code and stdin must be str")
         timeout, memory_mb = check_limits(
-            self.default_timeout if timeout is None else timeout,
-            self.default_memory_mb if memory_mb is None else memory_mb,
+            self.default_timeout if program.timeout is None else program.timeout,
+            self.default_memory_mb if program.memory_mb is None else program.memory_mb,
         )
-        req = {
-            "code": code,
-            "stdin": stdin,
+        return {
+            "code": program.code,
+            "stdin": program.stdin,
             "timeout": timeout,
             "memory_mb": memory_mb,
             "max_output": self.max_output_bytes,
             "max_processes": self.max_processes,
         }
-        slot = self._idle.get()
-        if slot is None:
-            self._idle.put(None)
-            raise RuntimeError("Sandbox is closed")
-        try:
-            return slot.run(req)
-        finally:
-            self._idle.put(slot)
 
     def run_batch(
-        self, programs: Sequence[str | Program], *, timeout: float | None = None, memory_mb: int | None = None
+        self,
+        programs: Sequence[str | Program],
+        *,
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        owner: Hashable | None = None,
     ) -> list[SandboxResult]:
-        """Run ``programs`` in parallel across the workers; results come back in input order."""
+        """Run ``programs`` in parallel across the workers, each queued as ``owner``'s (None: the calling
+        thread; see ``run``); results come back in input order."""
+        owner = threading.get_ident() if owner is None else owner
         items = [p if isinstance(p, Program) else Program(p) for p in programs]
 
         def limits(p: Program) -> tuple[float, int]:
@@ -343,26 +388,37 @@ class Sandbox:
                 next(x for x in (p.memory_mb, memory_mb, self.default_memory_mb) if x is not None),
             )
 
-        checked = [limits(p) for p in items]  # every limit is valid before any program runs
+        checked = [replace(p, timeout=t, memory_mb=m) for p, (t, m) in zip(items, map(limits, items))]
+        results: list[SandboxResult | None] = [None] * len(
+            checked
+        )  # every limit is valid before any program runs
+        indices, taking = iter(range(len(checked))), threading.Lock()
 
-        def one(index: int) -> SandboxResult:
-            p, (run_timeout, run_memory_mb) = items[index], checked[index]
-            return self.run(p.code, stdin=p.stdin, timeout=run_timeout, memory_mb=run_memory_mb)
+        def drain() -> None:  # one lease per thread: it keeps its worker while the owner is the one to serve
+            with self.lease(owner) as lease:
+                while True:
+                    with taking:
+                        index = next(indices, None)
+                    if index is None:
+                        return
+                    results[index] = lease.run(checked[index])
 
-        if len(items) <= 1 or self.workers == 1:
-            return [one(i) for i in range(len(items))]
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(items))) as pool:
-            return list(pool.map(one, range(len(items))))
+        threads = min(self.workers, len(checked))
+        if threads <= 1:
+            drain()
+        else:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                for done in [pool.submit(drain) for _ in range(threads)]:
+                    done.result()
+        return results
 
     def close(self) -> None:
         """Wait for runs in progress, stop every server and give back the uids; idempotent."""
         if self._closed:
             return
         self._closed = True
-        for _ in self._slots:
-            self._idle.get()
+        self._free.close()
         self._shutdown()
-        self._idle.put(None)
 
     def _shutdown(self) -> None:
         for slot in self._slots:

@@ -106,7 +106,7 @@ from pettingllms.envs.code.cases import (
     parse_cases,
     usable,
 )
-from pettingllms.envs.program_runs import run_until_timeout
+from pettingllms.envs.program_runs import new_owner, run_until_timeout
 
 PARSE_ERROR_PENALTY = 0.1
 GENERATED = "generated"
@@ -153,6 +153,7 @@ class CodeEnv(TextAECEnv):
         if sandbox is None:
             _start_shared_sandbox()
         self._sandbox = sandbox  # None: the shared one (a clone shares it, never copies it)
+        self._owner = new_owner()  # this env's programs queue for sandbox workers under it (its clones' too)
         self.problem: CodeProblem | None = None
         self.generated: GeneratedProblem | None = None
         """A generated problem's near misses and tests (`dataset="generated"`; None for a dataset's problem)."""
@@ -217,7 +218,7 @@ class CodeEnv(TextAECEnv):
                 error="no ```python block found: put the whole solution in one",
             )
         self.code = code
-        [hidden] = self._run([hidden_runs(self.problem, code, **self._limits())])
+        [hidden], queued = self._run([hidden_runs(self.problem, code, **self._limits())])
         passed = sum(r.passed for r in hidden)
         self._hidden_pass_ratio = passed / len(hidden)
         team = self._set_correct(passed == len(hidden))
@@ -227,7 +228,7 @@ class CodeEnv(TextAECEnv):
             reward_team=team,
             potentials={"coder": hidden_score(passed, len(hidden), self._constant_passes)},
             terminal=terminal,
-            info={"hidden_pass_ratio": self._hidden_pass_ratio},
+            info={"hidden_pass_ratio": self._hidden_pass_ratio, "queue_wait_s": queued},
         )
 
     def _act_tester(self, action: str) -> StepOutcome:
@@ -246,7 +247,8 @@ class CodeEnv(TextAECEnv):
             for name, source in sources.items()
             if source is not None
         }
-        results = dict(zip(runs, self._run(list(runs.values())), strict=True))
+        verdicts, queued = self._run(list(runs.values()))
+        results = dict(zip(runs, verdicts, strict=True))
         self.case_results = results.get("code", [])
         right, caught, quality = case_credit(
             results.get("reference", []), self.case_results, self._code_correct
@@ -255,7 +257,7 @@ class CodeEnv(TextAECEnv):
         return StepOutcome(
             potentials={"tester": quality},
             terminal=self.success or passes_cases,
-            info={"cases": len(cases), "cases_right": right, "cases_caught": caught},
+            info={"cases": len(cases), "cases_right": right, "cases_caught": caught, "queue_wait_s": queued},
         )
 
     def progress(self) -> float:
@@ -271,17 +273,19 @@ class CodeEnv(TextAECEnv):
     def _limits(self) -> dict[str, Any]:
         return {"timeout": self.test_timeout, "memory_mb": self.test_memory_mb}
 
-    def _run(self, runs: Sequence[Runs]) -> list[list[CaseResult]]:
+    def _run(self, runs: Sequence[Runs]) -> tuple[list[list[CaseResult]], float]:
         """Run every program of `runs` in the sandbox, each `Runs` in order and stopping at its first timeout
-        (`pettingllms.envs.program_runs.run_until_timeout`); each `Runs`' verdicts, in order (every case failed,
-        saying why, when the sandbox is unavailable)."""
-        done = run_until_timeout(self._sandbox, [run.programs for run in runs])
+        (`pettingllms.envs.program_runs.run_until_timeout`, queued under this env's owner); each `Runs`' verdicts,
+        in order (every case failed, saying why, when the sandbox is unavailable), and the seconds the programs
+        waited for sandbox workers."""
+        done, queued = run_until_timeout(self._sandbox, [run.programs for run in runs], self._owner)
         if done and done[0] and done[0][0].result is None:  # the sandbox is unavailable: nothing ran
-            return [[CaseResult(False, done[0][0].error)] * run.count for run in runs]
-        return [
+            return [[CaseResult(False, done[0][0].error)] * run.count for run in runs], queued
+        verdicts = [
             run.decide([None if program is None else program.result for program in group])
             for run, group in zip(runs, done, strict=True)
         ]
+        return verdicts, queued
 
     # ----------------------------------------------------------------- observations
     def _observation_text(self, agent: str) -> str:

@@ -70,7 +70,7 @@ from pettingllms.data.math.generator import generate_problem
 from pettingllms.data.math.grading import extract_boxed, is_equivalent, require_math_verify
 from pettingllms.data.math.loaders import load_math_dataset
 from pettingllms.data.math.schema import MathProblem, problem_from_dict
-from pettingllms.envs.program_runs import run_programs
+from pettingllms.envs.program_runs import new_owner, run_programs
 from pettingllms.sandbox import Program
 
 PARSE_ERROR_PENALTY = 0.1
@@ -119,6 +119,7 @@ class MathEnv(TextAECEnv):
         self.tool_timeout = float(tool_timeout)
         self.tool_memory_mb = int(tool_memory_mb)
         self._sandbox = sandbox
+        self._owner = new_owner()  # its programs queue for sandbox workers under it (its clones' too)
         self.problem: MathProblem | None = None
         self.answers: dict[str, str | None] = {}
         self.correct: dict[str, bool] = {}
@@ -227,7 +228,9 @@ class MathEnv(TextAECEnv):
                 answer,
                 None if answer is not None else "no ```python block and no \\boxed{...} answer found",
             )
-        [run] = run_programs(self._sandbox, [Program(code, "", self.tool_timeout, self.tool_memory_mb)])
+        [run] = run_programs(
+            self._sandbox, [Program(code, "", self.tool_timeout, self.tool_memory_mb)], self._owner
+        )
         self.tool_run = (code, run.output)
         return run.answer(lambda stdout: extract_boxed(stdout) or None)
 
