@@ -32,7 +32,7 @@ def program(env, agent, seat):
     return f"```python\nprint({env.solution(agent)!r})\n```"
 
 
-PUZZLES = ["plan-path-v0", "sokoban-v0", "sudoku-v0"]
+PUZZLES = ["plan-path-v0", "plan-path-relay-v0", "sokoban-v0", "sudoku-v0"]
 
 
 def test_every_registered_env_is_in_the_battery():

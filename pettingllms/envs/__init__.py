@@ -22,6 +22,11 @@ register(
     tiers=tiers.PLAN_PATH,
 )
 register(
+    id="plan-path-relay-v0",
+    entry_point="pettingllms.envs.plan_path.relay:PlanPathRelayEnv",
+    description="Plan-Path with a fresh grid every turn: T grids in a row, each turn's outcome its own.",
+)
+register(
     id="code-v0",
     entry_point="pettingllms.envs.code.env:CodeEnv",
     description="A coder writes a solution, a tester writes cases; success = the hidden tests pass.",

@@ -27,6 +27,7 @@ GYMNASIUM_IDS = {
     "pettingllms/Sokoban-v0": "sokoban-v0",
     "pettingllms/Sudoku-v0": "sudoku-v0",
     "pettingllms/PlanPath-v0": "plan-path-v0",
+    "pettingllms/PlanPathRelay-v0": "plan-path-relay-v0",
     "pettingllms/Code-v0": "code-v0",
     "pettingllms/Math-v0": "math-v0",
     "pettingllms/Bargain-v0": "bargain-v0",
