@@ -421,6 +421,7 @@ def test_cli_writes_results_with_settings_and_resumes(tmp_path, capsys):
             "keys": [f"seed/{i}" for i in range(6)],
             "success": [1] * 6,
             "parse_errors": [0] * 6,
+            "turns": [1] * 6,  # the oracle plan agent solves in the first turn
         }
     cached = (tmp_path / "results" / "mixed.json.episodes.jsonl").read_text().splitlines()
     assert len(cached) == 12

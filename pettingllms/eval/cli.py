@@ -228,6 +228,7 @@ def _evaluate_env(
         "keys": [r.key for r in records],
         "success": [int(r.success) for r in records],
         "parse_errors": [sum(r.errors.values()) for r in records],
+        "turns": [r.turns for r in records],  # turns in which the team acted (a success in turn 2: 2)
     }
     return result
 
