@@ -251,26 +251,33 @@ def comparison_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+STEP_BIN = 128
+"""The per-step table's rows: steps grouped by the sampled completions they reached, `STEP_BIN` at a time."""
+
+
 def step_lines(rows: list[dict]) -> list[str]:
-    """Per method, the mean over seeds of each step's sampled-episode success and parse / truncation shares."""
+    """Per method and bin of `STEP_BIN` sampled completions, the mean over its steps and seeds of the sampled
+    episodes' success and of each agent's unparseable and truncated shares."""
     lines = [
-        "| method | step | completions | sampled success % | unparseable % (per agent) | truncated % (per agent) |",
+        "| method | sampled completions | steps | sampled success % | unparseable % (per agent) | truncated % (per agent) |",
         "|---|---|---|---|---|---|",
     ]
     for method in METHODS:
-        runs = [r["steps"] for r in rows if r["part"] == "trained" and r["method"] == method]
-        for index in range(min((len(steps) for steps in runs), default=0)):
-            at = [steps[index] for steps in runs]
+        steps = [s for r in rows if r["part"] == "trained" and r["method"] == method for s in r["steps"]]
+        bins: dict[int, list[dict]] = {}
+        for step in steps:
+            bins.setdefault(-(-step["train/completions_total"] // STEP_BIN), []).append(step)
+        for index, found in sorted(bins.items()):
             agents = sorted(
-                k.removeprefix("train/parse_error/") for k in at[0] if k.startswith("train/parse_error/")
+                k.removeprefix("train/parse_error/") for k in found[0] if k.startswith("train/parse_error/")
             )
             shares = [
-                ", ".join(f"{a} {100 * np.mean([s[f'train/{kind}/{a}'] for s in at]):.0f}" for a in agents)
+                ", ".join(f"{a} {100 * np.mean([s[f'train/{kind}/{a}'] for s in found]):.0f}" for a in agents)
                 for kind in ("parse_error", "truncated")
             ]
             lines.append(
-                f"| {method} | {at[0]['step']} | {int(np.mean([s['train/completions_total'] for s in at]))} | "
-                f"{100 * np.mean([s['train/success_rate'] for s in at]):.0f} | {shares[0]} | {shares[1]} |"
+                f"| {method} | {(index - 1) * STEP_BIN + 1}-{index * STEP_BIN} | {len(found)} | "
+                f"{100 * np.mean([s['train/success_rate'] for s in found]):.0f} | {shares[0]} | {shares[1]} |"
             )
     return lines
 
@@ -354,8 +361,9 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         f"Learning curve (greedy success on {val} validation problems, the trainer's own evaluation): "
         f"![learning curve](results/{args.curve.name})",
         "",
-        "Per training step, mean over seeds: the sampled episodes' success, and each agent's completions that did "
-        "not parse or ran to the token budget.",
+        f"Per {STEP_BIN} sampled completions, the mean over the steps that reached them and the seeds: the sampled "
+        "episodes' success (the committed candidates'), and each agent's completions that did not parse or ran to "
+        "the token budget.",
         "",
         *step_lines(rows),
         "",

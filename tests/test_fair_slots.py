@@ -43,7 +43,8 @@ def test_the_owner_that_has_held_workers_least_goes_first_and_an_owner_in_order(
     threads = []
     for owner in ["slow", "slow", "slow", "quick"]:  # the slow owner queued first, three times
         threads.append(_queue(slots, owner, served, 0.02))
-        _wait_until(lambda n=len(threads): slots.waiting() == n)
+        queued = len(threads)
+        _wait_until(lambda: slots.waiting() == queued)  # noqa: B023 - waited on at once
     slots.release(blocker)
     for thread in threads:
         thread.join()
@@ -58,7 +59,8 @@ def test_service_counts_seconds_not_turns_and_a_newcomer_starts_from_the_floor()
     threads = []
     for owner, hold in [("a", 0.15), ("a", 0.15), ("b", 0.01), ("b", 0.01)]:
         threads.append(_queue(slots, owner, served, hold))
-        _wait_until(lambda n=len(threads): slots.waiting() == n)
+        queued = len(threads)
+        _wait_until(lambda: slots.waiting() == queued)  # noqa: B023 - waited on at once
     slots.release(blocker)
     for thread in threads:
         thread.join()

@@ -155,6 +155,7 @@ def test_the_history_recovers_every_row_version_a_study_ever_committed(tmp_path)
         ("reproduce_miniature", "miniature.json"),
         ("scaling_study", "scaling.json"),
         ("pretrained_study", "pretrained.json"),
+        ("pretrained_rl_study", "pretrained_rl.json"),
     ],
 )
 def test_each_committed_table_is_what_its_rule_selects_from_the_ledger(script, table):

@@ -51,9 +51,9 @@ def test_each_methods_gain_is_against_its_own_start_paired_by_seed():
     assert next(line for line in lines if line.startswith("| single GRPO")).endswith("| — | — | — | — |")
 
 
-def test_the_step_table_averages_the_seeds_per_step():
+def test_the_step_table_averages_the_steps_and_seeds_of_each_bin_of_completions():
     [line] = [line for line in study.step_lines(rows()) if line.startswith("| AT-GRPO per role")]
-    assert line == "| AT-GRPO per role | 1 | 72 | 50 | reasoner 12 | reasoner 0 |"
+    assert line == "| AT-GRPO per role | 1-128 | 2 | 50 | reasoner 12 | reasoner 0 |"  # one step of each seed
 
 
 def test_the_transcripts_show_first_what_training_changed_then_the_rest_in_suite_order():

@@ -90,7 +90,7 @@ def new_owner() -> int:
 
 class Judged(NamedTuple):
     """What `run_until_timeout` returns: each group's runs, and the seconds its programs waited for sandbox
-    workers (the longest wait of each parallel wave, summed over the waves)."""
+    workers (over the threads that ran them, the longest of each thread's summed waits)."""
 
     runs: list[list[ProgramRun | None]]
     queued_s: float

@@ -10,6 +10,7 @@ for the tiny model's tokenizer (`pettingllms.models.tokenizer`): multi-letter na
   shortest path (79 tokens under the miniature team's tokenizer). Variants, with the share of 100 training grids
   (5x5, density 0.2, seeds 0..99) each still solves, measured when written: `"wraps"` forgets that a left or right
   step must stay on its row (0.39), `"walls"` forgets the walls (0.29), `"updown"` swaps up and down (0.03).
+  `plan-path-relay-v0` (a grid a turn) plays the same program and variants on each turn's grid.
 - `sokoban-v0`, `SOKOBAN_BFS`: a breadth-first search over (player, boxes) states of the XSB board, printing a
   solution with the fewest moves. Variants, with the share of 100 training levels (the defaults: 7x7, 2 boxes,
   seeds 0..99) each still solves: `"pushes"` forgets that the cell behind a pushed box must be free (0.09),
@@ -137,6 +138,7 @@ class ToolProgram:
 PROGRAMS = MappingProxyType(
     {
         "plan-path-v0": ToolProgram(BFS, BUGGY_BFS),
+        "plan-path-relay-v0": ToolProgram(BFS, BUGGY_BFS),  # each turn's grid, read as plan-path's
         "sokoban-v0": ToolProgram(
             SOKOBAN_BFS,
             MappingProxyType(
