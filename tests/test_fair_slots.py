@@ -123,4 +123,5 @@ def test_in_the_sandbox_a_quick_program_waits_at_most_one_time_limit_behind_four
         [quick] = sandbox.run_batch([Program("print(6 * 7)", "", limit, 256)], owner="quick")
         waited = time.perf_counter() - started
         assert quick.stdout.strip() == "42" and all(f.result() == ["timeout"] * 3 for f in loopers)
-    assert quick.queued_s <= limit + 0.25 and waited <= limit + 0.75, (quick.queued_s, waited)
+    # first come, first served it waited 2.03 s (the four loops); the bounds leave room for a loaded machine
+    assert quick.queued_s <= limit + 0.75 and waited <= limit + 1.25, (quick.queued_s, waited)
