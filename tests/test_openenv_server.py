@@ -233,12 +233,15 @@ def test_a_client_picks_the_split_and_plays_the_evaluation_suites_first_episode(
     assert served == expected and train != expected
 
 
-def test_bad_arguments_fail_before_serving():
+def test_bad_arguments_fail_before_serving(capsys):
     from pettingllms.cli import main
 
     assert main(["serve", "plan-path-v0", "--port", "1", "--agent", "tool"]) == 2
     assert main(["serve", "plan-path-v0", "--port", "1", "--others", "oracle", "--agent", "nobody"]) == 2
     assert main(["serve", "plan-path-v9", "--port", "1"]) == 2
+    assert (
+        main(["serve", "code-v0", "--port", "1", "--sandbox-workers", "0"]) == 2
+    )  # before any worker starts
 
 
 def test_random_others_are_seeded_by_the_reset_seed():
@@ -466,4 +469,6 @@ def test_four_looping_clients_delay_a_quick_clients_step_by_at_most_one_time_lim
         assert info["hidden_pass_ratio"] == 1.0
         assert info["queue_wait_s"] <= waves * limit + 1.0, (info["queue_wait_s"], waves)
         assert waited <= waves * limit + 3.0, waited
-        print(f"quick client's step: {waited:.1f} s, {info['queue_wait_s']:.1f} s of it queued ({waves} waves)")
+        print(
+            f"quick client's step: {waited:.1f} s, {info['queue_wait_s']:.1f} s of it queued ({waves} waves)"
+        )

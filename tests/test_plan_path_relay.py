@@ -8,8 +8,9 @@ from pettingllms.core.splits import split_of
 
 
 def _play(env, answer):
-    """Play the episode `env` was reset to with `answer(env, agent, turn)`; each agent's return."""
-    returns = dict.fromkeys(env.possible_agents, 0.0)
+    """Play the episode `env` was reset to with `answer(env, agent, turn)`; each agent's return, and the team
+    reward of each step played."""
+    returns, team = dict.fromkeys(env.possible_agents, 0.0), []
     for agent in env.agent_iter():
         _, reward, termination, truncation, _ = env.last()
         returns[agent] += reward
@@ -17,13 +18,14 @@ def _play(env, answer):
             env.step(None)
             continue
         env.step(answer(env.unwrapped, agent, env.unwrapped.turn))
-    return returns
+        team.append(env.infos[agent]["reward_team"])
+    return returns, team
 
 
 def test_the_oracle_solves_every_grid_and_returns_mean_success():
     env = pettingllms.make("plan-path-relay-v0", grids=5, alpha=1.0)
     env.reset(seed=0)
-    returns = _play(env, lambda raw, agent, turn: raw.solution(agent))
+    returns, _ = _play(env, lambda raw, agent, turn: raw.solution(agent))
     assert returns == pytest.approx({"tool": 2.0, "plan": 2.0})  # mean potential 1 + alpha * mean success 1
     assert env.unwrapped.grids_solved == 5 and env.unwrapped.success and env.unwrapped.progress() == 100.0
 
@@ -31,15 +33,7 @@ def test_the_oracle_solves_every_grid_and_returns_mean_success():
 def test_a_turns_outcome_is_its_own_solving_one_grid_of_four_pays_a_quarter():
     env = pettingllms.make("plan-path-relay-v0", grids=4, workflow="single", alpha=1.0)
     env.reset(seed=3)
-    team = []
-    for agent in env.agent_iter():
-        _, _, termination, truncation, info = env.last()
-        if termination or truncation:
-            env.step(None)
-            continue
-        turn = env.unwrapped.turn
-        env.step(env.unwrapped.solution(agent) if turn == 2 else "<answer></answer>")
-        team.append(env.infos[agent]["reward_team"])
+    _, team = _play(env, lambda raw, agent, turn: raw.solution(agent) if turn == 2 else "<answer></answer>")
     assert team == [0.0, 0.0, 0.25, 0.0]  # only the third grid was solved, in its own turn
     assert env.unwrapped.grids_solved == 1 and not env.unwrapped.success
     assert env.unwrapped.progress() == pytest.approx(25.0)

@@ -207,6 +207,34 @@ def test_no_strategy_beats_solving_a_function_problem(team):
     check_returns(make, strategies=strategies, profiles=attacks, seeds=(0,), options=options)
 
 
+def near_miss(env, agent, seat):
+    """A generated problem's near miss as the coder's program: the reference with one realistic bug."""
+    return f"```python\n{env.generated.near_misses[0].code}\n```"
+
+
+def echo_examples(env, agent, seat):
+    """A function that returns the first docstring example's answer, whatever its input."""
+    return f"```python\ndef solve(*args):\n    return {env.generated.visible[0][1]!r}\n```"
+
+
+def example_asserts(env, agent, seat):
+    """The docstring's examples as the tester's cases, and nothing that tells a near miss apart."""
+    return (
+        "```python\n" + "".join(f"assert solve({i!r}) == {o!r}\n" for i, o in env.generated.visible) + "```"
+    )
+
+
+@needs_bwrap
+@pytest.mark.parametrize("team", ["mas", "single"])
+def test_no_strategy_beats_solving_a_generated_problem(team):
+    """dataset='generated': a near miss, an echo of the examples or the examples as cases earn less than solving."""
+    make = functools.partial(pettingllms.make, "code-v0", dataset="generated", difficulty=2, **TEAMS[team])
+    strategies = {name: STRATEGIES[name] for name in ("silent", "random", "late", "echo_first")}
+    strategies |= {"near_miss": near_miss, "echo_examples": echo_examples}
+    attacks = {"example_asserts": {"tester": example_asserts}} if team == "mas" else {}
+    check_returns(make, strategies=strategies, profiles=attacks, seeds=(0, 1))
+
+
 @needs_bwrap
 def test_without_a_reference_no_case_earns_the_tester_anything():
     # issue 24: without a reference, ten garbage cases earned 0.5 per turn, more than correct cases (0.4)
