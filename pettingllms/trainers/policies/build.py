@@ -9,8 +9,10 @@ model's device.
   agent, named after it; `agent_policies` maps agents (names or fnmatch patterns) onto fewer policies, e.g. the
   proposers of an ensemble onto one policy and its aggregator onto another.
 - `lora_per_role`: one frozen base model with one LoRA adapter per policy (by default one per agent, named after
-  it; `agent_policies` maps agents onto fewer adapters, as for `per_role`); generation activates the policy's
-  adapter, and each update trains only that adapter (the others are frozen meanwhile).
+  it; `agent_policies` maps agents onto fewer adapters, as for `per_role`); each update trains only the policy's
+  adapter (the others are frozen meanwhile). In process (`hf`), a policy samples from a copy of the base with its
+  adapter merged in, in the compute dtype, refreshed after each of its updates (`lora_generation="merged"`,
+  `merged_adapters`), or through PEFT with its adapter active (`"adapters"`: no copy, a slower forward).
 
 With `distributed="ray"` (layouts `shared` and `per_role`) every policy's generation backend and update worker run
 as Ray actors in the policy's own placement group (`pettingllms.trainers.policies.ray_actors`).
@@ -45,6 +47,7 @@ from pettingllms.parallel.world import current_world
 from pettingllms.runs.layout import CheckpointLayout, map_agents
 from pettingllms.trainers.policies.generation import AdapterBackend, generation_backend
 from pettingllms.trainers.policies.handles import AdapterPolicy, LocalPolicy, PolicyHandle, PolicySet
+from pettingllms.trainers.policies.merged_adapters import MergedAdapters
 from pettingllms.trainers.policies.model_source import starting_model
 from pettingllms.trainers.policies.ray_actors import RayPolicies
 from pettingllms.trainers.settings.config import ATGRPOConfig
@@ -183,20 +186,28 @@ def _build_lora(
     updaters = {name: AdapterUpdater(name, peft_model, tokenizer, args, placed) for name in names}
     device = next(iter(updaters.values())).args.device  # `placed` as the torch.device the updaters pinned
     seed, on_gpu = derive_seed(args.seed, "policy", 0), device.type == "cuda"
+    if args.generation_backend == "hf" and args.lora_generation == "adapters":
+        sampler = generation_backend(args, seed=seed, model=peft_model, tokenizer=tokenizer, device=device)
+        handles = {
+            name: AdapterPolicy(name, updaters[name], AdapterBackend(sampler, peft_model, name))
+            for name in names
+        }
+        return PolicySet(handles, agent_policy)
     if args.generation_backend == "vllm":
         engine = generation_backend(args, seed=seed, path=base_path, on_gpu=on_gpu, lora_adapters=len(names))
-        handles = {}
-        for name in names:
-            handles[name] = AdapterPolicy(
-                name,
-                updaters[name],
-                engine.for_adapter(name),
-                functools.partial(engine.sync_adapter, peft_model, name),
-            )
-            handles[name].sync()
-        return PolicySet(handles, agent_policy)
-    sampler = generation_backend(args, seed=seed, model=peft_model, tokenizer=tokenizer, device=device)
-    handles = {
-        name: AdapterPolicy(name, updaters[name], AdapterBackend(sampler, peft_model, name)) for name in names
-    }
+    else:  # merged: a copy of the base per adapter, in the compute dtype
+        copies = {name: load_pretrained(base_path, args.compute_dtype)[0] for name in names}
+        sampler = generation_backend(
+            args, seed=seed, model=next(iter(copies.values())), tokenizer=tokenizer, device=device
+        )
+        engine = MergedAdapters(sampler, copies)
+    handles = {}
+    for name in names:
+        handles[name] = AdapterPolicy(
+            name,
+            updaters[name],
+            engine.for_adapter(name),
+            functools.partial(engine.sync_adapter, peft_model, name),
+        )
+        handles[name].sync()
     return PolicySet(handles, agent_policy)

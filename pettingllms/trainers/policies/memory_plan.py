@@ -9,7 +9,8 @@ a frozen LoRA base, and the copy of the weights generation runs on.
   AdamW states (two float32 values per trainable parameter plus a float32 step per tensor) and, with `beta != 0`,
   its KL reference model's weights;
 - generation (`generation_backend='hf'`): the weights it samples from beyond the resident ones (a copy in the
-  compute dtype when that is not float32; else, under a launcher, the gathered rest of the float32 weights), the KV
+  compute dtype when that is not float32, and for `lora_per_role` a merged copy per adapter unless
+  `lora_generation='adapters'`; else, under a launcher, the gathered rest of the float32 weights), the KV
   cache of one sampler call (`2 x layers x kv_heads x head_dim` values per token per row, in the compute dtype,
   for the call's rows at `plan_prompt_tokens + max_completion_length` tokens) and one decoding step's logits;
   after each update, the sync into that copy gathers one parameter at a time (float32 and its cast);
@@ -459,7 +460,8 @@ def _compute_bytes(args) -> int:
 def _policy_memories(args, shapes: dict[str, ModelShape], ranks: int) -> list[PolicyMemory]:
     """Each policy's bytes on a device that holds it (its shard under a launcher); the adapters of
     `lora_per_role` are one entry: the frozen base model once in the compute dtype, every adapter's float32
-    weights and states, one adapter's gradients."""
+    weights and states, one adapter's gradients, and in process with `lora_generation="merged"` a merged copy of
+    the model per adapter in the compute dtype (a sync writes each layer's float32 sum before casting it)."""
     c = _compute_bytes(args)
     if args.policy_layout == "lora_per_role":
         shape = next(iter(shapes.values()))
@@ -467,7 +469,10 @@ def _policy_memories(args, shapes: dict[str, ModelShape], ranks: int) -> list[Po
         tensors = 2 * len(shape.linear_shapes)
         weights = shape.parameters * c + len(shapes) * adapter * FLOAT32
         optimizer = len(shapes) * adamw_bytes(adapter, tensors)
-        return [PolicyMemory("adapters", weights, 0, 0, adapter * FLOAT32, optimizer, 0, 0, 0)]
+        merged = args.generation_backend == "hf" and args.lora_generation == "merged"
+        copies = len(shapes) * shape.parameters * c if merged else 0
+        sync = 3 * shape.largest_tensor * FLOAT32 if merged else 0  # base, delta and their sum in float32
+        return [PolicyMemory("adapters", weights, copies, 0, adapter * FLOAT32, optimizer, 0, 0, sync)]
     copy = args.generation_backend == "hf" and c < FLOAT32  # sampling runs on a copy in the compute dtype
     engine = args.generation_backend == "vllm"
     out = []
@@ -506,6 +511,8 @@ def _advice(args) -> tuple[str, ...]:
     )
     if args.policy_layout != "lora_per_role":
         advice.append("policy_layout: lora_per_role (one frozen base model, small adapters)")
+    elif args.generation_backend == "hf" and args.lora_generation == "merged":
+        advice.append("lora_generation: adapters (no merged copy of the model per adapter; slower sampling)")
     advice.append(f"a shorter max_completion_length (now {args.max_completion_length}) or plan_prompt_tokens")
     return tuple(advice)
 

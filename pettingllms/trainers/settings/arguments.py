@@ -115,6 +115,7 @@ OWN_THEMES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "generation",
         (
             "generation_backend",
+            "lora_generation",
             "vllm_engine_kwargs",
             "stop_strings",
             "policy_sampling",

@@ -41,6 +41,7 @@ from pettingllms.trainers.update.micro_batches import MICRO_BATCHINGS
 
 POLICY_LAYOUTS = ("shared", "per_role", "lora_per_role")
 GENERATION_BACKENDS = ("hf", "vllm")
+LORA_GENERATIONS = ("merged", "adapters")
 SAVE_STRATEGIES = ("steps", "no")
 
 
@@ -280,6 +281,13 @@ class ATGRPOConfig(GRPOConfig):
     )
     lora_r: int = dataclasses.field(default=8, metadata={"help": "LoRA rank for 'lora_per_role'."})
     lora_alpha: int = dataclasses.field(default=16, metadata={"help": "LoRA alpha for 'lora_per_role'."})
+    lora_generation: str = dataclasses.field(
+        default="merged",
+        metadata={
+            "help": "'lora_per_role' sampling in process: 'merged' (a copy of the base per adapter, merged, synced "
+            "after each update: faster) or 'adapters' (through PEFT: no copy)."
+        },
+    )
     stop_strings: list[str] | None = dataclasses.field(
         default=None, metadata={"help": "Generation stop strings (default: '</answer>' for the puzzles)."}
     )
@@ -460,6 +468,7 @@ class ATGRPOConfig(GRPOConfig):
             ("policy_layout", POLICY_LAYOUTS),
             ("distributed", ("none", "ray")),
             ("generation_backend", GENERATION_BACKENDS),
+            ("lora_generation", LORA_GENERATIONS),
             ("micro_batching", MICRO_BATCHINGS),
             ("workflow", ("mas", "single", "ensemble")),
             ("save_strategy", SAVE_STRATEGIES),
