@@ -1014,7 +1014,7 @@ def main() -> int:
         parts = {
             "warmstart": study.warm_start_checks,
             "main": study.main_table,
-            "mechanism": study.tool_after_rl,
+            "mechanism": study.helper_after_rl,
             "ablations": study.ablations,
         }
         for part in args.parts:
