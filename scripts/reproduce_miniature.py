@@ -34,7 +34,13 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
    1,000, and 2,500 for the others, to fit the CPU budget; `max_completions`: a run stops after the step that
    reaches it), K=4 candidates or episodes per step, 8 instances per step for the team and 16 for the single
    agent.
-3. `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`).
+3. `mechanism`: what the per-role AT-GRPO runs' helpers write after RL (as in `warmstart`).
+
+The code domain (`--env code-v0`, generated problems) has a tester where the others have a tool agent: its
+`warmstart` ceiling is the team with an oracle tester (every hidden test as a case), and what it measures of the
+helper is how often the tester catches a wrong program (a fixed set: each validation problem with its first near
+miss shown as the coder's code; `Study.tester_catch_shares`), before and after RL; its report adds the share of
+episodes solved in the first turn and after the tester's feedback, per method.
 4. `ablations` (`mas+at-grpo-per-role` with one knob changed, `--ablation_seeds`; `--ablations` picks some): the
    commit — greedy (the main per-role run, reused where the ledger holds it from this warm start and package
    code, `Study.holds_main_run`), random, random for the tool and greedy for the plan —, outcome-only rewards
@@ -109,6 +115,10 @@ class Domain:
     plan_noise: float = (
         PLAN_NOISE  # the demonstrations' share of perturbed non-tool answers (warmstart.demos)
     )
+    helper: str = "tool"  # the team's helper role: its oracle makes the ceiling check; its output is measured
+    program_bugs: float = (
+        0.4  # the team's warm start: the share of imperfect programs among those demonstrated
+    )
 
 
 DOMAINS = {
@@ -155,6 +165,16 @@ DOMAINS = {
         "7.9%; 1,200, 90%: 6.0 / 4.5 / 32.5, 15.6%.",
         sft_steps_per_role=1200, plan_noise=0.9,
     ),
+    "code-v0": Domain(
+        {"dataset": "generated", "difficulty": 2}, "minicode", 192, 2500, "problems", "miniature-code", {},
+        "Generated function problems of difficulty 2 (`dataset=\"generated\"`: two steps of the grammar of "
+        "small programs, hidden tests that reject every near miss). The coder writes the function; the tester "
+        "writes assert cases, run on the coder's code; a case the code fails is shown to both, and the coder may "
+        "revise in the next turn. The warm start's coder demonstrations are the reference programs, its first "
+        "program a near miss (a realistic bug) in 40% of them and the fix after the tester's mismatches; the "
+        "tester's are cases from the hidden tests.",
+        sft_steps_per_role=300, helper="tester",
+    ),
 }  # fmt: skip
 """Env id -> its `Domain`; `--env` picks one and `--env_kwargs` may replace its setting (compared on the validation
 split by the `warmstart` part, whose rows record the setting)."""
@@ -177,8 +197,12 @@ TEAM_INSTANCES = 8  # instances per step for the two-agent team; the single agen
 
 def warm_start_settings(domain: Domain, workflow: str) -> dict[str, Any]:
     """`ensure_tiny_model` settings of `domain`'s warm start for `workflow` ("mas" or "single"): the same
-    demonstrations and SFT steps per role (the team has two roles), and the domain's `plan_noise`."""
-    base, roles = (TEAM_WARM_START, 2) if workflow == "mas" else (SINGLE_WARM_START, 1)
+    demonstrations and SFT steps per role (the team has two roles), the domain's `plan_noise` and, for the team,
+    its `program_bugs`."""
+    if workflow == "mas":
+        base, roles = {**TEAM_WARM_START, "program_bugs": domain.program_bugs}, 2
+    else:
+        base, roles = SINGLE_WARM_START, 1
     return {**base, "sft_steps": roles * domain.sft_steps_per_role, "plan_noise": domain.plan_noise}
 
 
@@ -194,8 +218,12 @@ def method_flags(method: str) -> tuple[str, list[str]]:
     }[method]  # fmt: skip
 
 
-WARMSTART_CHECKS = ("single", "mas", "mas, oracle tool")
-"""The `warmstart` part's teams (besides what the tool agent writes)."""
+def warmstart_checks(domain: Domain) -> tuple[str, str, str]:
+    """The `warmstart` part's teams (besides what the helper writes): the single agent, the team, and the team
+    with an oracle helper (the other role's ceiling)."""
+    return ("single", "mas", f"mas, oracle {domain.helper}")
+
+
 BASELINES = ("single", "single+grpo", "mas")
 """The paper's baselines (its main table): the best of them is what AT-GRPO is compared against, paired per
 episode. The team trained with trajectory-grouped GRPO (an ablation in the paper) is compared separately: it
@@ -387,31 +415,71 @@ class Study:
         import pettingllms
 
         team, single = self.warm_start("mas"), self.warm_start("single")
+        helper = self.domain.helper
         env = pettingllms.make(self.env_id, workflow="mas", **self.env_kwargs)
-        others = ",".join(f"{agent}={team}" for agent in env.possible_agents if agent != "tool")
+        others = ",".join(f"{agent}={team}" for agent in env.possible_agents if agent != helper)
         env.close()
-        checks = {
-            "single": (str(single), "single"),
-            "mas": (str(team), "mas"),
-            "mas, oracle tool": (f"tool=oracle,{others}", "mas"),
-        }
-        for method, (policy, workflow) in checks.items():
+        policies = {"single": (str(single), "single"), "mas": (str(team), "mas"),
+                    f"mas, oracle {helper}": (f"{helper}=oracle,{others}", "mas")}  # fmt: skip
+        for method, (policy, workflow) in policies.items():
             name = "val_" + method.replace(", ", "_").replace(" ", "_")
             result = self.evaluate(policy, workflow, name, split="val")
             self.record(_row("warmstart", method, 0, result, None), single if workflow == "single" else team)
-        self.record({"part": "warmstart", "method": "tool completions", "seed": 0,
-                     **self.tool_completion_shares(team)}, team)  # fmt: skip
+        self.record({"part": "warmstart", "method": f"{helper} completions", "seed": 0,
+                     **self.helper_shares(team)}, team)  # fmt: skip
 
-    def tool_after_rl(self) -> None:
-        """Part `mechanism`: what the per-role AT-GRPO runs' tool agents write after RL (as in `warmstart`)."""
+    def helper_shares(self, model: Path) -> dict:
+        """What the helper role writes (`tool_completion_shares` or `tester_catch_shares`)."""
+        if self.domain.helper == "tester":
+            return self.tester_catch_shares(model)
+        return self.tool_completion_shares(model)
+
+    def tester_catch_shares(self, model: Path) -> dict:
+        """How often `model` as the tester catches a wrong program: on the first `--val_episodes` validation
+        problems, the coder's first program replaced by the problem's first near miss (a fixed set), the share of
+        the tester's answers with a right case the near miss fails (`info["cases_caught"] > 0`), greedy and
+        sampled (temperature 1, 4 samples per problem); and the share of its cases that are right."""
+        import pettingllms
+        from pettingllms.backends.base import SamplingConfig
+        from pettingllms.backends.hf import HFPolicy
+
+        policy = HFPolicy.from_pretrained(model, seed=0, max_batch_rows=64)
+        env = pettingllms.make(self.env_id, workflow="mas", **self.env_kwargs)
+        prompts, states = [], []
+        for seed in range(self.args.val_episodes):
+            env.reset(seed=seed, options={"split": "val"})
+            env.step(f"```python\n{env.unwrapped.generated.near_misses[0].code}\n```")
+            prompts.append(str(env.observe("tester")))
+            states.append(env.unwrapped.clone())
+        env.close()
+        shares = {}
+        for label, temperature, n in (("greedy", 0.0, 1), ("sampled", 1.0, 4)):
+            sampling = SamplingConfig(
+                temperature=temperature, max_new_tokens=self.domain.max_completion_tokens
+            )
+            caught, right = [], []
+            for state, group in zip(states, policy.generate(prompts, n, sampling)):
+                for generation in group:
+                    trial = state.clone()
+                    trial.step(generation.text)
+                    info = trial.infos["tester"]
+                    caught.append(info.get("cases_caught", 0) > 0)
+                    right.append(info.get("cases_right", 0) / max(1, info.get("cases", 0)))
+            shares[f"{label}_catch_share"] = float(np.mean(caught))
+            shares[f"{label}_right_case_share"] = float(np.mean(right))
+        return shares
+
+    def helper_after_rl(self) -> None:
+        """Part `mechanism`: what the per-role AT-GRPO runs' helpers write after RL (as in `warmstart`)."""
         from pettingllms.runs.layout import RunLayout
 
+        helper = self.domain.helper
         for seed in self.args.seeds:
             folder = self.runs / f"main_mas+at-grpo-per-role_s{seed}"
             checkpoint = RunLayout(folder).latest_intact(log=lambda _: None) if folder.is_dir() else None
             if checkpoint is not None:
-                shares = self.tool_completion_shares(checkpoint.model("tool"))
-                self.record({"part": "mechanism", "method": "tool completions after AT-GRPO (per role)",
+                shares = self.helper_shares(checkpoint.model(helper))
+                self.record({"part": "mechanism", "method": f"{helper} completions after AT-GRPO (per role)",
                              "seed": seed, **shares}, self.warm_start("mas"))  # fmt: skip
 
     def main_table(self) -> None:
@@ -482,6 +550,8 @@ def _row(part: str, method: str, seed: int, result: dict, folder: Path | None) -
     }  # fmt: skip
     if "per_episode" in result:  # one 0/1 per suite episode, in suite order: for paired comparisons
         row["episode_success"] = "".join(str(int(s)) for s in result["per_episode"]["success"])
+        if "turns" in result["per_episode"]:  # each episode's turns (reports since 2026-12-06)
+            row["episode_turns"] = result["per_episode"]["turns"]
     if folder is not None:
         metrics = cycle.read_metrics(folder / "metrics.jsonl")
         row["steps"] = metrics[-1]["step"]
@@ -686,11 +756,58 @@ def setting_lines(rows: list[dict], args: argparse.Namespace) -> list[str]:
     if len(tried) < 2:
         return []
     lines = ["", "Settings tried (validation split, greedy success %; the chosen one is the domain's):", "",
-             "| setting | single | mas | mas, oracle tool |", "|---|---|---|---|"]  # fmt: skip
+             "| setting | " + " | ".join(warmstart_checks(DOMAINS[args.env])) + " |", "|---|---|---|---|"]  # fmt: skip
     for kwargs, found in tried.items():
-        cells = [f"{100 * found[m]['success_rate']:.1f}" if m in found else "—" for m in WARMSTART_CHECKS]
+        cells = [
+            f"{100 * found[m]['success_rate']:.1f}" if m in found else "—"
+            for m in warmstart_checks(DOMAINS[args.env])
+        ]
         lines.append(f"| `{kwargs}` | " + " | ".join(cells) + " |")
     return lines
+
+
+def helper_words(env_id: str, domain: Domain) -> str:
+    """What the team's helper brings and how its warm start demonstrates it, for the report."""
+    if domain.helper == "tester":
+        return (
+            "The single agent is the coder alone (no tester, no cases: its code meets the hidden tests only); the "
+            f"team's coder demonstrations show a near miss first in {domain.program_bugs:.0%} of them."
+        )
+    return (
+        f"The team's tool agent can run code: its warm start mixes {PROGRAM_WORDS.get(env_id, PROGRAM_WORDS[None])} "
+        f"with imperfect variants and direct answers (programs {TEAM_WARM_START['tool_programs']:.0%} of its "
+        f"demonstrations, {domain.program_bugs:.0%} of them imperfect); the single agent cannot run code."
+    )
+
+
+def catch_words(shares: Mapping[str, float], who: str, problems: int) -> str:
+    """A sentence on a tester's catches (`Study.tester_catch_shares`)."""
+    return (
+        f"{who} catches the near miss shown as the coder's program in {100 * shares['greedy_catch_share']:.0f}% "
+        f"of {problems} validation problems greedily and in {100 * shares['sampled_catch_share']:.0f}% of samples "
+        f"at temperature 1; {100 * shares['greedy_right_case_share']:.0f}% of its greedy cases are right."
+    )
+
+
+def second_turn_lines(main: list[dict]) -> list[str]:
+    """Per main method with episode turns: the share of the suite's episodes solved in a later turn than the first
+    (after the tester's mismatches), mean over seeds."""
+    lines = [
+        "| method | solved in turn 1 % | solved after the tester's feedback (turn 2 or later) % |",
+        "|---|---|---|",
+    ]
+    for method in MAIN_ROWS:
+        found = [r for r in matching(main, method=method) if "episode_turns" in r]
+        if not found:
+            continue
+        first, later = (
+            np.mean([np.mean([int(s) and t == 1 for s, t in zip(r["episode_success"], r["episode_turns"])])
+                     for r in found]),
+            np.mean([np.mean([int(s) and t > 1 for s, t in zip(r["episode_success"], r["episode_turns"])])
+                     for r in found]),
+        )  # fmt: skip
+        lines.append(f"| {method} | {100 * first:.1f} | {100 * later:.1f} |")
+    return lines if len(lines) > 2 else []
 
 
 def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
@@ -719,11 +836,8 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
         start,
         f"## Miniature reproduction, `{args.env}`: MAS + AT-GRPO against single-agent and trajectory-GRPO baselines",
         "",
-        f"The built-in tiny model on CPU, `{args.env}` with `{json.dumps(setting(args))}`. {domain.why} The team's "
-        f"tool agent can run code: its warm start mixes {PROGRAM_WORDS.get(args.env, PROGRAM_WORDS[None])} with "
-        "imperfect variants and direct answers "
-        f"(programs {TEAM_WARM_START['tool_programs']:.0%} of its demonstrations, {TEAM_WARM_START['program_bugs']:.0%} "
-        "of them imperfect); the single agent cannot run code. Each workflow has its own warm start, "
+        f"The built-in tiny model on CPU, `{args.env}` with `{json.dumps(setting(args))}`. {domain.why} "
+        f"{helper_words(args.env, domain)} Each workflow has its own warm start, "
         f"{DEMOS_PER_ROLE} demonstrations per role and {domain.sft_steps_per_role} SFT steps per role{noise}. Every RL "
         f"run stops at a budget of {args.budget} sampled completions (the step that reaches it completes), K=4, lr "
         "1e-4, `scale_rewards: none`, temperature 1.0. Success rate in % on "
@@ -740,10 +854,12 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
     if checks:
         lines += ["", f"### Before RL (validation split, {args.val_episodes} {units}, greedy)", "",
                   "| warm start | success % |", "|---|---|"]  # fmt: skip
-        for method in WARMSTART_CHECKS:
+        for method in warmstart_checks(domain):
             lines.append(f"| {method} | {cell(checks, method=method)} |")
-        shares = next(iter(matching(checks, method="tool completions")), None)
-        if shares:
+        shares = next(iter(matching(checks, method=f"{domain.helper} completions")), None)
+        if shares and domain.helper == "tester":
+            lines += ["", catch_words(shares, "the warm start's tester", args.val_episodes)]
+        elif shares:
             lines += ["", "What the team's tool agent writes on the first turn: "
                       f"greedy, {100 * shares['greedy_program_share']:.0f}% programs "
                       f"({100 * shares['greedy_correct_program_share']:.0f}% the correct program); sampled at "
@@ -764,7 +880,11 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
                   "| method | against | difference in points [95% interval], seed-level p, seeds; per seed |",
                   "|---|---|---|", *paired]  # fmt: skip
     after = [r for r in rows if r["part"] == "mechanism"]
-    if after:
+    if after and domain.helper == "tester":
+        lines += ["", *(catch_words(r, f"After per-role AT-GRPO (seed {r['seed']}), the tester", args.val_episodes)
+                        for r in after)]  # fmt: skip
+        lines += ["", *second_turn_lines(main)]
+    elif after:
         greedy = span([100 * r["greedy_correct_program_share"] for r in after])
         sampled = span([100 * r["sampled_correct_program_share"] for r in after])
         lines += ["", f"After per-role AT-GRPO ({len(after)} seeds), the tool agent writes the correct program on the "
@@ -830,14 +950,15 @@ def sharing_lines(all_rows: list[dict]) -> list[str]:
 def write_sharing_report(all_rows: list[dict], results_md: Path) -> None:
     """The role-sharing table across the domains (its own section of `results_md`)."""
     start, end = f"<!-- {SHARING_SECTION}:start -->", f"<!-- {SHARING_SECTION}:end -->"
+    rows = sharing_lines(all_rows)
     lines = [
         start, "## Role sharing against role specialization, per domain (miniature)", "",
         "Per-role AT-GRPO minus shared AT-GRPO on each domain's evaluation suite (its main table above): success "
         "in % (mean over seeds), then the difference. " + COMPARISON_WORDS + " The paper finds "
-        "specialization helps where the roles differ (coding) and sharing can help where they overlap (math); "
-        "the miniature has no coding domain.", "",
+        "specialization helps where the roles differ (coding) and sharing can help where they overlap (math)"
+        + ("." if any("`code-v0`" in line for line in rows) else "; the miniature has no coding domain yet."), "",
         "| domain | per-role | shared | per-role minus shared in points [95% interval], seed-level p, seeds; per seed | paper |",
-        "|---|---|---|---|---|", *sharing_lines(all_rows), "", end,
+        "|---|---|---|---|---|", *rows, "", end,
     ]  # fmt: skip
     replace_section(results_md, start, end, "\n".join(lines))
 
@@ -893,7 +1014,7 @@ def main() -> int:
         parts = {
             "warmstart": study.warm_start_checks,
             "main": study.main_table,
-            "mechanism": study.tool_after_rl,
+            "mechanism": study.helper_after_rl,
             "ablations": study.ablations,
         }
         for part in args.parts:

@@ -119,7 +119,8 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     # over seeds: the team +10 and +20 points above single on seeds 0 and 1, mean +15; 2 seeds: p >= 0.5
     line = next(line for line in text.splitlines() if line.startswith("| mas+at-grpo-per-role | single |"))
     assert (
-        "| +15.0 [" in line and "p = 0.5 (the smallest possible with 2 seeds), 2 vs 2 seeds; per seed +10, +20 |" in line
+        "| +15.0 [" in line
+        and "p = 0.5 (the smallest possible with 2 seeds), 2 vs 2 seeds; per seed +10, +20 |" in line
     )
     assert (tmp_path / "miniature_curves.png").stat().st_size > 5_000
 
@@ -152,7 +153,7 @@ def test_each_domain_and_setting_has_its_own_runs_rows_and_report_section(study,
     )
     assert suffix == "_min_solution_length6_noteabc_width6"  # a warm-start tag: letters, digits, underscores
     assert study.setting_suffix(args("sokoban-v0")) == ""
-    assert set(study.DOMAINS) == {"plan-path-v0", "sokoban-v0", "sudoku-v0", "math-v0"}
+    assert set(study.DOMAINS) == {"plan-path-v0", "sokoban-v0", "sudoku-v0", "math-v0", "code-v0"}
 
     runner = study.Study(args("sudoku-v0"))
     for kwargs, success in ((None, 0.2), ('{"size": 9}', 0.0)):
@@ -421,3 +422,34 @@ def test_a_trained_row_counts_its_probes_generations_where_the_run_logged_them(s
     lines[0].pop("eval/generations")  # a run from before they were logged: no count, not a partial one
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert "probe_generations" not in study._row("main", "mas+at-grpo-per-role", 0, result, tmp_path)
+
+
+def test_the_code_domain_checks_the_tester_and_counts_second_turn_solutions(study):
+    code = study.DOMAINS["code-v0"]
+    assert study.warmstart_checks(code) == ("single", "mas", "mas, oracle tester")
+    assert study.warmstart_checks(study.DOMAINS["math-v0"])[2] == "mas, oracle tool"
+    assert study.warm_start_settings(code, "mas")["program_bugs"] == code.program_bugs
+    main = [
+        {"method": "mas", "seed": 0, "episode_success": "1100", "episode_turns": [1, 2, 3, 3]},
+        {
+            "method": "mas+at-grpo-per-role",
+            "seed": 0,
+            "episode_success": "1110",
+            "episode_turns": [2, 2, 1, 3],
+        },
+        {
+            "method": "mas+at-grpo-per-role",
+            "seed": 1,
+            "episode_success": "0000",
+            "episode_turns": [3, 3, 3, 3],
+        },
+    ]
+    assert study.second_turn_lines(main)[2:] == [
+        "| mas | 25.0 | 25.0 |",  # one of four solved in turn 1, one after the tester's feedback
+        "| mas+at-grpo-per-role | 12.5 | 25.0 |",  # seed 0: 1 and 2 of 4; seed 1: none
+    ]
+    shares = {"greedy_catch_share": 0.5, "sampled_catch_share": 0.25, "greedy_right_case_share": 0.9}
+    assert study.catch_words(shares, "The tester", 8) == (
+        "The tester catches the near miss shown as the coder's program in 50% of 8 validation problems greedily "
+        "and in 25% of samples at temperature 1; 90% of its greedy cases are right."
+    )

@@ -57,6 +57,29 @@ def test_the_miniature_runs_end_to_end_at_a_tiny_budget(tmp_path):
     )  # the smoke variant
 
 
+def test_the_code_miniature_runs_end_to_end_at_a_tiny_budget(tmp_path):
+    """The code domain: the tester's catches before and after RL, the episodes' turns on every row."""
+    out, results_md = tmp_path / "rows.json", tmp_path / "results.md"
+    results_md.write_text("# Results\n")
+    run_script(
+        "reproduce_miniature.py", "--env", "code-v0",
+        *("--parts", "warmstart", "main", "mechanism", "--seeds", "0", "--methods", "mas", "mas+at-grpo-per-role"),
+        *("--budget", "16", "--max_steps", "1", "--curve_every", "0", "--eval_episodes", "4", "--val_episodes", "4"),
+        *("--demos_per_role", "40", "--warm_start_steps", "2"),
+        *("--runs", str(tmp_path / "runs"), "--out", str(out), "--results_md", str(results_md)),
+        *("--leaderboard", str(tmp_path / "board")),
+        home=tmp_path / "home",
+    )  # fmt: skip
+    rows = json.loads(out.read_text())
+    catches = [row for row in rows if row["method"].startswith("tester completions")]
+    assert {row["part"] for row in catches} == {"warmstart", "mechanism"}
+    assert all(0.0 <= row["greedy_catch_share"] <= 1.0 for row in catches)
+    main = [row for row in rows if row["part"] == "main"]
+    assert all(len(row["episode_turns"]) == 4 for row in main)
+    assert any(row["method"] == "mas, oracle tester" for row in rows)
+    assert "<!-- miniature-code:start -->" in results_md.read_text()
+
+
 def test_the_scaling_study_runs_end_to_end_at_a_tiny_budget(tmp_path, tiny_model):
     out, results_md = tmp_path / "rows.json", tmp_path / "results.md"
     results_md.write_text("# Results\n")
