@@ -24,7 +24,13 @@ from pettingllms.presentation.leaderboard import build_leaderboard
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "leaderboard" / "results"
 BOARD = ROOT / "leaderboard"
-TABLES = {"sokoban-v0": "SOKOBAN", "sudoku-v0": "SUDOKU", "plan-path-v0": "PLAN_PATH", "math-v0": "MATH"}
+TABLES = {
+    "sokoban-v0": "SOKOBAN",
+    "sudoku-v0": "SUDOKU",
+    "plan-path-v0": "PLAN_PATH",
+    "math-v0": "MATH",
+    "code-v0": "CODE",
+}
 """The envs with tiers, and the name of each one's table in `pettingllms.envs.tiers`."""
 ENVS = tuple(TABLES)
 LABELS = {"oracle": "oracle (solver / reference)", "random": "random"}

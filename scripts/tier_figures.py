@@ -7,7 +7,7 @@
 Per env and tier it resets `pettingllms.make(env_id, tier=tier)` with seeds 0..M-1 (M = `--instances`), times the
 resets (instances per second: generation, including the oracle's search where the generator does not hand one
 over), and records the length of the oracle's optimal solution of each start (`solution_actions()`: moves for
-Sokoban and Plan-Path, placements for Sudoku; math-v0 has no solution length and records none). The page's
+Sokoban and Plan-Path, placements for Sudoku; math-v0 and code-v0 have no solution length and record none). The page's
 figures section is rendered from the JSON (`render_section`); `tests/test_tier_figures.py` checks that it is.
 
 Where SPEC section 6 names an anchor it runs in the same measurement: gym-sokoban's `generate_room` at 7x7 with
@@ -40,6 +40,7 @@ ENVS = {
     "sudoku-v0": tiers.SUDOKU,
     "plan-path-v0": tiers.PLAN_PATH,
     "math-v0": tiers.MATH,
+    "code-v0": tiers.CODE,
 }
 """The envs with tiers, and their tables."""
 DEFAULT_INSTANCES = 100
@@ -66,7 +67,7 @@ env's own measure of partial progress: its page under [envs/](envs/README.md) st
 The figures below are measured by `scripts/tier_figures.py` on the seeds 0..M-1 of each tier's training split:
 instances per second (one reset: generation, including the oracle's search where the generator does not hand a
 solution over, on the machine named) and the length of the oracle's optimal solution (moves for Sokoban and
-Plan-Path, placements for Sudoku; math-v0's problems have none).
+Plan-Path, placements for Sudoku; math-v0's and code-v0's problems have none).
 
 """
 

@@ -56,6 +56,18 @@ def test_math_tiers_set_difficulty():
     assert pettingllms.make("math-v0", tier="expert").unwrapped.max_turns == 1
 
 
+def test_code_tiers_are_the_generated_problems_by_difficulty():
+    seen = {}
+    for tier, args in tiers.CODE.items():
+        env = pettingllms.make("code-v0", tier=tier)
+        assert (env.unwrapped.dataset, env.unwrapped.difficulty) == ("generated", args["difficulty"])
+        env.reset(seed=0)
+        seen[tier] = env.unwrapped.generated.problem.reference
+    assert seen["easy"] != seen["medium"] != seen["hard"] == seen["expert"]  # expert: hard problems, one turn
+    assert pettingllms.make("code-v0", tier="expert").unwrapped.max_turns == 1
+    assert pettingllms.make("code-v0", tier="hard").unwrapped.max_turns == 3
+
+
 def test_explicit_arguments_override_the_tier():
     env = pettingllms.make("sokoban-v0", tier="expert", num_boxes=2)
     assert (env.unwrapped.puzzle.width, env.unwrapped.puzzle.num_boxes) == (10, 2)
@@ -71,6 +83,6 @@ def test_unknown_tier_names_the_allowed_ones():
 
 def test_env_without_tiers_says_which_have_them():
     with pytest.raises(
-        ConfigError, match=r"bargain-v0; it has no tiers; envs with tiers: math-v0, plan-path-v0"
+        ConfigError, match=r"bargain-v0; it has no tiers; envs with tiers: code-v0, math-v0, plan-path-v0"
     ):
         pettingllms.make("bargain-v0", tier="easy")

@@ -30,6 +30,7 @@ register(
     id="code-v0",
     entry_point="pettingllms.envs.code.env:CodeEnv",
     description="A coder writes a solution, a tester writes cases; success = the hidden tests pass.",
+    tiers=tiers.CODE,
 )
 register(
     id="math-v0",

@@ -11,8 +11,11 @@ are in `docs/tiers.md`.
 | sudoku-v0 | 4x4, 6 blanks | 4x4, 10 blanks | 9x9, 45 blanks | 9x9, 55 blanks |
 | plan-path-v0 | 5x5, 20% walls | 8x8, 25% walls | 12x12, 30% walls | 20x20, 35% walls |
 | math-v0 | difficulty 1 | difficulty 2 | difficulty 3 | difficulty 3, 1 turn |
+| code-v0 | generated, difficulty 1 | generated, difficulty 2 | generated, difficulty 3 | generated, difficulty 3, 1 turn |
 
-math-v0's generator has three difficulties: its expert tier is the hard problems with a single turn to answer.
+math-v0's and code-v0's generators have three difficulties: their expert tier is the hard problems with a single
+turn to answer (for code-v0: no revision after the tester's cases). code-v0's tiers are its generated problems
+(`dataset="generated"`); its other datasets have no tiers.
 """
 
 from __future__ import annotations
@@ -55,4 +58,10 @@ MATH = _table(
     {"difficulty": 2},
     {"difficulty": 3},
     {"difficulty": 3, "max_turns": 1},
+)
+CODE = _table(
+    {"dataset": "generated", "difficulty": 1},
+    {"dataset": "generated", "difficulty": 2},
+    {"dataset": "generated", "difficulty": 3},
+    {"dataset": "generated", "difficulty": 3, "max_turns": 1},
 )

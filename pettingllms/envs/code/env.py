@@ -53,6 +53,11 @@ dropped).
 `env.unwrapped.progress()` (0 to 100): the share of the hidden tests that the current code passes, times 100
 (0 before any code; 100 iff it passes them all).
 
+## Tiers
+`pettingllms.make("code-v0", tier=...)` with `easy`, `medium`, `hard` or `expert`: the generated problems at
+difficulty 1, 2 and 3, and 3 with one turn (no revision after the tester's cases); the measured figures of each tier
+are in [docs/tiers.md](../tiers.md) (`pettingllms.envs.tiers`), its baselines on the leaderboard.
+
 ## Arguments
 `dataset`, `dataset_path`, `difficulty` (1-3, generated problems; default 1), `test_timeout` (seconds per program, default 2), `test_memory_mb` (default 512),
 `sandbox`, plus `alpha` (default 1.0), `workflow`, `max_turns` (default 3), `render_mode` ("ansi", "human").
