@@ -46,7 +46,8 @@ episodes solved in the first turn and after the tester's feedback, per method.
    code, `Study.holds_main_run`), random, random for the tool and greedy for the plan —, outcome-only rewards
    (`reward="outcome"`), and the loss averaged over a constant length (`loss_type="dr_grpo"`) instead of each
    completion's own (`scripts/length_bias_probe.py` measures why that can matter), also for `mas+trajectory-grpo`
-   (`loss=dr_grpo (trajectory)`, `ABLATION_BASES`). Each is compared with the run it changes.
+   (`loss=dr_grpo (trajectory)`), `mas+at-grpo-shared` and `single+grpo` (`ABLATION_BASES`): with the main table's
+   per-role run, every trained method under both losses. Each is compared with the run it changes.
 
 Rows (`{"part", "env", "env_kwargs", "method", "seed", "success_rate", ...}`) are appended to the ledger
 `docs/results/ledger.jsonl` after every run, so an interrupted study keeps what it finished, and the table
@@ -235,8 +236,14 @@ ABLATIONS = {  # name -> (flags added to its base method's (`ablation_base`), en
     "reward=outcome": ([], {"reward": "outcome"}),
     "loss=dr_grpo": (["--loss_type", "dr_grpo"], {}),
     "loss=dr_grpo (trajectory)": (["--loss_type", "dr_grpo"], {}),
+    "loss=dr_grpo (shared)": (["--loss_type", "dr_grpo"], {}),
+    "loss=dr_grpo (single+grpo)": (["--loss_type", "dr_grpo"], {}),
 }
-ABLATION_BASES = {"loss=dr_grpo (trajectory)": "mas+trajectory-grpo"}
+ABLATION_BASES = {
+    "loss=dr_grpo (trajectory)": "mas+trajectory-grpo",
+    "loss=dr_grpo (shared)": "mas+at-grpo-shared",
+    "loss=dr_grpo (single+grpo)": "single+grpo",
+}
 """The main row an ablation changes one knob of, where it is not `mas+at-grpo-per-role`."""
 
 
@@ -511,7 +518,7 @@ class Study:
         for seed in self.args.ablation_seeds:
             for name in self.args.ablations:
                 flags, env_kwargs = ABLATIONS[name]
-                _, base = method_flags(ablation_base(name))
+                workflow, base = method_flags(ablation_base(name))
                 if name == "commit=greedy":  # the default setting: the main table's per-role run
                     if not self.holds_main_run("mas+at-grpo-per-role", seed):
                         self.trained_row("main", "mas+at-grpo-per-role", seed, base, "mas")
@@ -521,7 +528,7 @@ class Study:
                     )  # fmt: skip
                     self.record({**reference, "part": "ablations", "method": name}, self.warm_start("mas"))
                 else:
-                    self.trained_row("ablations", name, seed, [*base, *flags], "mas", env_kwargs)
+                    self.trained_row("ablations", name, seed, [*base, *flags], workflow, env_kwargs)
 
 
 PACKAGE = "pettingllms"

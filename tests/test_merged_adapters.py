@@ -100,3 +100,16 @@ def test_the_memory_plan_counts_each_merged_copy_as_it_is_built(tiny_model, tmp_
 def test_an_unknown_lora_generation_is_refused_with_the_choices(tiny_model, tmp_path):
     with pytest.raises(ConfigError, match=r"lora_generation.*'merged'.*'adapters'"):
         args_for(tiny_model, tmp_path, "--lora_generation", "fused")
+
+
+def test_an_adapter_the_peft_model_does_not_hold_is_refused_by_name(tiny_model, tmp_path):
+    from pettingllms.trainers.policies.merged_adapters import MergedAdapters
+
+    trainer = lora_trainer(tiny_model, tmp_path)
+    server = trainer.policies.backends["tool"].model_server
+    with pytest.raises(KeyError, match=r"no copy for adapter 'coder'; adapters: \['plan', 'tool'\]"):
+        server.for_adapter("coder")
+    ghost = MergedAdapters(server.sampler, {"ghost": server.copies["tool"]})
+    with pytest.raises(ValueError, match="no LoRA layer of adapter 'ghost'"):
+        ghost.sync_adapter(trainer.policies.updaters["tool"].model, "ghost")
+    trainer.close()

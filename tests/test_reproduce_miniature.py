@@ -328,6 +328,23 @@ def test_the_ablations_part_runs_only_the_ablations_asked_for(study):
     assert "--grouping" in trajectory and trajectory[trajectory.index("--grouping") + 1] == "trajectory"
 
 
+def test_every_trained_method_has_its_dr_grpo_ablation_in_its_own_workflow(study):
+    ran = []
+    runner = study.Study.__new__(study.Study)
+    losses = [name for name in study.ABLATIONS if name.startswith("loss=dr_grpo")]
+    runner.args = argparse.Namespace(ablation_seeds=[0], ablations=losses)
+    runner.trained_row = lambda part, method, seed, flags, workflow, env_kwargs=None: ran.append(
+        (method, workflow, flags)
+    )
+    runner.ablations()
+    bases = {study.ablation_base(name) for name in losses}
+    assert bases == {m for m in study.MAIN_ROWS if m not in ("single", "mas")}  # each trained method, once
+    for method, workflow, flags in ran:
+        base_workflow, base_flags = study.method_flags(study.ablation_base(method))
+        assert workflow == base_workflow and flags == [*base_flags, "--loss_type", "dr_grpo"]
+    assert ("loss=dr_grpo (single+grpo)", "single") in [(m, w) for m, w, _ in ran]
+
+
 def test_run_names_are_path_safe_unique_and_keep_the_recorded_runs_names(study):
     names = [study.run_name("main", m, 0) for m in study.MAIN_ROWS if m not in ("single", "mas")]
     names += [study.run_name("ablations", a, 0) for a in study.ABLATIONS]
