@@ -865,19 +865,22 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
             lines.append(f"| {method} | {cell(checks, method=method)} |")
         shares = next(iter(matching(checks, method=f"{domain.helper} completions")), None)
         if shares and domain.helper == "tester":
-            lines += ["", catch_words(shares, "the warm start's tester", args.val_episodes)]
+            lines += ["", catch_words(shares, "The warm start's tester", args.val_episodes)]
         elif shares:
             lines += ["", "What the team's tool agent writes on the first turn: "
                       f"greedy, {100 * shares['greedy_program_share']:.0f}% programs "
                       f"({100 * shares['greedy_correct_program_share']:.0f}% the correct program); sampled at "
                       f"temperature 1, {100 * shares['sampled_program_share']:.0f}% programs "
                       f"({100 * shares['sampled_correct_program_share']:.0f}% the correct program)."]  # fmt: skip
-    lines += ["", "### Main table", "", budget_words(args, domain), "",
-              "| method | success % | generations per run: sampled + greedy probes | optimizer steps | paper (Qwen3-1.7B) |",
-              "|---|---|---|---|---|"]  # fmt: skip
-    for method in MAIN_ROWS:
-        lines.append(f"| {method} | {cell(main, method=method)} | {budget(main, method=method)} "
-                     f"| {steps(main, method=method)} | {domain.paper.get(method, '—')} |")  # fmt: skip
+    if main:
+        lines += ["", "### Main table", "", budget_words(args, domain), "",
+                  "| method | success % | generations per run: sampled + greedy probes | optimizer steps | paper (Qwen3-1.7B) |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for method in MAIN_ROWS:
+            lines.append(f"| {method} | {cell(main, method=method)} | {budget(main, method=method)} "
+                         f"| {steps(main, method=method)} | {domain.paper.get(method, '—')} |")  # fmt: skip
+    else:
+        lines += ["", "### Main table", "", "No run of the main table yet."]
     team = ("mas+at-grpo-shared", "mas+at-grpo-per-role")
     paired = paired_lines(
         main, [(m, ref) for ref in (best_baseline(main), "mas+trajectory-grpo") for m in team]
