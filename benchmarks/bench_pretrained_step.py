@@ -56,7 +56,7 @@ class TimedSampler:
     """Wraps a sampler's `generate`: seconds and completion tokens of greedy calls (probes) and sampled calls."""
 
     def __init__(self, sampler):
-        self.sampler, self.inner = sampler, sampler.generate
+        self.inner = sampler.generate
         self.seconds = {"sampled": 0.0, "probes": 0.0}
         self.tokens = {"sampled": 0, "probes": 0}
         sampler.generate = self
