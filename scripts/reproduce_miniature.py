@@ -225,6 +225,8 @@ def warmstart_checks(domain: Domain) -> tuple[str, str, str]:
     return ("single", "mas", f"mas, oracle {domain.helper}")
 
 
+UNTRAINED = ("single", "mas")
+"""The main table's rows without RL: each workflow's warm start as it is."""
 BASELINES = ("single", "single+grpo", "mas")
 """The paper's baselines (its main table): the best of them is what AT-GRPO is compared against, paired per
 episode. The team trained with trajectory-grouped GRPO (an ablation in the paper) is compared separately: it
@@ -693,8 +695,8 @@ def budget(rows: list[dict], **match) -> str:
     """The generations of a run, mean over the matching rows: `sampled` (training) ` + probes` (its greedy
     validation evaluations: their generations where counted, else how many evaluations of how many episodes)."""
     found = [r for r in matching(rows, **match) if "sampled_completions" in r]
-    if not found:
-        return "0 (no RL)"
+    if not found:  # an untrained row, or a trained method not run yet
+        return "0 (no RL)" if match.get("method") in UNTRAINED else "—"
     sampled = f"{np.mean([r['sampled_completions'] for r in found]):.0f}"
     if all("probe_generations" in r for r in found):
         return f"{sampled} + {np.mean([r['probe_generations'] for r in found]):.0f}"
@@ -716,7 +718,9 @@ def budget_words(args: argparse.Namespace, domain: Domain) -> str:
 
 def steps(rows: list[dict], **match) -> str:
     values = [r["steps"] for r in matching(rows, **match) if "steps" in r]
-    return f"{np.mean(values):.1f}" if values else "0"
+    if not values:  # an untrained row, or a trained method not run yet
+        return "0" if match.get("method") in UNTRAINED else "—"
+    return f"{np.mean(values):.1f}"
 
 
 def plot_curves(rows: list[dict], path: Path, args: argparse.Namespace, domain: Domain) -> None:
