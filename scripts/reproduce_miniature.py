@@ -494,7 +494,7 @@ class Study:
     def main_table(self) -> None:
         for seed in self.args.seeds:  # seed by seed: an interrupted study has every row for its first seeds
             for method in self.args.methods:
-                if method in ("single", "mas"):
+                if method in UNTRAINED:
                     self.untrained_row(method, seed)
                 else:
                     workflow, flags = method_flags(method)
@@ -628,7 +628,7 @@ def best_baseline(rows: list[dict]) -> str | None:
 def leaderboard_label(method: str, entry: ledger.Entry) -> str:
     """A miniature row's name on the leaderboard: the method, its seed (or "warm start, no RL") and the ledger line
     it is, with the date it was recorded."""
-    what = "warm start, no RL" if method in ("single", "mas") else f"seed {entry.row['seed']}"
+    what = "warm start, no RL" if method in UNTRAINED else f"seed {entry.row['seed']}"
     return f"tiny miniature: {method} ({what}; ledger line {entry.n}, {entry.recorded})"
 
 
