@@ -1,8 +1,8 @@
 """A served code-v0 shared by looping clients and one honest client: how long the honest client's step takes.
 
-    .venv/bin/python benchmarks/bench_served_fairness.py                         # this checkout, 3 repeats
-    .venv/bin/python benchmarks/bench_served_fairness.py --checkout ../before    # another checkout's server
-    .venv/bin/python benchmarks/bench_served_fairness.py --json benchmarks/results/served_fairness.json
+    .venv-openenv/bin/python benchmarks/bench_served_fairness.py                         # this checkout, 3 repeats
+    .venv-openenv/bin/python benchmarks/bench_served_fairness.py --checkout ../before    # another checkout's server
+    .venv-openenv/bin/python benchmarks/bench_served_fairness.py --json benchmarks/results/served_fairness.json
 
 `pettingllms serve code-v0` (default settings; the checkout's own code, run as `python -m pettingllms.cli` from
 it) on a loopback port. `--loopers` clients submit `while True: pass` as the coder, step after step (each program

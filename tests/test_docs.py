@@ -134,6 +134,22 @@ def test_the_light_install_named_in_the_docs_is_the_core_dependencies():
     assert all(name in install for name in core)
 
 
+def test_the_extras_that_cannot_share_an_environment_are_apart_and_said_so():
+    """OpenEnv 0.10 needs mcp < 2, verifiers 0.4.0 pins mcp 2.0.0: `all` holds one of them, the docs say why, and
+    CI tests the other in its own environment."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["openenv"] == ["openenv>=0.10,<0.11"] and "verifiers==0.4.0" in extras["verifiers"]
+    everything = re.search(r"\[(.*)\]", extras["all"][0])[1].split(",")
+    assert "verifiers" in everything and "openenv" not in everything
+    install = " ".join((ROOT / "docs" / "install.md").read_text().split())
+    assert "**`openenv` and `verifiers` cannot be installed together**" in install
+    assert "verifiers 0.4.0 depends on mcp==2.0.0" in install
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "bash scripts/setup_openenv.sh" in ci and ".venv-openenv/bin/python -m pytest" in ci
+
+
 def test_every_docs_page_is_reachable_from_the_readme():
     readme = (ROOT / "README.md").read_text()
     for page in (ROOT / "docs").glob("*.md"):

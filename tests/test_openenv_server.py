@@ -3,6 +3,7 @@ hostile actions and malformed requests get errors while the server stays up."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -380,14 +381,23 @@ def test_a_bad_others_spec_or_tier_fails_before_serving(capsys):
 
 
 def _closed_with(ws_url: str) -> tuple[int, str]:
-    """Connect to `ws_url` and wait for the server to close: its close code and reason."""
-    from websockets.exceptions import ConnectionClosed
+    """Connect to `ws_url` and read until the server closes: its close code and reason."""
     from websockets.sync.client import connect
 
     with connect(ws_url) as socket_:
-        with pytest.raises(ConnectionClosed) as closed:
-            socket_.recv(timeout=30)
-    return closed.value.rcvd.code, closed.value.rcvd.reason
+        return _read_until_closed(socket_)[:2]
+
+
+def _read_until_closed(socket_) -> tuple[int, str, list[dict]]:
+    """Read `socket_` until the server closes it: the close code, its reason and the frames read before it."""
+    from websockets.exceptions import ConnectionClosed
+
+    frames = []
+    while True:
+        try:
+            frames.append(json.loads(socket_.recv(timeout=30)))
+        except ConnectionClosed as closed:
+            return closed.rcvd.code, closed.rcvd.reason, frames
 
 
 def test_idle_clients_cannot_hold_a_shared_server_and_a_refused_client_reads_why():
@@ -403,7 +413,7 @@ def test_idle_clients_cannot_hold_a_shared_server_and_a_refused_client_reads_why
             socket_.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
             assert json.loads(socket_.recv(timeout=30))["type"] == "observation"
         code, reason = _closed_with(ws_url)
-        assert code == 1013 and "--max-sessions 2" in reason and "try again later" in reason
+        assert code == 1013 and "2 of --max-sessions 2" in reason and "try again later" in reason
         for socket_ in idle:
             with pytest.raises(ConnectionClosed) as closed:
                 socket_.recv(timeout=30)
@@ -472,3 +482,110 @@ def test_four_looping_clients_delay_a_quick_clients_step_by_at_most_one_time_lim
         print(
             f"quick client's step: {waited:.1f} s, {info['queue_wait_s']:.1f} s of it queued ({waves} waves)"
         )
+
+
+def test_the_openenv_installed_is_the_supported_0_10():
+    """The `openenv` extra is OpenEnv 0.10 (`openenv`, not the retired `openenv-core`): these tests run under it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    assert version("openenv").startswith("0.10."), version("openenv")
+    with pytest.raises(PackageNotFoundError):
+        version("openenv-core")  # the two distributions install the same `openenv/` package
+
+
+def test_a_session_whose_env_was_closed_refuses_reset_and_step_by_name():
+    from pettingllms.integrations.openenv_server import PettingLLMsEnvironment, SessionClosedError
+
+    env = PettingLLMsEnvironment("plan-path-v0")
+    env.reset(seed=0)
+    env.close()
+    env.close()  # twice is once
+    for call in (lambda: env.step(AnswerAction(answer="<answer>R</answer>")), lambda: env.reset(seed=1)):
+        with pytest.raises(SessionClosedError, match="session closed: .*connect a new session"):
+            call()
+
+
+def test_a_session_freed_by_openenvs_reaper_refuses_its_step_and_its_slot_goes_to_another():
+    """OpenEnv 0.10's reaper frees a session with no reset or step for --idle-timeout (here one that only asks
+    for its state, so the socket is never silent) and closes its env, leaving the socket open. The slot is free at
+    once (a new client gets in; until then one is refused with 1013), and the old client's next step is refused
+    with the reason and its socket closed (4408), not played on a closed env."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    for url in _serve("plan-path-v0", "--max-sessions", "1", "--idle-timeout", "2"):
+        ws_url = url.replace("http://", "ws://") + "/ws"
+        with connect(ws_url) as old:
+            old.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            assert json.loads(old.recv(timeout=30))["type"] == "observation"
+            refusals, deadline = 0, time.monotonic() + 60
+            # the old client keeps its socket busy; a new one tries until the reaper frees the slot
+            while True:
+                old.send(json.dumps({"type": "state"}))
+                assert json.loads(old.recv(timeout=30))["type"] == "state"
+                new = connect(ws_url)
+                with contextlib.suppress(ConnectionClosed):  # a refused client may be closed before it sends
+                    new.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+                code, reason, frames = _read_until_closed_or_first(new)
+                if code is None:
+                    break
+                new.close()
+                assert code == 1013 and "1 of --max-sessions 1" in reason, (code, reason)
+                assert frames and frames[0]["data"]["code"] == "CAPACITY_REACHED"
+                refusals += 1
+                assert time.monotonic() < deadline, "the reaper never freed the idle session"
+                time.sleep(0.5)
+            assert frames[0]["type"] == "observation"
+            old.send(json.dumps({"type": "step", "data": {"answer": "<answer>R</answer>"}}))
+            code, reason, frames = _read_until_closed(old)
+            new.close()
+        assert frames[0]["type"] == "error" and frames[0]["data"]["message"].startswith("session closed: ")
+        assert code == 4408 and "--idle-timeout" in reason
+        assert refusals >= 1 and "Traceback" not in _log(url)
+
+
+def _read_until_closed_or_first(socket_) -> tuple[int | None, str, list[dict]]:
+    """The first frame of `socket_` when it is an observation (code None), else what `_read_until_closed` reads."""
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        first = json.loads(socket_.recv(timeout=30))
+    except ConnectionClosed as closed:
+        return closed.rcvd.code, closed.rcvd.reason, []
+    if first["type"] == "observation":
+        return None, "", [first]
+    code, reason, frames = _read_until_closed(socket_)
+    return code, reason, [first, *frames]
+
+
+def test_state_and_schema_report_the_whole_episode_state(server):
+    """OpenEnv 0.10's `state_cls`: `/schema` describes `EpisodeState` and HTTP `/state` answers with all of it."""
+    status, reply = _get(server + "/schema")
+    assert status == 200
+    fields = set(json.loads(reply)["state"]["properties"])
+    assert {"episode_id", "step_count", "env_id", "agent", "turn", "success", "done", "returns"} <= fields
+    status, reply = _get(server + "/state")
+    assert status == 200 and json.loads(reply)["env_id"] == "plan-path-v0"
+
+
+def test_openenv_clients_play_an_episode_async_and_sync(server):
+    """OpenEnv 0.10's client, awaited in an event loop and through its `.sync()` wrapper."""
+    import asyncio
+
+    answers = _oracle_answers(seed=3)
+
+    async def play() -> tuple[bool, int]:
+        async with PettingLLMsClient(base_url=server) as client:
+            result = await client.reset(seed=3)
+            while not result.done:
+                result = await client.step(AnswerAction(answer=answers[result.observation.agent]))
+            state = await client.state()
+        return result.observation.info["success"], state.step_count
+
+    success, steps = asyncio.run(play())
+    assert success is True and steps >= 2
+    with PettingLLMsClient(base_url=server).sync() as client:
+        result = client.reset(seed=3)
+        while not result.done:
+            result = client.step(AnswerAction(answer=answers[result.observation.agent]))
+        assert result.observation.info["success"] is True and client.state().step_count == steps

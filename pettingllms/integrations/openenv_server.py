@@ -1,4 +1,4 @@
-"""Every environment served as an OpenEnv environment (`openenv-core`, the `openenv` extra), and its client.
+"""Every environment served as an OpenEnv environment (`openenv` 0.10, the `openenv` extra), and its client.
 
     pettingllms serve plan-path-v0 --port 8000                        # the client acts for every agent in turn
     pettingllms serve plan-path-v0 --port 8000 --others oracle --agent tool   # the client is `tool`
@@ -8,15 +8,19 @@
         result = client.reset(seed=0)              # result.observation.agent: whose prompt this is
         result = client.step(AnswerAction(answer="<answer>R R D</answer>"))
 
-The server is OpenEnv's own (`create_app`): `WS /ws` holds one session per connection, each with its own env
-(`--max-sessions`, default 8); `POST /reset`, `POST /step` and `GET /state` are OpenEnv's stateless HTTP
-endpoints (each request builds a fresh env, so an HTTP `/step` has no episode and is refused with 409 and what to do
-instead); `GET /health`, `GET /schema` and `GET /metadata` describe it. A client's mistake is a 4xx with a reason,
-never a 500: a step without an episode 409, a bad reset argument 400 (the env's own message), a malformed body 400
-or 422. `SessionGuard` keeps a shared server fair: a session silent for `--idle-timeout` seconds (default 300; 0:
-never) is closed with code 4408 and a reason, freeing its slot; a client beyond `--max-sessions` is closed with code
-1013 (try again later) and a reason naming the limit; a frame that is not UTF-8 text gets an error naming what was
-wrong, and the session goes on. Programs (code-v0's tests, the tool agents' programs) run on `--sandbox-workers`
+The server is OpenEnv's own (`create_app`): `WS /ws` holds one session per connection, each with its own env;
+`POST /reset`, `POST /step` and `GET /state` are OpenEnv's stateless HTTP endpoints (each request builds a fresh
+env, so an HTTP `/step` has no episode and is refused with 409 and what to do instead); `GET /health`, `GET /schema`
+and `GET /metadata` describe it, `/state` and `/schema` with the whole `EpisodeState`. A client's mistake is a 4xx
+with a reason, never a 500: a step without an episode 409, a bad reset argument 400 (the env's own message), a
+malformed body 400 or 422. Sessions are bounded by OpenEnv 0.10's own `ConcurrencyConfig`: at most
+`--max-sessions` (default 8), and a session with no reset or step for `--idle-timeout` seconds (default 300; 0:
+never) is freed by OpenEnv's reaper, which closes its env. `SessionGuard` adds what OpenEnv leaves out: the reaper
+leaves the client's socket open and OpenEnv closes a refused client with a normal close (1000), so here a client
+beyond the limit is closed with code 1013 (try again later) and a reason naming the limit; a session silent for
+`--idle-timeout` is closed with code 4408 and a reason; a session whose env the reaper closed refuses its next
+reset or step with a `session closed` error and is closed with 4408; a frame that is not UTF-8 text gets an error
+naming what was wrong, and the session goes on. Programs (code-v0's tests, the tool agents' programs) run on `--sandbox-workers`
 workers (default: the machine's cores) shared fairly across sessions (the session that has held workers least goes
 first: `pettingllms.sandbox.fair_slots`), so a session that submits loops delays each program of another by at most
 one program's time limit (until a worker frees), not by its whole queue; a step's `info["queue_wait_s"]` (code-v0)
@@ -61,7 +65,7 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, Observation, State
+from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State, WSErrorCode
 from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -84,8 +88,16 @@ FULL_CLOSE_CODE = 1013
 LOG = logging.getLogger("pettingllms.serve")
 
 
+SESSION_CLOSED = "session closed"
+"""How the refusal of a session whose env was closed begins (`SessionClosedError`; `SessionGuard` reads it)."""
+
+
 class NoEpisodeError(PettingLLMsError):
     """A step with no episode in progress: before `reset`, after the episode ended, or over stateless HTTP."""
+
+
+class SessionClosedError(NoEpisodeError):
+    """A reset or step of a session whose env was closed (OpenEnv's idle reaper closed it, or the server did)."""
 
 
 class AnswerAction(Action):
@@ -137,6 +149,7 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
         self.agent = agent
         self._rng = np.random.default_rng()
         self._state = EpisodeState(env_id=env_id)
+        self._closed = False
 
     def reset(
         self,
@@ -147,6 +160,7 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
     ) -> AgentObservation:
         """Start an episode from `seed` with the env's reset `options` (module docstring); `ConfigError` names a
         field or an option the env does not take, or a bad value."""
+        self._refuse_if_closed()
         if unknown:
             raise ConfigError(
                 f"reset got unknown field(s) {sorted(unknown)}; it takes seed, episode_id and options (the env's "
@@ -169,6 +183,7 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
 
     def step(self, action: AnswerAction, timeout_s: float | None = None, **kwargs: Any) -> AgentObservation:
         """Play `action.answer` for the agent to act, then the scripted others; refused after the episode ends."""
+        self._refuse_if_closed()
         if self._state.episode_id is None or self._over():
             raise NoEpisodeError(
                 f"{self.env_id}: no episode in progress; call reset() first (an episode is played over one "
@@ -188,6 +203,19 @@ class PettingLLMsEnvironment(Environment[AnswerAction, AgentObservation, Episode
     @property
     def state(self) -> EpisodeState:
         return self._state
+
+    def close(self) -> None:
+        """Release the env; every later reset or step of this session is refused (`SessionClosedError`)."""
+        if not self._closed:
+            self._closed = True
+            self.env.close()
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"{SESSION_CLOSED}: this session's env was closed (no reset or step for --idle-timeout seconds, "
+                "or the server shut it down) and its episode is gone; connect a new session and reset"
+            )
 
     def _reset_options(self) -> frozenset[str] | None:
         """The option keys the env's `reset` understands (None: the env does not say, e.g. an adapted env)."""
@@ -274,7 +302,8 @@ def build_app(
     bad id, tier or agent fails now, before the server listens). `others` other than a baseline of `BASELINES`
     needs `answer`, its policy loaded once (`pettingllms serve` loads it with
     `pettingllms.play_policy.policy_answerer`), whose calls are serialized by a lock: the sessions' threads
-    share one model. `max_sessions` and `idle_timeout` bound what the WebSocket sessions hold (`SessionGuard`);
+    share one model. `max_sessions` and `idle_timeout` bound the WebSocket sessions (OpenEnv's `ConcurrencyConfig`;
+    `SessionGuard` closes their sockets with a reason);
     `sandbox_workers` (None: the shared sandbox's default) is how many programs run at once for all sessions, taken
     fairly across them (`pettingllms.sandbox.fair_slots`; started now, where bubblewrap is installed)."""
     if agent is not None and others is None:
@@ -293,6 +322,7 @@ def build_app(
         if sandbox_workers < 1:
             raise ConfigError(f"--sandbox-workers {sandbox_workers}: at least 1 worker")
         _start_sandbox(sandbox_workers)
+    concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout or None)
     factory = functools.partial(
         PettingLLMsEnvironment,
         env_id=env_id,
@@ -302,11 +332,16 @@ def build_app(
         answer=None if answer is None else _serialized(answer),
     )
     app = create_app(
-        factory, AnswerAction, AgentObservation, env_name=env_id, max_concurrent_envs=max_sessions
+        factory,
+        AnswerAction,
+        AgentObservation,
+        env_name=env_id,
+        concurrency_config=concurrency,
+        state_cls=EpisodeState,
     )
     app.add_exception_handler(NoEpisodeError, functools.partial(_client_error, 409))
     app.add_exception_handler(ConfigError, functools.partial(_client_error, 400))
-    app.add_middleware(SessionGuard, max_sessions=max_sessions, idle_timeout=idle_timeout)
+    app.add_middleware(SessionGuard, idle_timeout=idle_timeout)
     return app
 
 
@@ -330,38 +365,22 @@ async def _client_error(status: int, request: Request, error: Exception) -> JSON
 
 
 class SessionGuard:
-    """ASGI middleware in front of OpenEnv's `/ws` (module docstring): at most `max_sessions` sessions (the next is
-    accepted and closed at once with `FULL_CLOSE_CODE` and a reason), each closed with `IDLE_CLOSE_CODE` after
-    `idle_timeout` seconds without a message from its client (0: never), and a binary frame read as UTF-8 text when
-    it is, else answered with an error and skipped. OpenEnv's endpoint then sees only text frames, and a session
-    closed for its silence as a client that left (it frees the session's env)."""
+    """ASGI middleware in front of OpenEnv's `/ws` (module docstring). OpenEnv counts the sessions and frees idle
+    ones (`ConcurrencyConfig`); this closes each socket the way a client can act on: a client refused for the limit
+    with `FULL_CLOSE_CODE` and a reason (OpenEnv sends its `CAPACITY_REACHED` error, then a normal close), a session
+    with `IDLE_CLOSE_CODE` after `idle_timeout` seconds without a message from its client (0: never) or once its env
+    refused a step as closed (`SESSION_CLOSED`), and a binary frame read as UTF-8 text when it is, else answered with
+    an error and skipped. OpenEnv's endpoint then sees only text frames, and a session closed here as a client that
+    left (it frees the session's env)."""
 
-    def __init__(self, app: Any, *, max_sessions: int, idle_timeout: float):
-        self.app, self.max_sessions, self.idle_timeout = app, max_sessions, idle_timeout
-        self.active = 0
+    def __init__(self, app: Any, *, idle_timeout: float):
+        self.app, self.idle_timeout = app, idle_timeout
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "websocket" or scope["path"] != "/ws":
             await self.app(scope, receive, send)
             return
-        if self.active >= self.max_sessions:
-            await self._refuse(receive, send)
-            return
-        self.active += 1
-        try:
-            await self.app(scope, *_Session(receive, send, self.idle_timeout).channels())
-        finally:
-            self.active -= 1
-
-    async def _refuse(self, receive: Callable, send: Callable) -> None:
-        """Accept the handshake (a close frame needs an open socket) and close it with the reason."""
-        message = await receive()
-        if message["type"] != "websocket.connect":
-            return
-        reason = f"server full: {self.active} of --max-sessions {self.max_sessions} sessions in use; try again later"
-        LOG.warning("/ws refused: %s", reason)
-        await send({"type": "websocket.accept"})
-        await send({"type": "websocket.close", "code": FULL_CLOSE_CODE, "reason": reason})
+        await self.app(scope, *_Session(receive, send, self.idle_timeout).channels())
 
 
 class _Session:
@@ -370,27 +389,55 @@ class _Session:
     def __init__(self, receive: Callable, send: Callable, idle_timeout: float):
         self._receive, self._send, self.idle_timeout = receive, send, idle_timeout
         self.closed = False
+        self._refusal: str | None = None  # OpenEnv's capacity refusal's reason, for the close after it
 
     def channels(self) -> tuple[Callable, Callable]:
         return self.receive, self.send
 
     async def send(self, message: dict) -> None:
-        """Pass `message` on; after the session was closed here, or when the app closes a socket whose client has
+        """Pass `message` on, reading OpenEnv's error frames (a capacity refusal, a closed session's refusal: the
+        class docstring); after the session was closed here, or when the app closes a socket whose client has
         already gone (OpenEnv closes every session that ends), there is nothing to send to: dropped, not raised
         into the server's log."""
         if self.closed:
             return
+        if message["type"] == "websocket.close" and self._refusal is not None:
+            LOG.warning("/ws refused: %s", self._refusal)
+            message = {"type": "websocket.close", "code": FULL_CLOSE_CODE, "reason": self._refusal}
         try:
             await self._send(message)
         except OSError:  # uvicorn's ClientDisconnected
             if message["type"] != "websocket.close":
                 raise
             self.closed = True
+            return
+        if message["type"] == "websocket.close":
+            self.closed = True
+        elif message["type"] == "websocket.send":
+            await self._read_error(message.get("text"))
+
+    async def _read_error(self, text: str | None) -> None:
+        """Act on an error frame of OpenEnv's that the client should see as a close: remember a capacity refusal's
+        reason; close a session whose env refused a step as closed."""
+        if not text or not text.startswith('{"type":"error"'):
+            return
+        data = json.loads(text).get("data", {})
+        if data.get("code") == WSErrorCode.CAPACITY_REACHED:
+            self._refusal = (
+                f"server full: {data.get('active_sessions')} of --max-sessions {data.get('max_sessions')} "
+                "sessions in use; try again later"
+            )
+        elif str(data.get("message", "")).startswith(SESSION_CLOSED):
+            reason = "session closed: no reset or step for --idle-timeout, its env freed; connect again"
+            LOG.warning("/ws %s", reason)
+            await self.send({"type": "websocket.close", "code": IDLE_CLOSE_CODE, "reason": reason})
 
     async def receive(self) -> dict:
-        """The client's next message, a binary frame as text; a disconnect once the session has been idle too
-        long (its close frame sent here, with the reason)."""
+        """The client's next message, a binary frame as text; a disconnect once the session has been closed here
+        (for its silence, with the reason sent here, or for its closed env)."""
         while True:
+            if self.closed:
+                return {"type": "websocket.disconnect", "code": IDLE_CLOSE_CODE}
             message = await self._next()
             if message["type"] != "websocket.receive" or message.get("text") is not None:
                 return message
