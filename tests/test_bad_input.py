@@ -158,10 +158,11 @@ def test_a_reply_with_lone_surrogates_keeps_its_verifiers_trace_writable():
     hostile = "<answer>R\udcff\ud800 D</answer>"
     env = pettingllms.make("plan-path-v0")
     env.reset(seed=3)
-    episode = _Episode(env, "plan", "oracle", np.random.default_rng(3))
+    episode = _Episode(env, {"plan"}, "oracle", np.random.default_rng(3))
     episode.play_others()
     episode.act(hostile)
-    written = Trace.model_construct(info={"answers": episode.answers}).model_dump_json(include={"info"})
+    answers = episode.answers["plan"]
+    written = Trace.model_construct(info={"answers": answers}).model_dump_json(include={"info"})
     assert "\\\\udcff" in written and "\\\\ud800" in written
     with pytest.raises(ValueError, match="surrogates not allowed"):  # what the raw reply did to the trace
         Trace.model_construct(info={"answers": [hostile]}).model_dump_json(include={"info"})
