@@ -309,7 +309,7 @@ class TextAECEnv(AECEnv):
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
-        self.infos = {a: self._info(0.0, 0.0) for a in self.agents}
+        self.infos = {a: self._initial_info() for a in self.agents}
         self.agent_selection = self.agents[0]
         self._observations = {}
 
@@ -337,12 +337,20 @@ class TextAECEnv(AECEnv):
         shown_turn = self.display_turn  # the turn the observations now show, advanced or not
         shaped = self.reward_mode == "shaped"
         team = float(outcome.reward_team)
+        team_share, success, rewards, infos = self.alpha * team, self.success, self.rewards, self.infos
         for a in agents:
             local = changes.get(a, 0.0) if shaped else 0.0
-            self.rewards[a] = self.alpha * team + local
-            self.infos[a] = self._info(team, local, step_turn=acting_turn, turn=shown_turn)
+            rewards[a] = team_share + local
+            # `_initial_info`'s entries, built inline: this loop runs for every agent at every step
+            infos[a] = {
+                "reward_team": team,
+                "reward_local": local,
+                "turn": shown_turn,
+                "step_turn": acting_turn,
+                "success": success,
+            }
             if a != agent and a in direct and shaped:
-                self.infos[a]["reward_paid"] = direct[a]
+                infos[a]["reward_paid"] = direct[a]
         info = self.infos[agent]
         info.update(outcome.info)
         info["parse_error"] = bool(outcome.parse_error)
@@ -403,15 +411,13 @@ class TextAECEnv(AECEnv):
             )
         return {a: float(amount) for a, amount in reward_local.items()}
 
-    def _info(
-        self, reward_team: float, reward_local: float, *, step_turn: int = 0, turn: int | None = None
-    ) -> dict[str, Any]:
-        """An agent's info; `turn`: the shown turn (None: `display_turn`)."""
+    def _initial_info(self) -> dict[str, Any]:
+        """An agent's info at reset (`step` writes the same entries with the step's values)."""
         return {
-            "reward_team": reward_team,
-            "reward_local": reward_local,
-            "turn": self.display_turn if turn is None else turn,
-            "step_turn": step_turn,
+            "reward_team": 0.0,
+            "reward_local": 0.0,
+            "turn": self.display_turn,
+            "step_turn": 0,
             "success": self.success,
         }
 

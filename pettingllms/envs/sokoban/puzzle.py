@@ -45,6 +45,7 @@ class Sokoban:
             raise ConfigError(f"min_solution_length={min_solution_length!r} must be an integer >= 1")
         self.width, self.height, self.num_boxes = width, height, num_boxes
         self.min_solution_length = min_solution_length
+        self._start_scale: tuple[frozenset[int] | None, int] = (None, 1)  # the start's boxes and distance
 
     def generate(self, rng: np.random.Generator) -> tuple[board.SokobanState, list[str]]:
         """A level reverse-searched from its solved position, with the optimal solution the search found."""
@@ -73,8 +74,11 @@ class Sokoban:
         return "blocked (a wall, or a box that cannot move)" if state.move(action) == "blocked" else None
 
     def potential(self, state: board.SokobanState, start: board.SokobanState) -> float:
+        boxes, scale = self._start_scale
+        if start.boxes is not boxes:  # the start's distance: once per start position, not at every step
+            boxes, scale = self._start_scale = start.boxes, max(1, start.box_distance())
         on_goals = state.boxes_on_goals() / len(state.boxes)
-        return 0.5 * on_goals + 0.5 * (1.0 - state.box_distance() / max(1, start.box_distance()))
+        return 0.5 * on_goals + 0.5 * (1.0 - state.box_distance() / scale)
 
     def progress(self, state: board.SokobanState, start: board.SokobanState) -> float:
         """The share of boxes on goals."""
