@@ -21,9 +21,9 @@ if [ ${#packages[@]} -gt 0 ]; then
     || { $sudo_cmd apt-get update -q >/dev/null && $sudo_cmd apt-get install -y -q "${packages[@]}" >/dev/null; }
 fi
 
-echo "creating .venv: pettingllms (editable) with the train, eval, trackers (tensorboard, wandb), textarena, verifiers and dev extras (the openenv extra has its own environment: scripts/setup_openenv.sh), CPU torch 2.13.0"
+echo "creating .venv: pettingllms (editable) with the train, eval, trackers (tensorboard, wandb), textarena, verifiers, comlrl and dev extras (the openenv extra has its own environment: scripts/setup_openenv.sh), CPU torch 2.13.0"
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q torch==2.13.0
-.venv/bin/python -m pip install -q -e '.[dev,train,eval,trackers,textarena,verifiers]'
+.venv/bin/python -m pip install -q -e '.[dev,train,eval,trackers,textarena,verifiers,comlrl]'
 echo "set up: .venv ($(.venv/bin/python --version)), $(bwrap --version)"

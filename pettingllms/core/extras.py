@@ -10,6 +10,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("torch", "transformers", "trl", "peft", "datasets", "matplotlib", "tqdm"),
     "eval": ("evaluate", "matplotlib", "tqdm"),
     "openenv": ("openenv", "uvicorn"),
+    "comlrl": ("comlrl", "torch", "transformers", "datasets"),
 }
 """Each extra of `pyproject.toml` a command needs -> the modules it provides (import names)."""
 
