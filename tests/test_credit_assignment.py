@@ -77,6 +77,55 @@ def test_per_agent_normalization_leaves_at_grpo_groups_alone():
     assert [s.advantage for s in groups] == [s.advantage for s in again]
 
 
+# ----------------------------------------------------------------- CoMLRL's baselines
+def test_rloo_and_max_baselines_centre_each_member_as_comlrl_does():
+    """Leave-one-out: each member against the mean of the others; max: against the group's best. Unscaled, they are
+    CoMLRL 1.4.3's `advantage_mode` rloo and max (its formulas, written out here); scaled, divided by the std."""
+    rewards = [0.0, 1.0, 3.0, 4.0]
+    leave_one_out = [r - (sum(rewards) - r) / 3 for r in rewards]
+    assert leave_one_out == pytest.approx([(r * 4 - sum(rewards)) / 3 for r in rewards])  # CoMLRL's rloo
+    for baseline, expected in (
+        ("rloo", leave_one_out),
+        ("max", [r - 4.0 for r in rewards]),  # CoMLRL's max
+        ("mean", [r - 2.0 for r in rewards]),
+    ):
+        group = [sample("g", "tool", r) for r in rewards]
+        compute_advantages(group, scale_rewards="none", baseline=baseline)
+        assert [s.advantage for s in group] == pytest.approx(expected), baseline
+        scaled = [sample("g", "tool", r) for r in rewards]
+        std = compute_advantages(scaled, baseline=baseline)["g"]
+        assert [s.advantage for s in scaled] == pytest.approx([a / (std + EPSILON) for a in expected])
+    flat = [sample("g", "tool", 2.0) for _ in range(3)]
+    compute_advantages(flat, baseline="max")
+    assert [s.advantage for s in flat] == [0.0, 0.0, 0.0]  # no signal, whatever the baseline
+    with pytest.raises(ValueError, match="baseline='median'"):
+        compute_advantages(group, baseline="median")
+
+
+def test_a_group_baseline_is_a_trainer_setting_checked_by_name():
+    from pettingllms.trainers.settings.config import ATGRPOConfig
+
+    assert ATGRPOConfig(output_dir="unused", group_baseline="rloo").group_baseline == "rloo"
+    with pytest.raises(ConfigError, match="group_baseline='median'"):
+        ATGRPOConfig(output_dir="unused", group_baseline="median")
+    with pytest.raises(ConfigError, match="not defined for turn_baseline='summed'"):
+        summed = {"grouping": "trajectory_turn", "turn_baseline": "summed"}
+        ATGRPOConfig(output_dir="unused", group_baseline="max", **summed)
+
+
+def test_the_trainer_centres_its_groups_on_the_configured_baseline():
+    pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer
+    from pettingllms.trainers.settings.config import ATGRPOConfig
+
+    group = [sample("0/0/tool", "tool", r) for r in (0.0, 1.0, 3.0)]
+    args = ATGRPOConfig(output_dir="unused", group_baseline="max", scale_rewards="none")
+    trained, _ = ATGRPOTrainer._advantages(SimpleNamespace(args=args), group)
+    assert [s.advantage for s in trained] == [-3.0, -2.0, 0.0]
+
+
 # ----------------------------------------------------------------- GiGPO anchor states
 class Fixed:
     """A plan agent whose K candidates are four fixed answers: two moves that go nowhere useful and two others."""

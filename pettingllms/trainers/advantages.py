@@ -2,6 +2,11 @@
 
 Options beside TRL's `scale_rewards`, each a trainer setting:
 
+- `group_baseline` (CoMLRL's `advantage_mode`): what a member's reward is centred on, its group's mean (TRL's,
+  the default), the mean of the group's *other* members (`"rloo"`, leave-one-out: `G / (G - 1)` times the mean-centred
+  reward, so the baseline does not hold the member's own reward), or the group's best reward (`"max"`: every member
+  but the best gets a negative advantage). The scaling (`scale_rewards`) applies after it.
+
 - `per_agent` (Dr. MAS, Feng et al., 2026, arXiv 2602.08847): a sample is centred and scaled by the statistics of
   its own agent's members of its group, and with `scale_rewards="batch"` by its agent's batch standard deviation,
   so that agents whose rewards live on different scales (a tool agent's proposals, a plan agent's moves) each get
@@ -36,6 +41,9 @@ SCALE_REWARDS = ("group", "batch", "none")
 
 TURN_BASELINES = ("return_to_go", "summed")
 
+GROUP_BASELINES = ("mean", "rloo", "max")
+"""What a group's rewards are centred on (`group_baseline`, module docstring)."""
+
 
 def statistics_key(sample: Sample, per_agent: bool = False) -> str:
     """The key of the members whose rewards centre and scale `sample`: its group, or (`per_agent`) its agent's
@@ -49,8 +57,10 @@ def compute_advantages(
     scale_rewards: str = "group",
     per_agent: bool = False,
     members: str | None = None,
+    baseline: str = "mean",
 ) -> dict[str, float]:
-    """Set `sample.advantage = (r - mean) / (std + eps)` within each group, where `mean` is the group's mean and
+    """Set `sample.advantage = (r - mean) / (std + eps)` within each group, where `mean` is the group's mean (or the
+    other members' mean, or the group's best reward: `baseline`, module docstring) and
     `std` the group's standard deviation (`scale_rewards="group"`), that of every member's reward in `samples`
     (`"batch"`, TRL's batch scaling: one scale for the step), or no division at all (`"none"`); return each
     group's reward standard deviation.
@@ -75,6 +85,8 @@ def compute_advantages(
         groups[statistics_key(sample, per_agent)][_member(sample, position, members)].append(sample)
     if scale_rewards not in SCALE_REWARDS:
         raise ValueError(f"scale_rewards={scale_rewards!r} is not one of {list(SCALE_REWARDS)}")
+    if baseline not in GROUP_BASELINES:
+        raise ValueError(f"baseline={baseline!r} is not one of {list(GROUP_BASELINES)}")
     rewards_of = {
         group_id: np.array([_member_reward(group_id, steps) for steps in members.values()], dtype=np.float64)
         for group_id, members in groups.items()
@@ -84,7 +96,7 @@ def compute_advantages(
     for group_id, members in groups.items():
         rewards = rewards_of[group_id]
         std = float(rewards.std(ddof=1)) if len(rewards) > 1 else 0.0
-        centred = rewards - rewards.mean()
+        centred = _centred(rewards, baseline)
         batch_std = batch_stds[next(iter(members.values()))[0].agent if per_agent else ""]
         scale = {"group": std + EPSILON, "batch": batch_std + EPSILON, "none": 1.0}[scale_rewards]
         advantages = centred / scale
@@ -95,6 +107,16 @@ def compute_advantages(
                 sample.advantage = float(advantage)
         stds[group_id] = std
     return stds
+
+
+def _centred(rewards: np.ndarray, baseline: str) -> np.ndarray:
+    """`rewards` minus their baseline (`GROUP_BASELINES`); a group of one member is centred on itself."""
+    if baseline == "max":
+        return rewards - rewards.max()
+    centred = rewards - rewards.mean()
+    if baseline == "rloo" and len(rewards) > 1:  # r - (sum - r) / (G - 1) = G / (G - 1) * (r - mean)
+        return centred * (len(rewards) / (len(rewards) - 1))
+    return centred
 
 
 def _member(sample: Sample, position: int, members: str | None) -> tuple[str, int]:

@@ -320,6 +320,7 @@ class ATGRPOTrainer:
                 scale_rewards=args.scale_rewards,
                 per_agent=args.per_agent_advantages,
                 members=GROUPINGS[args.grouping].members,
+                baseline=args.group_baseline,
             )
         if not args.drop_zero_variance_groups:
             return samples, stds

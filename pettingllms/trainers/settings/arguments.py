@@ -93,6 +93,7 @@ OWN_THEMES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "team_credit",
             "drop_zero_variance_groups",
             "per_agent_advantages",
+            "group_baseline",
             "turn_baseline",
             "rollout_schedule",
             "off_policy_steps",

@@ -33,7 +33,7 @@ from pettingllms.parallel.devices import launched_world_size
 from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
 from pettingllms.rollout.grouping import GROUPINGS
 from pettingllms.rollout.scheduler import SCHEDULES
-from pettingllms.trainers.advantages import SCALE_REWARDS, TURN_BASELINES
+from pettingllms.trainers.advantages import GROUP_BASELINES, SCALE_REWARDS, TURN_BASELINES
 from pettingllms.trainers.outputs.trackers import TRACKERS, check_trackers
 from pettingllms.trainers.settings.inherited_fields import refused_settings
 from pettingllms.trainers.update.grpo_loss import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, SEQUENCE_MEAN_LOSSES
@@ -223,6 +223,12 @@ class ATGRPOConfig(GRPOConfig):
         metadata={
             "help": "Dr. MAS: centre and scale each sample by its own agent's members of its group (and, with "
             "scale_rewards='batch', its agent's batch std); see pettingllms.trainers.advantages."
+        },
+    )
+    group_baseline: str = dataclasses.field(
+        default="mean",
+        metadata={
+            "help": "Centre a group's rewards on its 'mean', the others' mean ('rloo') or its best ('max')."
         },
     )
     turn_baseline: str = dataclasses.field(
@@ -451,6 +457,7 @@ class ATGRPOConfig(GRPOConfig):
             ("team_credit", TEAM_CREDITS),
             ("rollout_schedule", SCHEDULES),
             ("turn_baseline", TURN_BASELINES),
+            ("group_baseline", GROUP_BASELINES),
         ):
             with problems.check():
                 self._check_choice(name, allowed)
@@ -562,6 +569,11 @@ class ATGRPOConfig(GRPOConfig):
                 f"turn_baseline={self.turn_baseline!r} needs grouping={' or '.join(map(repr, admitting))} (grouping="
                 f"{self.grouping!r} admits {list(GROUPINGS[self.grouping].turn_baselines)}: the other groupings have "
                 "no turn-indexed baseline)"
+            )
+        if self.turn_baseline == "summed" and self.group_baseline != "mean":
+            raise ConfigError(
+                f"group_baseline={self.group_baseline!r} is not defined for turn_baseline='summed' (its per-turn "
+                "rewards are mean-centred); use 'return_to_go' or group_baseline='mean'"
             )
         if self.turn_baseline == "summed" and self.per_agent_advantages:
             raise ConfigError(
