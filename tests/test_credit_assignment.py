@@ -80,7 +80,7 @@ def test_per_agent_normalization_leaves_at_grpo_groups_alone():
 # ----------------------------------------------------------------- CoMLRL's baselines
 def test_rloo_and_max_baselines_centre_each_member_as_comlrl_does():
     """Leave-one-out: each member against the mean of the others; max: against the group's best. Unscaled,
-    they are CoMLRL 1.4.3's `advantage_mode` rloo and max (its formulas written out); scaled, divided by the std."""
+    they are CoMLRL 1.4.3's `advantage_mode` rloo and max (its formulas written out); scaled, over the std."""
     rewards = [0.0, 1.0, 3.0, 4.0]
     leave_one_out = [r - (sum(rewards) - r) / 3 for r in rewards]
     assert leave_one_out == pytest.approx([(r * 4 - sum(rewards)) / 3 for r in rewards])  # CoMLRL's rloo
