@@ -133,7 +133,9 @@ def test_a_cluster_too_small_for_the_placement_groups_fails_clearly(tiny_model, 
 
     before = len(placement_group_table())
     flags = ("--distributed", "ray", "--ray_policy_resources", '{"CPU": 100}', "--ray_placement_timeout", "3")
-    with pytest.raises(PlacementError, match="could not place policy"):
+    with pytest.raises(PlacementError, match="cannot place this run") as refused:
         ATGRPOTrainer(args_for(tiny_model, tmp_path, *flags), log=lambda _: None)
-    after = [g for g in placement_group_table().values() if g["state"] != "REMOVED"]
-    assert len(after) <= before and ray.is_initialized()  # its groups removed, the cluster left running
+    # refused from the numbers, before any placement group: what is asked, what the node holds, what fits
+    assert "ask {'CPU': 402.0}" in str(refused.value) and "hold {CPU: 8}" in str(refused.value)
+    assert "--ray_policy_resources '{\"CPU\": 1.5}'" in str(refused.value)  # (8 - 2 env workers) / 4 bundles
+    assert len(placement_group_table()) == before and ray.is_initialized()  # nothing placed, the cluster left up

@@ -22,6 +22,16 @@ from typing import Any
 from pettingllms.pools.env_pool import PoolError
 from pettingllms.pools.ray_cluster import connect, import_ray
 
+DEFAULT_WORKERS = 2
+"""The trainer's Ray env workers when `env_workers` is 0 (`ray_env_workers`)."""
+WORKER_CPUS = 1.0
+"""The CPUs each env actor reserves (outside the policies' placement groups)."""
+
+
+def ray_env_workers(env_workers: int) -> int:
+    """How many Ray env actors a trainer with `env_workers` starts (0: `DEFAULT_WORKERS`)."""
+    return env_workers or DEFAULT_WORKERS
+
 
 class _EnvWorker:
     """The Ray actor: steps pickled (env, action) jobs."""
@@ -48,7 +58,12 @@ class RayEnvPool:
     """
 
     def __init__(
-        self, workers: int = 2, *, address: str | None = None, num_cpus: float = 1.0, max_attempts: int = 3
+        self,
+        workers: int = DEFAULT_WORKERS,
+        *,
+        address: str | None = None,
+        num_cpus: float = WORKER_CPUS,
+        max_attempts: int = 3,
     ):
         if workers < 1 or max_attempts < 1:
             raise ValueError(f"workers={workers} and max_attempts={max_attempts} must be >= 1")

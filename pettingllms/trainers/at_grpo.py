@@ -592,7 +592,7 @@ def make_pool(args: ATGRPOConfig):
     """The env pool `args` ask for: Ray actors (`distributed="ray"`, `env_workers` of them, default 2), local
     processes (`env_workers` > 0), or None (envs step in-process)."""
     if args.distributed == "ray":
-        from pettingllms.pools.ray_env_pool import RayEnvPool
+        from pettingllms.pools.ray_env_pool import RayEnvPool, ray_env_workers
 
-        return RayEnvPool(args.env_workers or 2, address=args.ray_address)
+        return RayEnvPool(ray_env_workers(args.env_workers), address=args.ray_address)
     return EnvPool(args.env_workers) if args.env_workers else None

@@ -19,7 +19,7 @@ offered here: its adapters share one base model, which one process must hold.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from pettingllms.core.errors import PettingLLMsError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.parallel.devices import place_policies
 from pettingllms.pools.ray_cluster import connect
+from pettingllms.pools.ray_env_pool import WORKER_CPUS, ray_env_workers
 from pettingllms.rollout.samples import Sample
 from pettingllms.runs.layout import CheckpointLayout
 from pettingllms.trainers.policies.generation import generation_backend
@@ -36,6 +37,60 @@ from pettingllms.trainers.settings.config import ATGRPOConfig
 
 class PlacementError(PettingLLMsError):
     """A policy's placement group could not be reserved on the cluster."""
+
+
+def placement_problem(
+    policies: int, bundle: Mapping[str, float], env_workers: int, nodes: Sequence[Mapping[str, float]]
+) -> str | None:
+    """Why `policies` placement groups of two `bundle`s each, beside `env_workers` env actors of `WORKER_CPUS`
+    CPUs, cannot be placed on a cluster whose alive nodes hold `nodes` (their resources); None when they can.
+    The sizing rule (docs/scale.md): the cluster's CPUs >= 2 x policies x the bundle's CPUs + env workers, its
+    GPUs (and any other resource) >= 2 x policies x the bundle's, and every bundle fits on one node."""
+    asked = {name: 2 * policies * amount for name, amount in bundle.items()}
+    asked["CPU"] = asked.get("CPU", 0.0) + env_workers * WORKER_CPUS
+    totals: dict[str, float] = {}
+    for node in nodes:
+        for name in asked:
+            totals[name] = totals.get(name, 0.0) + float(node.get(name, 0.0))
+    short = sorted(name for name, amount in asked.items() if amount > totals[name] + 1e-9)
+    unplaceable = sorted(
+        name for name, amount in bundle.items() if all(node.get(name, 0.0) < amount for node in nodes)
+    )
+    if not short and not unplaceable:
+        return None
+    held = ", ".join(f"{{{', '.join(f'{n}: {node.get(n, 0.0):g}' for n in asked)}}}" for node in nodes)
+    message = (
+        f"{policies} polic{'y' if policies == 1 else 'ies'} x 2 bundles of {dict(bundle)} + {env_workers} env workers x {WORKER_CPUS:g} CPU ask "
+        f"{ {name: round(amount, 3) for name, amount in asked.items()} }; the cluster's {len(nodes)} alive node(s) "
+        f"hold {held}"
+    )
+    if unplaceable:
+        message += f"; no node holds one bundle's {unplaceable}"
+    largest = max((float(node.get("CPU", 0.0)) for node in nodes), default=0.0)
+    return message + "; " + _fitting_setting(policies, bundle, env_workers, totals, largest)
+
+
+def _fitting_setting(
+    policies: int,
+    bundle: Mapping[str, float],
+    env_workers: int,
+    totals: Mapping[str, float],
+    node_cpus: float,
+) -> str:
+    """A setting that fits the cluster's `totals` (and its largest node's `node_cpus`): smaller CPU bundles, else
+    fewer env workers, else more nodes."""
+    spare = totals.get("CPU", 0.0) - env_workers * WORKER_CPUS
+    quarter = min(
+        int(spare / (2 * policies) * 4) / 4, node_cpus
+    )  # in quarter CPUs, leaving the env workers theirs
+    if set(bundle) <= {"CPU"} and quarter >= 0.25:
+        return f"a setting that fits: --ray_policy_resources '{{\"CPU\": {quarter:g}}}'"
+    workers = int(totals.get("CPU", 0.0) - 2 * policies * bundle.get("CPU", 0.0))
+    if workers >= 1 and all(
+        2 * policies * amount <= totals.get(name, 0.0) for name, amount in bundle.items()
+    ):
+        return f"a setting that fits: --env_workers {workers}"
+    return "add nodes that hold these resources, or run fewer policies (policy_layout shared)"
 
 
 class UpdateWorker:
@@ -213,6 +268,11 @@ class RayPolicies:
 
         self._started_ray = connect(args.ray_address)
         resources = dict(args.ray_policy_resources)
+        nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
+        problem = placement_problem(len(paths), resources, ray_env_workers(args.env_workers), nodes)
+        if problem is not None:
+            self._close_ray()
+            raise PlacementError(f"the Ray cluster cannot place this run: {problem}")
         actor_options = {
             "num_cpus": resources.get("CPU", 0),
             "num_gpus": resources.get("GPU", 0),
@@ -262,5 +322,11 @@ class RayPolicies:
         for group in self.groups.values():
             remove_placement_group(group)
         self.servers, self.workers, self.groups = {}, {}, {}
+        self._close_ray()
+
+    def _close_ray(self) -> None:
+        """Shut Ray down if this trainer started it (a joined cluster is left running)."""
+        import ray
+
         if self._started_ray:
             ray.shutdown()

@@ -1,0 +1,34 @@
+"""The Ray placement check (`placement_problem`): a layout the cluster cannot hold is refused with what it asks,
+what the cluster's nodes hold and a setting that fits, before any placement group or model (issue 66)."""
+
+import re
+
+from pettingllms.trainers.policies.ray_actors import placement_problem
+
+TWO_SMALL_NODES = [{"CPU": 2.0, "memory": 1e9}, {"CPU": 2.0, "memory": 1e9}]
+
+
+def _suggested_bundle(problem: str) -> dict[str, float]:
+    return {"CPU": float(re.search(r'--ray_policy_resources \'\{"CPU": ([0-9.]+)\}\'', problem)[1])}
+
+
+def test_two_policies_and_two_env_workers_on_two_2_cpu_nodes_are_refused_with_a_bundle_that_fits():
+    """The layout that hung in the issue: 2 x 2 bundles of 1 CPU + 2 env workers ask 6 CPUs of 4."""
+    problem = placement_problem(2, {"CPU": 1}, 2, TWO_SMALL_NODES)
+    assert problem.startswith("2 policies x 2 bundles of {'CPU': 1} + 2 env workers x 1 CPU ask {'CPU': 6.0}")
+    assert "2 alive node(s) hold {CPU: 2}, {CPU: 2}" in problem
+    fitting = _suggested_bundle(problem)
+    assert fitting == {"CPU": 0.5} and placement_problem(2, fitting, 2, TWO_SMALL_NODES) is None
+
+
+def test_the_sizing_rule_counts_every_resource_and_each_bundle_on_one_node():
+    assert placement_problem(2, {"CPU": 0.5}, 2, TWO_SMALL_NODES) is None  # 2 + 2 = 4 CPUs: exactly full
+    gpus = placement_problem(2, {"GPU": 1}, 2, [{"CPU": 16.0, "GPU": 1.0}] * 2)
+    assert "ask {'GPU': 4, 'CPU': 2.0}" in gpus and "add nodes that hold these resources" in gpus
+    assert placement_problem(2, {"GPU": 1}, 2, [{"CPU": 16.0, "GPU": 2.0}] * 2) is None
+    wide = placement_problem(1, {"CPU": 3}, 2, [{"CPU": 2.0}] * 4)  # 8 CPUs in all, but no node holds 3
+    assert "1 policy x 2 bundles" in wide and "no node holds one bundle's ['CPU']" in wide
+    assert placement_problem(1, _suggested_bundle(wide), 2, [{"CPU": 2.0}] * 4) is None
+    workers = placement_problem(1, {"CPU": 1, "GPU": 1}, 4, [{"CPU": 4.0, "GPU": 2.0}])
+    assert workers.endswith("a setting that fits: --env_workers 2")
+    assert placement_problem(1, {"CPU": 1, "GPU": 1}, 2, [{"CPU": 4.0, "GPU": 2.0}]) is None
