@@ -32,3 +32,16 @@ def test_the_sizing_rule_counts_every_resource_and_each_bundle_on_one_node():
     workers = placement_problem(1, {"CPU": 1, "GPU": 1}, 4, [{"CPU": 4.0, "GPU": 2.0}])
     assert workers.endswith("a setting that fits: --env_workers 2")
     assert placement_problem(1, {"CPU": 1, "GPU": 1}, 2, [{"CPU": 4.0, "GPU": 2.0}]) is None
+
+
+def test_an_output_dir_the_driver_cannot_read_is_refused_naming_the_node(tmp_path):
+    """The driver reads back each update worker's marker; one it cannot read (a folder local to the worker's
+    node, here a marker that is not there) refuses the run, naming the policy and the node."""
+    from pettingllms.trainers.policies.ray_actors import unshared_folder
+
+    marker = tmp_path / ".shared-folder-check-plan-abc"
+    problem = unshared_folder(str(tmp_path), "plan", "127.0.0.3", marker)
+    assert "is not shared: policy 'plan''s update worker on node 127.0.0.3" in problem
+    assert "use a folder every node reaches" in problem
+    marker.write_text("127.0.0.3")
+    assert unshared_folder(str(tmp_path), "plan", "127.0.0.3", marker) is None

@@ -57,6 +57,7 @@ def test_each_policy_gets_a_placement_group_with_its_server_and_worker(tiny_mode
         assert all(isinstance(b, RemoteBackend) for b in trainer.policies.backends.values())
         assert all(isinstance(h, RayPolicy) for h in trainer.policies.handles.values())
         assert trainer.policies.updaters == {}  # the update workers live in the actors
+        assert not list((tmp_path / "ray").rglob(".shared-folder-check-*"))  # each worker's marker read, removed
         metrics = trainer.train_step()
         # every policy's worker trained on its own agent's samples only: instances x K each
         assert metrics["policy/tool/samples"] == metrics["policy/plan/samples"] == 2 * 4

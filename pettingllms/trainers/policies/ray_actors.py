@@ -11,6 +11,11 @@ generating in the run's weight precision. The workers write their weights, optim
 checkpoints themselves (the driver never holds a policy's optimizer), so `output_dir` must be a folder every node
 can reach (one machine, or a shared file system); only the sampler's generator state travels to the trainer.
 
+Before anything is reserved the layout is checked against the alive nodes' resources (`placement_problem`), and
+before any model loads each policy's update-worker bundle writes a marker into `output_dir` that the driver must
+read back (`write_marker`, `unshared_folder`): a layout that cannot be placed, or a folder that is not shared, is
+refused (`PlacementError`) with the numbers or the node.
+
 Lifetime: the actors and placement groups belong to the trainer; `close()` removes exactly those, and shuts Ray
 down only if the trainer started it (a cluster joined by address is left running). `lora_per_role` is not
 offered here: its adapters share one base model, which one process must hold.
@@ -19,6 +24,7 @@ offered here: its adapters share one base model, which one process must hold.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +43,31 @@ from pettingllms.trainers.settings.config import ATGRPOConfig
 
 class PlacementError(PettingLLMsError):
     """A policy's placement group could not be reserved on the cluster."""
+
+
+def write_marker(output_dir: str, name: str, token: str) -> tuple[str, str]:
+    """(In a policy's update-worker bundle.) Write a marker file for policy `name` into `output_dir`; return this
+    node's address and the marker's path."""
+    import ray
+
+    folder = Path(output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    node = ray.util.get_node_ip_address()
+    marker = folder / f".shared-folder-check-{name}-{token}"
+    marker.write_text(node)
+    return node, str(marker)
+
+
+def unshared_folder(output_dir: str, name: str, node: str, marker: Path) -> str | None:
+    """Why `output_dir` is not shared with policy `name`'s update worker on `node`, whose `marker` this driver
+    cannot read; None when it can."""
+    if marker.is_file() and marker.read_text() == node:
+        return None
+    return (
+        f"output_dir={output_dir!r} is not shared: policy {name!r}'s update worker on node {node} wrote {marker}, "
+        "which this driver cannot read; the update workers write the checkpoints there, so use a folder every node "
+        "reaches (a shared file system)"
+    )
 
 
 def placement_problem(
@@ -263,7 +294,6 @@ class RayPolicies:
     def __init__(self, args: ATGRPOConfig, paths: dict[str, str], references: dict[str, str] | None = None):
         references = references or {}
         import ray
-        from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self._started_ray = connect(args.ray_address)
@@ -279,32 +309,64 @@ class RayPolicies:
             "resources": {k: v for k, v in resources.items() if k not in ("CPU", "GPU")},
         }
         self.groups, self.servers, self.workers = {}, {}, {}
+        for name in paths:
+            self._reserve(name, resources, args.ray_placement_timeout)
+
+        def placed(name: str, bundle: int) -> dict[str, Any]:
+            strategy = PlacementGroupSchedulingStrategy(
+                placement_group=self.groups[name], placement_group_bundle_index=bundle
+            )
+            return {**actor_options, "scheduling_strategy": strategy}
+
+        self._check_shared_folder(args.output_dir, {name: placed(name, 1) for name in paths})
         for index, (name, path) in enumerate(paths.items()):
-            group = placement_group([resources, resources], strategy="PACK", name=f"pettingllms-{name}")
-            self.groups[name] = group
-            try:
-                ray.get(group.ready(), timeout=args.ray_placement_timeout)
-            except ray.exceptions.GetTimeoutError as error:
-                self.close()
-                raise PlacementError(
-                    f"the Ray cluster could not place policy {name!r}: 2 bundles of {resources} were not free "
-                    f"within ray_placement_timeout={args.ray_placement_timeout} s (free: "
-                    f"{ray.available_resources() if ray.is_initialized() else 'cluster stopped'}); lower "
-                    "ray_policy_resources or add nodes"
-                ) from error
-
-            def placed(bundle: int, group=group) -> dict[str, Any]:
-                strategy = PlacementGroupSchedulingStrategy(
-                    placement_group=group, placement_group_bundle_index=bundle
-                )
-                return {**actor_options, "scheduling_strategy": strategy, "max_restarts": 0}
-
             seed = derive_seed(args.seed, "policy", index)
-            self.servers[name] = ray.remote(RolloutServer).options(**placed(0)).remote(name, path, seed, args)
-            self.workers[name] = (
-                ray.remote(UpdateWorker).options(**placed(1)).remote(name, path, args, references.get(name))
+            server, worker = ray.remote(RolloutServer), ray.remote(UpdateWorker)
+            self.servers[name] = server.options(**placed(name, 0), max_restarts=0).remote(
+                name, path, seed, args
+            )
+            self.workers[name] = worker.options(**placed(name, 1), max_restarts=0).remote(
+                name, path, args, references.get(name)
             )
         ray.get([actor.pid.remote() for actor in [*self.servers.values(), *self.workers.values()]])
+
+    def _reserve(self, name: str, resources: dict[str, float], timeout: float) -> None:
+        """Reserve policy `name`'s placement group of two `resources` bundles (`self.groups[name]`), ready
+        (`PlacementError` after `timeout`)."""
+        import ray
+        from ray.util.placement_group import placement_group
+
+        group = placement_group([resources, resources], strategy="PACK", name=f"pettingllms-{name}")
+        self.groups[name] = group
+        try:
+            ray.get(group.ready(), timeout=timeout)
+        except ray.exceptions.GetTimeoutError as error:
+            self.close()
+            raise PlacementError(
+                f"the Ray cluster could not place policy {name!r}: 2 bundles of {resources} were not free "
+                f"within ray_placement_timeout={timeout} s (free: "
+                f"{ray.available_resources() if ray.is_initialized() else 'cluster stopped'}); lower "
+                "ray_policy_resources or add nodes"
+            ) from error
+
+    def _check_shared_folder(self, output_dir: str, workers: dict[str, dict[str, Any]]) -> None:
+        """Refuse (`PlacementError`) an `output_dir` that a policy's update worker, on its node (`workers`: its
+        placement options), writes where this driver cannot read: the workers write the checkpoints there. Each
+        writes a marker from its bundle before any model loads; the driver reads each back and removes it."""
+        import ray
+
+        token = uuid.uuid4().hex
+        marks = {
+            name: ray.remote(write_marker).options(**options).remote(output_dir, name, token)
+            for name, options in workers.items()
+        }
+        for name, mark in marks.items():
+            node, path = ray.get(mark)
+            problem = unshared_folder(output_dir, name, node, Path(path))
+            if problem is not None:
+                self.close()
+                raise PlacementError(problem)
+            Path(path).unlink()
 
     def handles(self) -> dict[str, RayPolicy]:
         return {
