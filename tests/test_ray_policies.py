@@ -57,7 +57,7 @@ def test_each_policy_gets_a_placement_group_with_its_server_and_worker(tiny_mode
         assert all(isinstance(b, RemoteBackend) for b in trainer.policies.backends.values())
         assert all(isinstance(h, RayPolicy) for h in trainer.policies.handles.values())
         assert trainer.policies.updaters == {}  # the update workers live in the actors
-        assert not list((tmp_path / "ray").rglob(".shared-folder-check-*"))  # each worker's marker read, removed
+        assert not list((tmp_path / "ray").rglob(".shared-folder-check-*"))  # every marker read and removed
         metrics = trainer.train_step()
         # every policy's worker trained on its own agent's samples only: instances x K each
         assert metrics["policy/tool/samples"] == metrics["policy/plan/samples"] == 2 * 4
@@ -139,4 +139,66 @@ def test_a_cluster_too_small_for_the_placement_groups_fails_clearly(tiny_model, 
     # refused from the numbers, before any placement group: what is asked, what the node holds, what fits
     assert "ask {'CPU': 402.0}" in str(refused.value) and "hold {CPU: 8}" in str(refused.value)
     assert "--ray_policy_resources '{\"CPU\": 1.5}'" in str(refused.value)  # (8 - 2 env workers) / 4 bundles
-    assert len(placement_group_table()) == before and ray.is_initialized()  # nothing placed, the cluster left up
+    assert len(placement_group_table()) == before and ray.is_initialized()  # nothing placed, cluster left up
+
+
+def test_a_lost_policy_ends_the_run_with_its_name_node_step_and_checkpoint(tiny_model, tmp_path):
+    """A policy's actor dies after checkpoint 1 (the stand-in for its node leaving): the run stops in step 2 with
+    one error naming the policy, its actor and node, the step and the newest intact checkpoint; the trainer's
+    actors, groups and folder lock are released, and the checkpoint resumes."""
+    from ray.util import placement_group_table
+
+    from pettingllms.trainers.policies.ray_actors import PolicyLostError
+
+    output = tmp_path / "lost"
+    flags = ("--distributed", "ray")  # args_for saves every step
+    trainer = ATGRPOTrainer(args_for(tiny_model, output, *flags), log=lambda _: None)
+    placed = trainer.policies.placement
+    node = placed.nodes["plan"][1]
+    original_step = trainer.train_step
+
+    def step_then_lose_plan():
+        metrics = original_step()
+        if trainer.step == 1:  # after the step whose checkpoint the loop writes next, kill at step 2's start
+            trainer.train_step = lose_plan_then_step
+        return metrics
+
+    def lose_plan_then_step():
+        ray.kill(placed.workers["plan"])
+        return original_step()
+
+    trainer.train_step = step_then_lose_plan
+    with pytest.raises(PolicyLostError) as lost:
+        trainer.train()
+    message = str(lost.value)
+    assert f"policy 'plan' lost its update worker on node {node} (ActorDiedError" in message
+    checkpoint = output / "checkpoints" / "step_1"
+    assert f"the run stopped in step 2, its newest intact checkpoint is {checkpoint}" in message
+    assert placed.groups == {} and not (output / "run.lock").exists()
+    states = {g["name"]: g["state"] for g in placement_group_table().values()}
+    assert all(state == "REMOVED" for name, state in states.items() if name.startswith("pettingllms-"))
+    resumed = ATGRPOTrainer(args_for(tiny_model, output, *flags, "--resume", "true"), log=lambda _: None)
+    assert resumed.step == 1
+    resumed.train()
+    assert resumed.step == 2
+
+
+def test_the_cli_says_a_lost_policy_in_one_line_with_the_resume_command(monkeypatch, capsys, tmp_path):
+    from pettingllms.trainers import cli
+    from pettingllms.trainers.at_grpo import ATGRPOTrainer as Trainer
+    from pettingllms.trainers.policies import model_source
+    from pettingllms.trainers.policies.ray_actors import PolicyLostError
+
+    def lose(self):
+        raise PolicyLostError("policy 'plan' lost its update worker on node 127.0.0.3 (ActorDiedError: ...)")
+
+    monkeypatch.setattr(Trainer, "__init__", lambda self, args, **kwargs: None)
+    monkeypatch.setattr(Trainer, "train", lose)
+    monkeypatch.setattr(model_source, "prepare_starting_models", lambda args: None)
+    argv = ["--output_dir", str(tmp_path / "run"), "--distributed", "ray", "--overwrite_output_dir", "true"]
+    assert cli.main(argv) == cli.POLICY_LOST
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lost its update worker on node 127.0.0.3" in err[0]
+    command = f"pettingllms-train --output_dir {tmp_path / 'run'} --distributed ray --resume true"
+    assert err[0].endswith(f"resume with: {command}")
+    assert "Traceback" not in capsys.readouterr().err

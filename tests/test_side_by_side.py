@@ -98,4 +98,4 @@ def test_each_kind_of_policy_names_its_lane():
     updater = SimpleNamespace(args=SimpleNamespace(device="cuda:1"))
     assert LocalPolicy("tool", updater, None).lane == "device:cuda:1"
     assert AdapterPolicy("tool", updater, None).lane == AdapterPolicy("plan", updater, None).lane
-    assert RayPolicy("tool", None, None).lane != RayPolicy("plan", None, None).lane
+    assert RayPolicy("tool", None, None, "node").lane != RayPolicy("plan", None, None, "node").lane

@@ -64,6 +64,7 @@ from pettingllms.trainers.outputs.trackers import Trackers
 from pettingllms.trainers.policies.build import build_policies
 from pettingllms.trainers.policies.handles import PolicySet
 from pettingllms.trainers.policies.memory_plan import Hardware, apply_plan, plan_run
+from pettingllms.trainers.policies.ray_actors import PolicyLostError
 from pettingllms.trainers.policies.update_phase import (
     RolloutAhead,
     TimedRollout,
@@ -265,32 +266,47 @@ class ATGRPOTrainer:
             dynamic_ncols=True,
             disable=bool(args.disable_tqdm) or not self.world.is_main,
         )
-        while not self.finished:
-            metrics = self.train_step()
-            then = after_step(args, self.step, self.completions)
-            if then.evaluate:
-                metrics.update(self.evaluate())
-            if then.stop:
-                summary.update(summary_figures("after", metrics))
-            self._log_metrics(metrics)
-            if then.save:
-                checkpoint.save(
-                    self.run,
-                    self.policies.handles,
-                    self._loop_state(),
-                    self.world,
-                    keep=args.save_total_limit,
+        try:
+            while not self.finished:
+                metrics = self.train_step()
+                then = after_step(args, self.step, self.completions)
+                if then.evaluate:
+                    metrics.update(self.evaluate())
+                if then.stop:
+                    summary.update(summary_figures("after", metrics))
+                self._log_metrics(metrics)
+                if then.save:
+                    checkpoint.save(
+                        self.run,
+                        self.policies.handles,
+                        self._loop_state(),
+                        self.world,
+                        keep=args.save_total_limit,
+                    )
+                progress.update(1)
+                progress.set_postfix(  # committed: best-of-K training episodes; eval: greedy (learning_curve)
+                    committed=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
                 )
-            progress.update(1)
-            progress.set_postfix(  # committed: best-of-K training episodes; eval: greedy (learning_curve)
-                committed=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
-            )
+        except PolicyLostError as lost:
+            progress.close()
+            self.close()
+            raise PolicyLostError(f"{lost}; {self._stopped_at()}") from None
         progress.close()
         self.trackers.end()
         if self.world.is_main:
             self._plot()
         self.close()
         return summary
+
+    def _stopped_at(self) -> str:
+        """Where a run that stopped in its next step can go on from: its newest intact checkpoint."""
+        latest = self.run.latest_intact(log=lambda message: None)
+        where = (
+            f"its newest intact checkpoint is {latest.folder}"
+            if latest is not None
+            else "it has no checkpoint yet (a resume starts over)"
+        )
+        return f"the run stopped in step {self.step + 1}, {where}"
 
     def close(self) -> None:
         """Stop the env pool, release the policies' Ray actors (if any) and the run folder's lock; the trainer is

@@ -12,17 +12,22 @@ status is 0 when every device fits and 1 when any does not (`PLAN_DOES_NOT_FIT`)
 
 `--config` YAML values replace the field defaults; command-line flags override the YAML (`arguments.parse`).
 Dict fields take JSON on the command line, e.g. `--env_kwargs '{"size": 4}'`. Every error of a config, a flag or
-the run is one line on stderr and exit status 2.
+the run is one line on stderr and exit status 2, but a Ray policy lost during the run (its node left the cluster,
+or its actor died): one line naming the policy, its node, the step, the newest intact checkpoint and the command
+that resumes the run, and exit status 3 (`POLICY_LOST`).
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 PLAN_DOES_NOT_FIT = 1
 """The exit status of `--plan` when some device does not fit (a config or flag error is 2, as for a run)."""
+POLICY_LOST = 3
+"""The exit status of a run that lost a Ray policy (module docstring)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pettingllms.parallel.world import current_world, leave_process_group
     from pettingllms.trainers.at_grpo import ATGRPOTrainer
     from pettingllms.trainers.policies.model_source import prepare_starting_models
+    from pettingllms.trainers.policies.ray_actors import PolicyLostError
     from pettingllms.trainers.settings.arguments import parse
 
     transformers_logging.disable_progress_bar()  # keep the one progress bar that matters: the run's
@@ -59,11 +65,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         world.barrier()
         summary = ATGRPOTrainer(args).train()
         leave_process_group()
+    except PolicyLostError as lost:
+        print(f"pettingllms-train: error: {lost}; resume with: {resume_command(argv)}", file=sys.stderr)
+        return POLICY_LOST
     except PettingLLMsError as error:
         print(f"pettingllms-train: error: {error}", file=sys.stderr)
         return 2
     print(run_summary(summary, args.output_dir))
     return 0
+
+
+def resume_command(argv: list[str]) -> str:
+    """The command that resumes the run `argv` started: the same flags, `--resume true` instead of any resume flag
+    the run had (`--resume VALUE` or `--resume=VALUE`)."""
+    kept, skip = [], False
+    for flag in argv:
+        if skip:
+            skip = False
+        elif flag in ("--resume", "--overwrite_output_dir", "--overwrite-output-dir"):
+            skip = True
+        elif not flag.startswith(("--resume=", "--overwrite_output_dir=", "--overwrite-output-dir=")):
+            kept.append(flag)
+    return shlex.join(["pettingllms-train", *kept, "--resume", "true"])
 
 
 def _has_gpu() -> bool:

@@ -45,6 +45,25 @@ class PlacementError(PettingLLMsError):
     """A policy's placement group could not be reserved on the cluster."""
 
 
+class PolicyLostError(PettingLLMsError):
+    """A policy's Ray actor died (its node lost, or the actor crashed): the message names the policy, the actor and
+    its node."""
+
+
+def collect(ref: Any, policy: str, actor: str, node: str) -> Any:
+    """`ray.get(ref)`, a call on policy `policy`'s `actor` on `node`; its death is a `PolicyLostError` naming them
+    (Ray's own error names an address only)."""
+    import ray
+
+    try:
+        return ray.get(ref)
+    except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError) as error:
+        raise PolicyLostError(
+            f"policy {policy!r} lost its {actor} on node {node} ({type(error).__name__}: the node left the "
+            "cluster, or the actor's process died)"
+        ) from None
+
+
 def write_marker(output_dir: str, name: str, token: str) -> tuple[str, str]:
     """(In a policy's update-worker bundle.) Write a marker file for policy `name` into `output_dir`; return this
     node's address and the marker's path."""
@@ -166,6 +185,11 @@ class UpdateWorker:
 
         return os.getpid()
 
+    def node(self) -> str:
+        import ray
+
+        return ray.util.get_node_ip_address()
+
 
 class RolloutServer:
     """Ray actor: the generation backend of one policy (HF or vLLM), refreshed from its update worker."""
@@ -208,34 +232,36 @@ class RolloutServer:
 
         return os.getpid()
 
+    def node(self) -> str:
+        import ray
+
+        return ray.util.get_node_ip_address()
+
 
 @dataclasses.dataclass
 class RemoteBackend:
-    """The trainer's handle on a `RolloutServer`: a policy backend and a `SeededBackend`."""
+    """The trainer's handle on policy `policy`'s `RolloutServer` on `node`: a policy backend and a `SeededBackend`."""
 
     actor: Any
+    policy: str
+    node: str
 
     def generate(
         self, prompts: Sequence[str], n: int, sampling: SamplingConfig, seeds: Sequence[int] | None = None
     ) -> list[list[Generation]]:
-        import ray
-
-        return ray.get(self.actor.generate.remote(list(prompts), n, sampling, seeds))
+        return self._get(self.actor.generate.remote(list(prompts), n, sampling, seeds))
 
     def reseed(self, seed: int) -> None:
-        import ray
-
-        ray.get(self.actor.reseed.remote(seed))
+        self._get(self.actor.reseed.remote(seed))
 
     def get_rng_state(self) -> Any:
-        import ray
-
-        return ray.get(self.actor.get_rng_state.remote())
+        return self._get(self.actor.get_rng_state.remote())
 
     def set_rng_state(self, state: Any) -> None:
-        import ray
+        self._get(self.actor.set_rng_state.remote(state))
 
-        ray.get(self.actor.set_rng_state.remote(state))
+    def _get(self, ref: Any) -> Any:
+        return collect(ref, self.policy, "rollout server", self.node)
 
 
 @dataclasses.dataclass
@@ -245,6 +271,7 @@ class RayPolicy:
     name: str
     backend: RemoteBackend
     worker: Any
+    worker_node: str
 
     @property
     def lane(self) -> str:
@@ -252,33 +279,26 @@ class RayPolicy:
         return f"ray:{self.name}"
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        import ray
-
-        return ray.get(self.worker.update.remote(list(samples)))
+        return self._get(self.worker.update.remote(list(samples)))
 
     def sync(self) -> None:
         """Load the updated weights into the rollout server (through the object store, no file)."""
-        import ray
-
-        ray.get(self.backend.actor.load_weights.remote(self.worker.weights.remote()))
+        self.backend._get(self.backend.actor.load_weights.remote(self.worker.weights.remote()))
 
     def save_weights(self, checkpoint: CheckpointLayout) -> None:
-        import ray
-
-        ray.get(self.worker.save_weights.remote(str(checkpoint.model(self.name))))
+        self._get(self.worker.save_weights.remote(str(checkpoint.model(self.name))))
 
     def save_training_state(self, checkpoint: CheckpointLayout) -> None:
         """The update worker writes its optimizer's and scheduler's states itself (they never reach the driver)."""
-        import ray
-
         paths = str(checkpoint.optimizer(self.name)), str(checkpoint.scheduler(self.name))
-        ray.get(self.worker.save_training_state.remote(*paths))
+        self._get(self.worker.save_training_state.remote(*paths))
 
     def load_training_state(self, checkpoint: CheckpointLayout) -> None:
-        import ray
-
         paths = str(checkpoint.optimizer(self.name)), str(checkpoint.scheduler(self.name))
-        ray.get(self.worker.load_training_state.remote(*paths))
+        self._get(self.worker.load_training_state.remote(*paths))
+
+    def _get(self, ref: Any) -> Any:
+        return collect(ref, self.name, "update worker", self.worker_node)
 
 
 class RayPolicies:
@@ -329,6 +349,10 @@ class RayPolicies:
                 name, path, args, references.get(name)
             )
         ray.get([actor.pid.remote() for actor in [*self.servers.values(), *self.workers.values()]])
+        self.nodes = {
+            name: (ray.get(self.servers[name].node.remote()), ray.get(self.workers[name].node.remote()))
+            for name in paths
+        }  # policy -> (its server's node, its worker's node), for the message if it is lost
 
     def _reserve(self, name: str, resources: dict[str, float], timeout: float) -> None:
         """Reserve policy `name`'s placement group of two `resources` bundles (`self.groups[name]`), ready
@@ -370,7 +394,12 @@ class RayPolicies:
 
     def handles(self) -> dict[str, RayPolicy]:
         return {
-            name: RayPolicy(name, RemoteBackend(self.servers[name]), self.workers[name])
+            name: RayPolicy(
+                name,
+                RemoteBackend(self.servers[name], name, self.nodes[name][0]),
+                self.workers[name],
+                self.nodes[name][1],
+            )
             for name in self.servers
         }
 
