@@ -196,9 +196,39 @@ def test_the_cli_says_a_lost_policy_in_one_line_with_the_resume_command(monkeypa
     monkeypatch.setattr(Trainer, "train", lose)
     monkeypatch.setattr(model_source, "prepare_starting_models", lambda args: None)
     argv = ["--output_dir", str(tmp_path / "run"), "--distributed", "ray", "--overwrite_output_dir", "true"]
+    argv += ["--ray_recover_s", "0"]  # no recovery: the run stops with the message
     assert cli.main(argv) == cli.POLICY_LOST
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "lost its update worker on node 127.0.0.3" in err[0]
-    command = f"pettingllms-train --output_dir {tmp_path / 'run'} --distributed ray --resume true"
+    command = (
+        f"pettingllms-train --output_dir {tmp_path / 'run'} --distributed ray --ray_recover_s 0 --resume true"
+    )
     assert err[0].endswith(f"resume with: {command}")
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_lost_policy_is_recovered_within_the_run_as_a_resume_from_its_checkpoint(
+    tiny_model, tmp_path, monkeypatch
+):
+    """The plan policy's worker dies at the start of step 2: the run waits for the cluster (here at once), resumes
+    from checkpoint 1 within the run, says so in step 2's metrics, and ends where an uninterrupted run ends."""
+    from pettingllms.trainers.recovery import train_with_recovery
+
+    flags = ("--distributed", "ray", "--ray_recover_s", "60")
+    ATGRPOTrainer(args_for(tiny_model, tmp_path / "straight", *flags), log=lambda _: None).train()
+    original_step, killed = ATGRPOTrainer.train_step, []
+
+    def step(self):
+        if self.step == 1 and not killed:
+            killed.append(self.policies.placement.nodes["plan"][1])
+            ray.kill(self.policies.placement.workers["plan"])
+        return original_step(self)
+
+    monkeypatch.setattr(ATGRPOTrainer, "train_step", step)
+    messages = []
+    train_with_recovery(args_for(tiny_model, tmp_path / "recovered", *flags), log=messages.append)
+    assert killed and any("policy 'plan' lost its update worker" in m and "resuming" in m for m in messages)
+    recovered, straight = metric_rows(tmp_path / "recovered"), metric_rows(tmp_path / "straight")
+    assert recovered[-1].pop("recovery/count") == 1 and recovered[-1].pop("recovery/from_step") == 1
+    same = {k: v for k, v in recovered[-1].items() if not k.startswith(("pool/", "time/"))}
+    assert same == {k: v for k, v in straight[-1].items() if not k.startswith(("pool/", "time/"))}

@@ -43,6 +43,7 @@ FREE_ON_RESUME = frozenset(
         "env_workers",
         "ray_address",
         "ray_placement_timeout",
+        "ray_recover_s",
         "dump_rollouts",
         "report_to",
         "logging_steps",

@@ -144,6 +144,7 @@ class ATGRPOTrainer:
         self.pool = make_pool(args)
         self.engine = self._engine(train=True)
         self.ahead = RolloutAhead(self._collect) if args.off_policy_steps else None
+        self.recovery: dict[str, int] = {}  # set by `recovery.train_with_recovery` for the next step's metrics
         self.trackers = Trackers(args, self.run, enabled=world.is_main)
         self.step = 0
         self.completions = 0
@@ -268,7 +269,8 @@ class ATGRPOTrainer:
         )
         try:
             while not self.finished:
-                metrics = self.train_step()
+                metrics = {**self.train_step(), **self.recovery}
+                self.recovery = {}  # said once: in the first step after the recovery
                 then = after_step(args, self.step, self.completions)
                 if then.evaluate:
                     metrics.update(self.evaluate())

@@ -13,8 +13,9 @@ status is 0 when every device fits and 1 when any does not (`PLAN_DOES_NOT_FIT`)
 `--config` YAML values replace the field defaults; command-line flags override the YAML (`arguments.parse`).
 Dict fields take JSON on the command line, e.g. `--env_kwargs '{"size": 4}'`. Every error of a config, a flag or
 the run is one line on stderr and exit status 2, but a Ray policy lost during the run (its node left the cluster,
-or its actor died): one line naming the policy, its node, the step, the newest intact checkpoint and the command
-that resumes the run, and exit status 3 (`POLICY_LOST`).
+or its actor died) and not recovered within `ray_recover_s` (`pettingllms.trainers.recovery`): one line naming the
+policy, its node, the step, the newest intact checkpoint and the command that resumes the run, and exit status 3
+(`POLICY_LOST`).
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pettingllms.core.errors import PettingLLMsError
     from pettingllms.parallel.world import current_world, leave_process_group
-    from pettingllms.trainers.at_grpo import ATGRPOTrainer
     from pettingllms.trainers.policies.model_source import prepare_starting_models
     from pettingllms.trainers.policies.ray_actors import PolicyLostError
+    from pettingllms.trainers.recovery import train_with_recovery
     from pettingllms.trainers.settings.arguments import parse
 
     transformers_logging.disable_progress_bar()  # keep the one progress bar that matters: the run's
@@ -63,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if world.is_main:  # the first run builds the tiny model: visibly, before the trainer, once
             prepare_starting_models(args)
         world.barrier()
-        summary = ATGRPOTrainer(args).train()
+        summary = train_with_recovery(args)
         leave_process_group()
     except PolicyLostError as lost:
         print(f"pettingllms-train: error: {lost}; resume with: {resume_command(argv)}", file=sys.stderr)

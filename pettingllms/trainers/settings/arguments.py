@@ -136,6 +136,7 @@ OWN_THEMES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ray_address",
             "ray_policy_resources",
             "ray_placement_timeout",
+            "ray_recover_s",
         ),
     ),  # fmt: skip
     (

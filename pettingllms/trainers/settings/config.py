@@ -58,6 +58,7 @@ FLOAT_RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
     "eval_temperature": (">= 0 (0: greedy)", lambda value: value >= 0),
     "entropy_coef": (">= 0", lambda value: value >= 0),
     "ray_placement_timeout": ("> 0 seconds", lambda value: value > 0),
+    "ray_recover_s": (">= 0 seconds (0: no recovery)", lambda value: value >= 0),
 }
 """The range of each numeric training setting that would pass a comparison and crash later (inside the
 optimizer, the sampler, the loss) or train nothing; every float field must also be finite."""
@@ -204,6 +205,13 @@ class ATGRPOConfig(GRPOConfig):
         default=300.0,
         metadata={
             "help": "Seconds to wait for a policy's placement group before failing (cluster too small)."
+        },
+    )
+    ray_recover_s: float = dataclasses.field(
+        default=300.0,
+        metadata={
+            "help": "When a policy's actor dies (node lost): seconds to wait for the cluster to hold the run "
+            "again, then resume from the last checkpoint within the run (0: stop with the resume command)."
         },
     )
     policy_devices: dict[str, str] | str | None = dataclasses.field(
