@@ -142,36 +142,35 @@ def test_a_cluster_too_small_for_the_placement_groups_fails_clearly(tiny_model, 
     assert len(placement_group_table()) == before and ray.is_initialized()  # nothing placed, cluster left up
 
 
-def test_a_lost_policy_ends_the_run_with_its_name_node_step_and_checkpoint(tiny_model, tmp_path):
-    """A policy's actor dies after checkpoint 1 (the stand-in for its node leaving): the run stops in step 2 with
-    one error naming the policy, its actor and node, the step and the newest intact checkpoint; the trainer's
-    actors, groups and folder lock are released, and the checkpoint resumes."""
+def test_a_lost_policy_stops_the_run_by_name_or_is_recovered_as_a_resume_from_its_checkpoint(
+    tiny_model, tmp_path, monkeypatch
+):
+    """The plan policy's worker dies at the start of step 2 (the stand-in for its node leaving). Without recovery
+    the run stops with one error naming the policy, its actor and node, the step and checkpoint 1, its actors,
+    groups and folder lock released, and `--resume true` finishes it. With recovery the run waits for the cluster
+    (here at once), resumes from checkpoint 1 within the run, says so in step 2's metrics, and ends where the
+    resumed run ends."""
     from ray.util import placement_group_table
 
     from pettingllms.trainers.policies.ray_actors import PolicyLostError
+    from pettingllms.trainers.recovery import train_with_recovery
 
-    output = tmp_path / "lost"
-    flags = ("--distributed", "ray")  # args_for saves every step
-    trainer = ATGRPOTrainer(args_for(tiny_model, output, *flags), log=lambda _: None)
+    original_step, killed = ATGRPOTrainer.train_step, []
+
+    def step(self):  # kills the plan policy's worker once, as step 2 starts
+        if self.step == 1 and not killed:
+            killed.append(self.policies.placement.nodes["plan"][1])
+            ray.kill(self.policies.placement.workers["plan"])
+        return original_step(self)
+
+    monkeypatch.setattr(ATGRPOTrainer, "train_step", step)
+    output, flags = tmp_path / "lost", ("--distributed", "ray")  # args_for saves every step
+    trainer = ATGRPOTrainer(args_for(tiny_model, output, *flags, "--ray_recover_s", "0"), log=lambda _: None)
     placed = trainer.policies.placement
-    node = placed.nodes["plan"][1]
-    original_step = trainer.train_step
-
-    def step_then_lose_plan():
-        metrics = original_step()
-        if trainer.step == 1:  # after the step whose checkpoint the loop writes next, kill at step 2's start
-            trainer.train_step = lose_plan_then_step
-        return metrics
-
-    def lose_plan_then_step():
-        ray.kill(placed.workers["plan"])
-        return original_step()
-
-    trainer.train_step = step_then_lose_plan
     with pytest.raises(PolicyLostError) as lost:
         trainer.train()
     message = str(lost.value)
-    assert f"policy 'plan' lost its update worker on node {node} (ActorDiedError" in message
+    assert f"policy 'plan' lost its update worker on node {killed[0]} (ActorDiedError" in message
     checkpoint = output / "checkpoints" / "step_1"
     assert f"the run stopped in step 2, its newest intact checkpoint is {checkpoint}" in message
     assert placed.groups == {} and not (output / "run.lock").exists()
@@ -180,7 +179,17 @@ def test_a_lost_policy_ends_the_run_with_its_name_node_step_and_checkpoint(tiny_
     resumed = ATGRPOTrainer(args_for(tiny_model, output, *flags, "--resume", "true"), log=lambda _: None)
     assert resumed.step == 1
     resumed.train()
-    assert resumed.step == 2
+
+    killed.clear()
+    messages = []
+    recovering = args_for(tiny_model, tmp_path / "recovered", *flags, "--ray_recover_s", "60")
+    train_with_recovery(recovering, log=messages.append)
+    assert killed and any("policy 'plan' lost its update worker" in m and "resuming" in m for m in messages)
+    recovered, reference = metric_rows(tmp_path / "recovered"), metric_rows(output)
+    assert recovered[-1].pop("recovery/count") == 1 and recovered[-1].pop("recovery/from_step") == 1
+    assert [row["step"] for row in recovered] == [row["step"] for row in reference] == [0, 1, 2]
+    same = {k: v for k, v in recovered[-1].items() if not k.startswith("pool/")}
+    assert same == {k: v for k, v in reference[-1].items() if not k.startswith("pool/")}
 
 
 def test_the_cli_says_a_lost_policy_in_one_line_with_the_resume_command(monkeypatch, capsys, tmp_path):
@@ -205,30 +214,3 @@ def test_the_cli_says_a_lost_policy_in_one_line_with_the_resume_command(monkeypa
     )
     assert err[0].endswith(f"resume with: {command}")
     assert "Traceback" not in capsys.readouterr().err
-
-
-def test_a_lost_policy_is_recovered_within_the_run_as_a_resume_from_its_checkpoint(
-    tiny_model, tmp_path, monkeypatch
-):
-    """The plan policy's worker dies at the start of step 2: the run waits for the cluster (here at once), resumes
-    from checkpoint 1 within the run, says so in step 2's metrics, and ends where an uninterrupted run ends."""
-    from pettingllms.trainers.recovery import train_with_recovery
-
-    flags = ("--distributed", "ray", "--ray_recover_s", "60")
-    ATGRPOTrainer(args_for(tiny_model, tmp_path / "straight", *flags), log=lambda _: None).train()
-    original_step, killed = ATGRPOTrainer.train_step, []
-
-    def step(self):
-        if self.step == 1 and not killed:
-            killed.append(self.policies.placement.nodes["plan"][1])
-            ray.kill(self.policies.placement.workers["plan"])
-        return original_step(self)
-
-    monkeypatch.setattr(ATGRPOTrainer, "train_step", step)
-    messages = []
-    train_with_recovery(args_for(tiny_model, tmp_path / "recovered", *flags), log=messages.append)
-    assert killed and any("policy 'plan' lost its update worker" in m and "resuming" in m for m in messages)
-    recovered, straight = metric_rows(tmp_path / "recovered"), metric_rows(tmp_path / "straight")
-    assert recovered[-1].pop("recovery/count") == 1 and recovered[-1].pop("recovery/from_step") == 1
-    same = {k: v for k, v in recovered[-1].items() if not k.startswith(("pool/", "time/"))}
-    assert same == {k: v for k, v in straight[-1].items() if not k.startswith(("pool/", "time/"))}
