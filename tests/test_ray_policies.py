@@ -152,7 +152,7 @@ def test_a_lost_policy_stops_the_run_by_name_or_is_recovered_as_a_resume_from_it
     resumed run ends."""
     from ray.util import placement_group_table
 
-    from pettingllms.trainers.policies.ray_actors import PolicyLostError
+    from pettingllms.pools.ray_cluster import NodeLostError
     from pettingllms.trainers.recovery import train_with_recovery
 
     original_step, killed = ATGRPOTrainer.train_step, []
@@ -167,7 +167,7 @@ def test_a_lost_policy_stops_the_run_by_name_or_is_recovered_as_a_resume_from_it
     output, flags = tmp_path / "lost", ("--distributed", "ray")  # args_for saves every step
     trainer = ATGRPOTrainer(args_for(tiny_model, output, *flags, "--ray_recover_s", "0"), log=lambda _: None)
     placed = trainer.policies.placement
-    with pytest.raises(PolicyLostError) as lost:
+    with pytest.raises(NodeLostError) as lost:
         trainer.train()
     message = str(lost.value)
     assert f"policy 'plan' lost its update worker on node {killed[0]} (ActorDiedError" in message

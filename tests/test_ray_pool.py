@@ -86,6 +86,22 @@ def test_a_closed_pool_refuses_work():
     assert ray.is_initialized() == existing  # it shut down only a cluster it started itself
 
 
+def test_jobs_no_worker_can_run_end_the_step_with_a_reason_instead_of_a_hang(pool):
+    """Workers the cluster cannot place (here: asking for 1,000 CPUs; after a lost node: the CPUs that left) leave
+    the jobs waiting: after `job_timeout` seconds the step raises `WorkersLostError` (a `NodeLostError`, which the
+    trainer recovers from), not a wait without end."""
+    from pettingllms.pools.ray_cluster import NodeLostError
+    from pettingllms.pools.ray_env_pool import WorkersLostError
+
+    stranded = RayEnvPool(workers=1, num_cpus=1000, job_timeout=2)
+    try:
+        with pytest.raises(WorkersLostError, match="1 env job\\(s\\) waited 2 s with none finished") as lost:
+            stranded.step_all(_jobs(1))
+        assert isinstance(lost.value, NodeLostError) and isinstance(lost.value, PoolError)
+    finally:
+        stranded.close()
+
+
 def test_trainer_config_selects_the_ray_pool(tmp_path):
     from pettingllms.trainers.at_grpo import make_pool
     from pettingllms.trainers.settings.arguments import parse

@@ -7,10 +7,12 @@ process id (`ray stop` would stop every Ray process of the host)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -51,9 +53,12 @@ def _node_pids(address: str) -> list[int]:
 
 
 class TwoNodes:
-    """The cluster: `start_second()` (re)joins the second node; `kill(address)` kills a node's processes."""
+    """The cluster: `start_second()` (re)joins the second node; `kill(address)` kills a node's processes. Its
+    session files live in a folder of its own (`temp`), not in /tmp/ray, where the address of the last cluster
+    started (`ray_current_cluster`) would send a later `ray.init()` without an address to this dead cluster."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, temp: Path):
+        self.temp = temp
         self.port = _free_port()
         self.address = f"{HEAD}:{self.port}"
         self.env = {
@@ -63,11 +68,17 @@ class TwoNodes:
             "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]),  # for the letters env's actors
         }
         self._ray("start", "--head", f"--node-ip-address={HEAD}", f"--port={self.port}", "--num-cpus=3",
-                  "--include-dashboard=false")  # fmt: skip
+                  "--include-dashboard=false", f"--temp-dir={temp}")  # fmt: skip
         self.start_second()
 
     def start_second(self) -> None:
-        self._ray("start", f"--address={self.address}", f"--node-ip-address={SECOND}", "--num-cpus=3")
+        self._ray(
+            "start",
+            f"--address={self.address}",
+            f"--node-ip-address={SECOND}",
+            "--num-cpus=3",
+            f"--temp-dir={self.temp}",
+        )
 
     def kill(self, address: str) -> None:
         for pid in _node_pids(address):
@@ -91,7 +102,8 @@ def cluster(tmp_path_factory):
     if ray.is_initialized():
         ray.shutdown()
     home = tmp_path_factory.mktemp("ray_home")
-    nodes = TwoNodes(home)
+    temp = Path(tempfile.mkdtemp(prefix="ray2n", dir="/tmp"))  # short: Ray's socket paths live under it
+    nodes = TwoNodes(home, temp)
     patch = pytest.MonkeyPatch()
     patch.setenv("HOME", str(home))
     ray.init(address=nodes.address, log_to_driver=False)
@@ -99,6 +111,7 @@ def cluster(tmp_path_factory):
     ray.shutdown()
     patch.undo()
     nodes.stop()
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 def test_a_layout_the_two_nodes_cannot_hold_is_refused_with_their_numbers(cluster, tiny_model, tmp_path):

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from pettingllms.core.errors import DependencyNotInstalled
+from pettingllms.core.errors import DependencyNotInstalled, PettingLLMsError
+
+
+class NodeLostError(PettingLLMsError):
+    """Ray actors of a run died or cannot be replaced (a node left the cluster, or a process crashed): what the
+    trainer recovers from (`pettingllms.trainers.recovery`), or stops on with one message."""
 
 
 def import_ray():

@@ -20,12 +20,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from pettingllms.pools.env_pool import PoolError
-from pettingllms.pools.ray_cluster import connect, import_ray
+from pettingllms.pools.ray_cluster import NodeLostError, connect, import_ray
 
 DEFAULT_WORKERS = 2
 """The trainer's Ray env workers when `env_workers` is 0 (`ray_env_workers`)."""
 WORKER_CPUS = 1.0
 """The CPUs each env actor reserves (outside the policies' placement groups)."""
+
+
+class WorkersLostError(NodeLostError, PoolError):
+    """Env jobs that no env actor ran for `job_timeout` seconds: the actors died and their replacements found no
+    free CPU (a node lost)."""
 
 
 def ray_env_workers(env_workers: int) -> int:
@@ -55,6 +60,8 @@ class RayEnvPool:
         address: a cluster to join; None starts a local cluster (or uses the one already initialised).
         num_cpus: CPUs each actor reserves.
         max_attempts: attempts per job before `PoolError`.
+        job_timeout: seconds a step may wait with no job finishing before `WorkersLostError` (env jobs take
+            seconds; a replacement actor that the cluster cannot place would wait forever).
     """
 
     def __init__(
@@ -64,13 +71,14 @@ class RayEnvPool:
         address: str | None = None,
         num_cpus: float = WORKER_CPUS,
         max_attempts: int = 3,
+        job_timeout: float = 300.0,
     ):
         if workers < 1 or max_attempts < 1:
             raise ValueError(f"workers={workers} and max_attempts={max_attempts} must be >= 1")
         ray = import_ray()
         self._started_ray = connect(address)
         self._actor_class = ray.remote(num_cpus=num_cpus, max_restarts=0)(_EnvWorker)
-        self.max_attempts = max_attempts
+        self.max_attempts, self.job_timeout = max_attempts, job_timeout
         self.restarts = 0
         self.retried_jobs = 0
         self._actors = [self._actor_class.remote() for _ in range(workers)]
@@ -101,7 +109,13 @@ class RayEnvPool:
                 job, slot = pending.popleft(), idle.popleft()
                 attempts[job] += 1
                 running[self._actors[slot].step.remote(payloads[job])] = (job, slot)
-            done, _ = ray.wait(list(running), num_returns=1)
+            done, _ = ray.wait(list(running), num_returns=1, timeout=self.job_timeout)
+            if not done:
+                raise WorkersLostError(
+                    f"{len(running)} env job(s) waited {self.job_timeout:g} s with none finished: the env workers "
+                    f"died and their replacements found no free CPU (a node lost?); the cluster has "
+                    f"{ray.available_resources().get('CPU', 0):g} CPU free"
+                )
             for ref in done:
                 job, slot = running.pop(ref)
                 try:

@@ -52,6 +52,7 @@ from pettingllms.eval.suites import build_suite
 from pettingllms.parallel.devices import visible_gpus
 from pettingllms.parallel.world import current_world
 from pettingllms.pools.env_pool import EnvPool
+from pettingllms.pools.ray_cluster import NodeLostError
 from pettingllms.rollout.engine import RolloutEngine
 from pettingllms.rollout.grouping import GROUPINGS
 from pettingllms.rollout.samples import Rollout, Sample, dump_rows
@@ -64,7 +65,6 @@ from pettingllms.trainers.outputs.trackers import Trackers
 from pettingllms.trainers.policies.build import build_policies
 from pettingllms.trainers.policies.handles import PolicySet
 from pettingllms.trainers.policies.memory_plan import Hardware, apply_plan, plan_run
-from pettingllms.trainers.policies.ray_actors import PolicyLostError
 from pettingllms.trainers.policies.update_phase import (
     RolloutAhead,
     TimedRollout,
@@ -289,10 +289,10 @@ class ATGRPOTrainer:
                 progress.set_postfix(  # committed: best-of-K training episodes; eval: greedy (learning_curve)
                     committed=f"{metrics['train/success_rate']:.2f}", eval=metrics.get("eval/success_rate", "")
                 )
-        except PolicyLostError as lost:
+        except NodeLostError as lost:
             progress.close()
             self.close()
-            raise PolicyLostError(f"{lost}; {self._stopped_at()}") from None
+            raise NodeLostError(f"{lost}; {self._stopped_at()}") from None
         progress.close()
         self.trackers.end()
         if self.world.is_main:

@@ -44,8 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pettingllms.core.errors import PettingLLMsError
     from pettingllms.parallel.world import current_world, leave_process_group
+    from pettingllms.pools.ray_cluster import NodeLostError
     from pettingllms.trainers.policies.model_source import prepare_starting_models
-    from pettingllms.trainers.policies.ray_actors import PolicyLostError
     from pettingllms.trainers.recovery import train_with_recovery
     from pettingllms.trainers.settings.arguments import parse
 
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         world.barrier()
         summary = train_with_recovery(args)
         leave_process_group()
-    except PolicyLostError as lost:
+    except NodeLostError as lost:
         print(f"pettingllms-train: error: {lost}; resume with: {resume_command(argv)}", file=sys.stderr)
         return POLICY_LOST
     except PettingLLMsError as error:

@@ -1,13 +1,14 @@
 """A Ray run that survives a lost policy (`distributed="ray"`, `ray_recover_s` > 0).
 
-When a policy's actor dies (its node left the cluster, or the actor crashed), the trainer stops with a
-`PolicyLostError` naming the policy, its actor, its node, the step and the newest intact checkpoint, after
-releasing its actors, placement groups and folder lock. `train_with_recovery` then waits up to `ray_recover_s`
+When a policy's actor dies (its node left the cluster, or the actor crashed), or env jobs find no env worker
+for the pool's `job_timeout`, the trainer stops with a `NodeLostError` (a policy's names the policy, its actor and
+its node) and the step and newest intact checkpoint, after releasing its actors, placement groups and folder
+lock. `train_with_recovery` then waits up to `ray_recover_s`
 seconds for the cluster's alive nodes to hold the run again (the placement check of
 `pettingllms.trainers.policies.ray_actors.placement_problem`), and resumes from the newest intact checkpoint within
 the same process: the resume path of `--resume true`, so the run goes on exactly as a run resumed from that
 checkpoint would. The metrics row of the first step after a recovery carries `recovery/count` and
-`recovery/from_step`. A cluster that does not come back in time ends the run with the `PolicyLostError`, which then
+`recovery/from_step`. A cluster that does not come back in time ends the run with the `NodeLostError`, which then
 also says how long it waited.
 """
 
@@ -18,10 +19,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pettingllms.pools.ray_cluster import connect
+from pettingllms.pools.ray_cluster import NodeLostError, connect
 from pettingllms.pools.ray_env_pool import ray_env_workers
 from pettingllms.trainers.at_grpo import ATGRPOTrainer
-from pettingllms.trainers.policies.ray_actors import PolicyLostError, placement_problem
+from pettingllms.trainers.policies.ray_actors import placement_problem
 from pettingllms.trainers.settings.config import ATGRPOConfig
 
 POLL_S = 2.0
@@ -37,13 +38,13 @@ def train_with_recovery(args: ATGRPOConfig, *, log: Callable[[str], None] = prin
             trainer.recovery = {"recovery/count": recoveries, "recovery/from_step": trainer.step}
         try:
             return trainer.train()
-        except PolicyLostError as lost:
+        except NodeLostError as lost:
             if args.distributed != "ray" or not args.ray_recover_s:
                 raise
             policies = len(set(trainer.policies.agent_policy.values()))
             waited = wait_for_cluster(args, policies, args.ray_recover_s)
             if waited is None:
-                raise PolicyLostError(
+                raise NodeLostError(
                     f"{lost}; the cluster did not hold the run again within ray_recover_s={args.ray_recover_s:g} s"
                 ) from None
             log(f"{lost}; the cluster holds the run again after {waited:.1f} s: resuming from the checkpoint")

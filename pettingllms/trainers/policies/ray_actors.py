@@ -33,7 +33,7 @@ from pettingllms.backends.base import Generation, SamplingConfig
 from pettingllms.core.errors import PettingLLMsError
 from pettingllms.core.seeding import derive_seed
 from pettingllms.parallel.devices import place_policies
-from pettingllms.pools.ray_cluster import connect
+from pettingllms.pools.ray_cluster import NodeLostError, connect
 from pettingllms.pools.ray_env_pool import WORKER_CPUS, ray_env_workers
 from pettingllms.rollout.samples import Sample
 from pettingllms.runs.layout import CheckpointLayout
@@ -45,7 +45,7 @@ class PlacementError(PettingLLMsError):
     """A policy's placement group could not be reserved on the cluster."""
 
 
-class PolicyLostError(PettingLLMsError):
+class PolicyLostError(NodeLostError):
     """A policy's Ray actor died (its node lost, or the actor crashed): the message names the policy, the actor and
     its node."""
 
