@@ -209,7 +209,7 @@ class _Episode:
         episode ends."""
         acting = self.env.agent_selection
         self.answers[acting].append(recordable(answer))
-        self._step(answer)
+        self._play(answer)
         info = self.env.infos[acting]
         self.parse_errors[acting] += int(bool(info.get("parse_error")))
         self.env_errors[acting] += int("error" in info)
@@ -219,9 +219,9 @@ class _Episode:
         raw = self.env.unwrapped
         while not self.over() and self.env.agent_selection not in self.seated:
             other = self.env.agent_selection
-            self._step(raw.solution(other) if self.others == "oracle" else raw.random_answer(other, self.rng))
+            self._play(raw.solution(other) if self.others == "oracle" else raw.random_answer(other, self.rng))
 
-    def _step(self, answer: str) -> None:
+    def _play(self, answer: str) -> None:
         self.env.step(answer)
         for agent, reward in self.env.unwrapped.rewards.items():
             self.returns[agent] += float(reward)
