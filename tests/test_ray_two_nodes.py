@@ -62,7 +62,8 @@ class TwoNodes:
         self.port = _free_port()
         self.address = f"{HEAD}:{self.port}"
         self.env = {
-            **os.environ,
+            # no RAY_* setting of an earlier cluster of this process (a local one sets its auth mode in os.environ)
+            **{name: value for name, value in os.environ.items() if not name.startswith("RAY_")},
             "HOME": str(home),  # a token file of another cluster in the user's ~/.ray would refuse the join
             "RAY_USAGE_STATS_ENABLED": "0",
             "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]),  # for the letters env's actors
