@@ -5,6 +5,7 @@ policies (two bundles of one CPU each) fit on a 2-core machine; the trainer join
 """
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -201,7 +202,10 @@ def test_the_cli_says_a_lost_policy_in_one_line_with_the_resume_command(monkeypa
     def lose(self):
         raise PolicyLostError("policy 'plan' lost its update worker on node 127.0.0.3 (ActorDiedError: ...)")
 
-    monkeypatch.setattr(Trainer, "__init__", lambda self, args, **kwargs: None)
+    def start(self, args, **kwargs):
+        self.policies = SimpleNamespace(agent_policy={"tool": "tool", "plan": "plan"})
+
+    monkeypatch.setattr(Trainer, "__init__", start)
     monkeypatch.setattr(Trainer, "train", lose)
     monkeypatch.setattr(model_source, "prepare_starting_models", lambda args: None)
     argv = ["--output_dir", str(tmp_path / "run"), "--distributed", "ray", "--overwrite_output_dir", "true"]

@@ -31,24 +31,29 @@ POLL_S = 2.0
 
 def train_with_recovery(args: ATGRPOConfig, *, log: Callable[[str], None] = print) -> dict[str, Any]:
     """`ATGRPOTrainer(args).train()`, resumed within the run after each lost policy (module docstring)."""
-    recoveries = 0
+    recoveries, policies, lost_at = 0, None, None
     while True:
-        trainer = ATGRPOTrainer(args, log=log)
-        if recoveries:
-            trainer.recovery = {"recovery/count": recoveries, "recovery/from_step": trainer.step}
+        trained = False  # whether the loss came from a run, not from the start of a resumed one
         try:
+            trainer = ATGRPOTrainer(args, log=log)
+            policies, lost_at, trained = len(set(trainer.policies.agent_policy.values())), None, True
+            if recoveries:
+                trainer.recovery = {"recovery/count": recoveries, "recovery/from_step": trainer.step}
             return trainer.train()
         except NodeLostError as lost:
-            if args.distributed != "ray" or not args.ray_recover_s:
-                raise
-            policies = len(set(trainer.policies.agent_policy.values()))
-            waited = wait_for_cluster(args, policies, args.ray_recover_s)
+            if args.distributed != "ray" or not args.ray_recover_s or policies is None:
+                raise  # no recovery asked, or the run never started (its own placement failed)
+            lost_at = (
+                lost_at or time.monotonic()
+            )  # a resume whose actors die as they start: the same recovery
+            left = args.ray_recover_s - (time.monotonic() - lost_at)
+            waited = wait_for_cluster(args, policies, left) if left > 0 else None
             if waited is None:
                 raise NodeLostError(
                     f"{lost}; the cluster did not hold the run again within ray_recover_s={args.ray_recover_s:g} s"
                 ) from None
             log(f"{lost}; the cluster holds the run again after {waited:.1f} s: resuming from the checkpoint")
-            recoveries += 1
+            recoveries += trained
             args = copy.copy(args)
             args.resume = True
 

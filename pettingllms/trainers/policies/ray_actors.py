@@ -348,11 +348,19 @@ class RayPolicies:
             self.workers[name] = worker.options(**placed(name, 1), max_restarts=0).remote(
                 name, path, args, references.get(name)
             )
-        ray.get([actor.pid.remote() for actor in [*self.servers.values(), *self.workers.values()]])
-        self.nodes = {
-            name: (ray.get(self.servers[name].node.remote()), ray.get(self.workers[name].node.remote()))
-            for name in paths
-        }  # policy -> (its server's node, its worker's node), for the message if it is lost
+        try:  # policy -> (its server's node, its worker's node), for the message if it is lost
+            self.nodes = {
+                name: (
+                    collect(self.servers[name].node.remote(), name, "rollout server", "(starting)"),
+                    collect(self.workers[name].node.remote(), name, "update worker", "(starting)"),
+                )
+                for name in paths
+            }
+        except (
+            NodeLostError
+        ):  # an actor died as it started (its node left meanwhile): nothing of this run stays
+            self.close()
+            raise
 
     def _reserve(self, name: str, resources: dict[str, float], timeout: float) -> None:
         """Reserve policy `name`'s placement group of two `resources` bundles (`self.groups[name]`), ready
