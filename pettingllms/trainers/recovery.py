@@ -43,9 +43,8 @@ def train_with_recovery(args: ATGRPOConfig, *, log: Callable[[str], None] = prin
         except NodeLostError as lost:
             if args.distributed != "ray" or not args.ray_recover_s or policies is None:
                 raise  # no recovery asked, or the run never started (its own placement failed)
-            lost_at = (
-                lost_at or time.monotonic()
-            )  # a resume whose actors die as they start: the same recovery
+            # a resumed run whose actors die as they start is the same recovery: its wait goes on
+            lost_at = lost_at or time.monotonic()
             left = args.ray_recover_s - (time.monotonic() - lost_at)
             waited = wait_for_cluster(args, policies, left) if left > 0 else None
             if waited is None:
