@@ -92,6 +92,8 @@ def test_out_of_order_calls_and_bad_settings_are_refused_by_name():
         MAGRPOBridge(ENV_ID, env_kwargs={"workflow": "single"})
     with pytest.raises(ConfigError, match="split='test'"):
         MAGRPOBridge(ENV_ID, split="test")
+    with pytest.raises(ConfigError, match="env_id='plan-path-v9' is not registered"):
+        MAGRPOBridge("plan-path-v9")
 
 
 def test_comlrls_own_trainer_trains_and_evaluates_two_steps_through_the_bridge(tiny_model, one_torch_thread):

@@ -3,6 +3,8 @@ what the cluster's nodes hold and a setting that fits, before any placement grou
 
 import re
 
+import pytest
+
 from pettingllms.trainers.policies.ray_actors import placement_problem
 
 TWO_SMALL_NODES = [{"CPU": 2.0, "memory": 1e9}, {"CPU": 2.0, "memory": 1e9}]
@@ -45,3 +47,14 @@ def test_an_output_dir_the_driver_cannot_read_is_refused_naming_the_node(tmp_pat
     assert "use a folder every node reaches" in problem
     marker.write_text("127.0.0.3")
     assert unshared_folder(str(tmp_path), "plan", "127.0.0.3", marker) is None
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "soon"])
+def test_a_bad_ray_recover_s_is_one_line_naming_it_before_anything_starts(value, tmp_path, capsys):
+    pytest.importorskip("torch")
+    from pettingllms.trainers.cli import main
+
+    output = tmp_path / "run"
+    assert main(["--output_dir", str(output), "--distributed", "ray", "--ray_recover_s", value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ray_recover_s" in err[0] and not output.exists()
