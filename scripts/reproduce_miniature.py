@@ -326,11 +326,12 @@ class Study:
     def eval_output(self, name: str) -> Path:
         return self.runs / "eval" / f"{name}.json"
 
-    def publish(self, name: str, method: str) -> None:
-        """Copy evaluation `name` (a main row's, seed 0, the ledger's last line) to the leaderboard's results under
-        a label naming that line (`leaderboard_label`), one file per domain, setting, method and line: a rerun is a
-        new row of the board, never an old row's name on other figures. `main` rebuilds the board."""
-        entry = ledger.read_ledger(self.args.out.with_name(ledger.LEDGER_NAME))[-1]
+    def publish(self, name: str, method: str, row: dict) -> None:
+        """Copy evaluation `name` (a main row's, seed 0) to the leaderboard's results under a label naming the
+        ledger line that holds `row` (`leaderboard_label`; the line it was first recorded on when a resumed study
+        records it again), one file per domain, setting, method and line: a rerun is a new row of the board, never
+        an old row's name on other figures. `main` rebuilds the board."""
+        entry = holding_entry(self.args.out, row)
         report = json.loads(self.eval_output(name).read_text())
         report["label"] = leaderboard_label(method, entry)
         folder = self.args.leaderboard / "results"
@@ -338,19 +339,20 @@ class Study:
         target = folder / f"miniature_{self.env_id}{setting_suffix(self.args)}_{method}_line{entry.n}.json"
         target.write_text(json.dumps(report, indent=2) + "\n")
 
-    def record(self, row: dict, warm_start: Path | None) -> None:
+    def record(self, row: dict, warm_start: Path | None) -> dict:
         """Append `row` (this invocation's env and setting; measured on a run that started from `warm_start`) to the
-        ledger; the table is rebuilt by `RULE` (`cycle.record`)."""
+        ledger; the table is rebuilt by `RULE` (`cycle.record`). Returns the row as recorded."""
         row = {**row, "env": self.env_id, "env_kwargs": dict(self.env_kwargs)}
         self.rows = cycle.record(self.args.out, RULE, row, warm_start=warm_start)
+        return row
 
     def untrained_row(self, method: str, seed: int) -> None:
         workflow = method  # "single" or "mas": the warm start played by that team
         name, label = f"{method}_warmstart", f"tiny miniature: {method} (warm start, no RL)"
         result = self.evaluate(str(self.warm_start(workflow)), workflow, name, label=label)
-        self.record(_row("main", method, seed, result, None), self.warm_start(workflow))
+        row = self.record(_row("main", method, seed, result, None), self.warm_start(workflow))
         if seed == 0:
-            self.publish(name, method)
+            self.publish(name, method, row)
 
     def trained_row(self, part: str, method: str, seed: int, flags: list[str], workflow: str,
                     env_kwargs: dict | None = None) -> None:  # fmt: skip
@@ -358,9 +360,9 @@ class Study:
         folder = self.train(name, workflow, seed, flags, env_kwargs or {})
         label = f"tiny miniature: {method} (seed {seed})" if part == "main" else None
         result = self.evaluate(str(folder), workflow, name, label=label)
-        self.record(_row(part, method, seed, result, folder), self.warm_start(workflow))
+        row = self.record(_row(part, method, seed, result, folder), self.warm_start(workflow))
         if part == "main" and seed == 0:
-            self.publish(name, method)
+            self.publish(name, method, row)
 
     def tool_completion_shares(self, model: Path) -> dict:
         """What `model` writes as the tool agent on the first turn of `--val_episodes` validation instances: the
@@ -623,6 +625,14 @@ def best_baseline(rows: list[dict]) -> str | None:
     means = {m: np.mean([r["success_rate"] for r in matching(rows, method=m)]) for m in BASELINES
              if matching(rows, method=m)}  # fmt: skip
     return max(means, key=means.get) if means else None
+
+
+def holding_entry(table: Path, row: dict) -> ledger.Entry:
+    """The ledger line (beside `table`) that the table holds for `row`'s identity (`RULE.identity`): the line
+    `Study.record` appended, or the earlier line a resumed study found holding the same row (not the ledger's last
+    line, which a resumed study's cached rows did not write)."""
+    entries = ledger.select(ledger.read_ledger(table.with_name(ledger.LEDGER_NAME)), RULE).entries
+    return next(entry for entry in entries if RULE.identity(entry.row) == RULE.identity(row))
 
 
 def leaderboard_label(method: str, entry: ledger.Entry) -> str:

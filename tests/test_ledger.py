@@ -242,3 +242,17 @@ def test_recording_a_row_the_table_holds_from_the_same_code_and_weights_appends_
     copied = json.loads(table.read_text())[0]  # a row copied from the table, as an ablation reuses a main run
     ledger.record(table, RULE, {**copied, "code_commit": "not this line's"}, repo=repo, warm_start=weights)
     assert len(read_ledger(path)) == 5  # the table already holds it: its provenance is no part of the row
+
+
+def test_a_resumed_miniature_publishes_a_row_under_the_line_that_holds_it_not_the_ledgers_last(tmp_path):
+    miniature = load_script("reproduce_miniature")
+    table = tmp_path / "miniature.json"
+    setting = {"env": "code-v0", "env_kwargs": {"difficulty": 2}, "part": "main"}
+    first = {**setting, "method": "mas+at-grpo-per-role", "seed": 0, "success_rate": 0.25}
+    later = {**setting, "method": "single+grpo", "seed": 2, "success_rate": 0.13}
+    for row in (first, later):
+        append(table.with_name(ledger.LEDGER_NAME), "miniature", row, code_commit="c0", warm_start="w0")
+    # a resumed study re-records seed 0's cached row: the ledger holds it on line 1, its last line is seed 2's
+    entry = miniature.holding_entry(table, dict(first))
+    assert (entry.n, entry.row["method"]) == (1, "mas+at-grpo-per-role")
+    assert "ledger line 1," in miniature.leaderboard_label("mas+at-grpo-per-role", entry)
