@@ -422,6 +422,7 @@ def test_cli_writes_results_with_settings_and_resumes(tmp_path, capsys):
             "success": [1] * 6,
             "parse_errors": [0] * 6,
             "turns": [1] * 6,  # the oracle plan agent solves in the first turn
+            "progress": [100.0] * 6,  # the env's progression score at the episode's end
         }
     cached = (tmp_path / "results" / "mixed.json.episodes.jsonl").read_text().splitlines()
     assert len(cached) == 12
@@ -587,3 +588,15 @@ def test_cli_tier_writes_the_tiers_arguments_under_env_kwargs(tmp_path, capsys):
     assert result["tier"] == "hard" and result["suite"]["env_kwargs"] == {"size": 9, "blanks": 45}
     assert eval_main([*argv, "--tier", "legendary"]) == 2
     assert "tier='legendary' is not a tier of sudoku-v0; allowed values:" in capsys.readouterr().err
+
+
+def test_each_episodes_progress_is_reported_the_relays_share_of_grids_solved(tmp_path):
+    output = tmp_path / "relay.json"
+    argv = ["--env", "plan-path-relay-v0", "--env_kwargs", '{"grids": 4}', "--policy", "tool=random,plan=random",
+            "--episodes", "8", "--output", str(output), "--no_progress", "--no_transcripts"]  # fmt: skip
+    assert eval_main(argv) == 0
+    result = json.loads(output.read_text())["results"]["plan-path-relay-v0"]
+    progress = result["per_episode"]["progress"]
+    assert len(progress) == 8 and all(value in (0.0, 25.0, 50.0, 75.0, 100.0) for value in progress)
+    assert result["mean_progress"] == pytest.approx(sum(progress) / 8)
+    assert [int(value == 100.0) for value in progress] == result["per_episode"]["success"]
