@@ -150,3 +150,28 @@ def test_the_grouping_studys_pooling_part_and_its_probe_run_end_to_end_at_a_tiny
     assert set(shifts) == {"plan", "tool"}  # K candidates each: their shifts are opposite
     assert shifts["tool"]["mean_shift"] == pytest.approx(-shifts["plan"]["mean_shift"])
     assert set(report["tool_lengths"]["[0, 1000)"]["turn_only_minus_per_role"]) == {"grpo", "dr_grpo"}
+
+
+def test_the_credit_study_runs_end_to_end_at_a_tiny_budget(tmp_path):
+    """Issue 60's study: a warm start chosen by its rule (the window widened), the four arms' curves and finals."""
+    out, results_md = tmp_path / "credit.json", tmp_path / "results.md"
+    results_md.write_text("# Results\n")
+    run_script(
+        "credit_study.py", "--seeds", "0", "--window", "0", "1",
+        *("--budget", "16", "--select_grids", "8", "--val_grids", "8", "--eval_grids", "8"),
+        *("--demos_per_role", "40", "--warm_start_steps", "2"),
+        *("--runs", str(tmp_path / "runs"), "--out", str(out), "--results_md", str(results_md)),
+        home=tmp_path / "home",
+    )  # fmt: skip
+    rows = json.loads(out.read_text())
+    assert {(r["part"], r["turns"]) for r in rows if r["part"] == "warmstart"} == {
+        ("warmstart", 8),
+        ("warmstart", 1),
+    }
+    finals = {(r["arm"], r["turns"]) for r in rows if r["part"] == "final"}
+    assert finals == {("at", 8), ("trajectory", 8), ("at", 1), ("trajectory", 1)}
+    curves = [r for r in rows if r["part"] == "curve"]
+    assert {r["completions"] for r in curves if r["turns"] == 8} == {0, 128}  # the warm start, then one step
+    assert all(len(r["grids_solved"]) == 8 // r["turns"] for r in curves)
+    text = results_md.read_text()
+    assert "<!-- credit:start -->" in text and "| at | 8 |" in text and "T = 8, predicted" in text
