@@ -28,6 +28,7 @@ STUDIES = {
     "default_run": "default_run",
     "pretrained": "pretrained_study",
     "pretrained_rl": "pretrained_rl_study",
+    "credit": "credit_study",
 }
 """Study -> the script that declares its rule."""
 
