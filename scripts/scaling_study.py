@@ -1,4 +1,4 @@
-"""The paper's scaling study in miniature: team size and reward shaping, tiny model, CPU, 3 seeds.
+"""The paper's scaling study in miniature: team size and reward shaping, tiny model, CPU, 6 seeds under `dr_grpo`.
 
     .venv/bin/python scripts/scaling_study.py                 # everything (resumes finished and killed runs)
     .venv/bin/python scripts/scaling_study.py --sizes 1 2 --seeds 0 --budget 600 --eval_episodes 20  # a short run
@@ -18,6 +18,10 @@ reproduction"), two parts:
 2. Reward: the two-agent team (N = 2) with `reward="outcome"` (local rewards zeroed, only the team's success
    reward) beside its shaped row of part 1.
 
+Every run trains under `LOSS` (`dr_grpo`, the loss the other studies settled on: under `grpo` the first, 3-seed study
+of 2026-12-03 saw seeds of N = 5 and 7 collapse). Its rows are set aside by `RULE`, kept on the ledger, and shown
+in the report as superseded.
+
 Every run is a `pettingllms-train` run under `runs/scaling/` (checkpoints every 5 steps, resumed if killed); its
 evaluations are the trainer's own on the evaluation split (the same suite as `pettingllms-eval`). Rows
 (`{"env", "env_kwargs", "num_agents", "method", "reward", "seed", "success_rate", ...}`) are appended to the ledger
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +53,8 @@ WARM_START = {"workflow": "ensemble", "demos_per_role": 3200, "sft_steps": 400, 
 """The team warm start of the miniature (`scripts/reproduce_miniature.py`, `TEAM_WARM_START`), for ensembles."""
 MAX_COMPLETION_TOKENS = 112
 """The miniature's plan-path budget: the solver program's tool call fits, with room."""
+LOSS = "dr_grpo"
+"""Every run's `loss_type`, named on its rows and in its run folder's name."""
 
 
 def run_args(name: str, seed: int, args: argparse.Namespace, extra: list[str]) -> list[str]:
@@ -57,7 +64,7 @@ def run_args(name: str, seed: int, args: argparse.Namespace, extra: list[str]) -
         "--eval_episodes", str(args.eval_episodes), "--save_steps", "5", "--resume", "true",
         "--max_completion_length", str(MAX_COMPLETION_TOKENS), "--scale_rewards", "none",
         "--learning_rate", "1e-4", "--temperature", "1.0", "--per_device_train_batch_size", "32",
-        "--eval_every", "0", *extra,
+        "--eval_every", "0", "--loss_type", LOSS, *extra,
     ]  # fmt: skip
 
 
@@ -79,7 +86,7 @@ def run_team(args: argparse.Namespace, model: str, size: int, reward: str, seed:
     extra = ["--model_name_or_path", model, "--workflow", "ensemble", "--env_kwargs", json.dumps(kwargs),
              "--agent_policies", json.dumps({"tool_*": "proposer", "aggregator_0": "aggregator"}),
              "--instances_per_step", str(instances)]  # fmt: skip
-    folder = cycle.train(run_args(f"ensemble_n{size}_{reward}_s{seed}", seed, args, extra), caps=False)
+    folder = cycle.train(run_args(f"ensemble_n{size}_{reward}_{LOSS}_s{seed}", seed, args, extra), caps=False)
     return _rows(size, reward, seed, run_result(folder, instances))
 
 
@@ -92,11 +99,22 @@ def _shown_path(folder: Path) -> str:
 RULE = ledger.Rule(
     "scaling",
     ("num_agents", "reward", "seed", "method"),
-    keep=lambda row: row.get("env_kwargs") == SETTING,
-    refusal=f"a row of the study's setting before its rerun at {SETTING}",
+    keep=lambda row: row.get("env_kwargs") == SETTING and row.get("loss") == LOSS,
+    refusal=f"recorded before the study's rerun under {LOSS} at 6 seeds (issue 59): a row of the first study "
+    f"under grpo at {SETTING} (2026-12-03, 3 seeds, no code commit), or of a setting before it",
 )
-"""How the table is built from the ledger beside it: the rows of today's setting, one per team size, reward, seed
-and method, the last recorded (`research.ledger`)."""
+"""How the table is built from the ledger beside it: the rows of today's setting and loss, one per team size,
+reward, seed and method, the last recorded (`research.ledger`)."""
+
+
+def superseded(out: Path) -> list[dict]:
+    """The rows `RULE` sets aside that the first study measured at `SETTING` (under grpo), for the report."""
+    entries = ledger.read_ledger(out.with_name(ledger.LEDGER_NAME))
+    return [
+        entry.row
+        for entry, _ in ledger.select(entries, RULE).set_aside
+        if entry.row.get("env_kwargs") == SETTING
+    ]
 
 
 def main() -> int:
@@ -104,7 +122,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 3, 5, 7])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(6)))
+    parser.add_argument("--rewards", nargs="+", default=["shaped", "outcome"], choices=["shaped", "outcome"],
+                        help="shaped: every size of --sizes; outcome: the two-agent team's outcome-only row")  # fmt: skip
     parser.add_argument("--budget", type=int, default=2500, help="sampled completions per run")
     parser.add_argument("--max_steps", type=int, default=200, help="cap on optimizer steps per run")
     parser.add_argument("--agent_instances", type=int, default=16, help="instances x agents per step")
@@ -122,7 +142,8 @@ def main() -> int:
             cycle.warm_start(ENV_ID, {"env_kwargs": SETTING, "log": print, **WARM_START})
         )
         for seed in args.seeds:  # seed by seed: an interrupted study has every team size for its first seeds
-            for size, reward in [*((n, "shaped") for n in args.sizes), (2, "outcome")]:
+            teams = [*((n, "shaped") for n in args.sizes), (2, "outcome")]
+            for size, reward in (team for team in teams if team[1] in args.rewards):
                 for row in run_team(args, model, size, reward, seed):
                     rows = cycle.record(args.out, RULE, row, warm_start=Path(model))
                 write_report(rows, args)
@@ -132,14 +153,16 @@ def main() -> int:
 
 
 def write_report(rows: list[dict], args: argparse.Namespace) -> None:
-    if rows:
-        plot(rows, args.out.with_suffix(".png"))
-        write_section(rows, args, args.results_md)
+    """The figure of the current rows (of the superseded ones while there are none) and the section."""
+    old = superseded(args.out)
+    if rows or old:
+        plot(rows or old, args.out.with_suffix(".png"))
+        write_section(rows, args, args.results_md, old)
 
 
 def _rows(size: int, reward: str, seed: int, result: dict) -> list[dict]:
     base = {"env": ENV_ID, "env_kwargs": SETTING, "num_agents": size, "reward": reward, "seed": seed,
-            "workflow": "ensemble"}  # fmt: skip
+            "workflow": "ensemble", "loss": LOSS}  # fmt: skip
     budget = {k: result[k] for k in ("sampled_completions", "steps", "instances_per_step", "run")}
     return [
         {**base, "method": "untrained", "success_rate": result["before"]},
@@ -254,25 +277,11 @@ def comparison_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
-def write_section(rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
+def size_tables(rows: list[dict]) -> list[str]:
+    """The team-size table, the two-agent team's shaped against outcome-only rewards, and the seed-level
+    comparisons of `COMPARISONS` (those whose sides share seeds)."""
     shaped = [r for r in rows if r["reward"] == "shaped"]
-    seeds = sorted({r["seed"] for r in rows})
     lines = [
-        START,
-        "## Scaling study: team size and outcome-only rewards",
-        "",
-        f"`{ENV_ID}` with `{json.dumps(SETTING)}` (the miniature's task), the built-in tiny model warm-started with "
-        "solver programs in the tool agents' demonstrations, CPU; seeds "
-        f"{', '.join(map(str, seeds))}; AT-GRPO until {args.budget} sampled completions, K=4, lr 1e-4, "
-        f"`scale_rewards: none`; ~{args.agent_instances} instance-agents per step (instances per step = "
-        f"round({args.agent_instances} / N)); greedy evaluation on {args.eval_episodes} evaluation-split grids "
-        "at step 0 and after training (two probes of one completion per agent and turn, beside the sampled "
-        "completions of the budget). "
-        "Success rate in %, mean ± sample std (ddof=1) over seeds [the seeds' 95% t-interval].",
-        "",
-        "Regenerate: `.venv/bin/python scripts/scaling_study.py` (resumes; rows in `docs/results/scaling.json`; "
-        "`--report` rebuilds this section).",
-        "",
         "| agents N | warm start (no RL) | AT-GRPO | gain | sampled completions per run | seeds |",
         "|---|---|---|---|---|---|",
     ]
@@ -297,7 +306,52 @@ def write_section(rows: list[dict], args: argparse.Namespace, results_md: Path) 
                   "rows hold one success rate per run, so there is no bootstrap over the suite's grids.", "",
                   "| comparison | difference [95% interval] | seed-level p | per seed |", "|---|---|---|---|",
                   *compared]  # fmt: skip
-    lines += ["", "![scaling study](results/scaling.png)", "", END]
+    return lines
+
+
+def write_section(
+    rows: list[dict], args: argparse.Namespace, results_md: Path, old: Sequence[dict] = ()
+) -> None:
+    """The scaling section of `results_md`: `rows` (the study under `LOSS`) and, below them, the superseded rows
+    of the first study (`old`, `superseded`), each with its tables; the figure (`plot`) beside the rows it
+    shows, the current ones where there are any."""
+    seeds = sorted({r["seed"] for r in rows})
+    figure = ["", "![scaling study](results/scaling.png)"]
+    lines = [
+        START,
+        "## Scaling study: team size and outcome-only rewards",
+        "",
+        f"`{ENV_ID}` with `{json.dumps(SETTING)}` (the miniature's task), the built-in tiny model warm-started with "
+        "solver programs in the tool agents' demonstrations, CPU; "
+        + (f"seeds {', '.join(map(str, seeds))}; " if seeds else "")
+        + f"AT-GRPO with `loss_type: {LOSS}` until {args.budget} sampled completions, K=4, lr 1e-4, "
+        f"`scale_rewards: none`; ~{args.agent_instances} instance-agents per step (instances per step = "
+        f"round({args.agent_instances} / N)); greedy evaluation on {args.eval_episodes} evaluation-split grids "
+        "at step 0 and after training (two probes of one completion per agent and turn, beside the sampled "
+        "completions of the budget). "
+        "Success rate in %, mean ± sample std (ddof=1) over seeds [the seeds' 95% t-interval].",
+        "",
+        "Regenerate: `.venv/bin/python scripts/scaling_study.py` (resumes; rows in `docs/results/scaling.json`; "
+        "`--report` rebuilds this section).",
+        "",
+        *(
+            [*size_tables(rows), *figure]
+            if rows
+            else [f"No run under `{LOSS}` yet: the rerun at 6 seeds (issue 59) has not started."]
+        ),
+    ]
+    if old:
+        lines += [
+            "",
+            "### Superseded: the first study (`loss_type: grpo`, 3 seeds, 2026-12-03)",
+            "",
+            "Its rows name no code commit and no warm start, and seeds of N = 5 and 7 collapsed under `grpo`: "
+            "the rerun above replaces it. Its rows stay on the ledger, set aside (docs/ledger.md lists them).",
+            "",
+            *size_tables(list(old)),
+            *([] if rows else figure),
+        ]
+    lines += ["", END]
     replace_section(results_md, START, END, "\n".join(lines))
 
 

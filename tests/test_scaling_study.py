@@ -74,7 +74,34 @@ def test_rows_are_recorded_after_every_run_and_rows_of_the_old_setting_are_set_a
     # weights, is not recorded a second time
     assert len(entries) == 6 and entries[3].warm_start is not None
     reasons = [reason for _, reason in select(entries, study.RULE).set_aside]
-    assert reasons[0].startswith("a row of the study's setting before its rerun") and len(reasons) == 2
+    assert reasons[0].startswith("recorded before the study's rerun under dr_grpo") and len(reasons) == 2
+
+
+def test_rows_of_the_first_study_under_grpo_are_set_aside_and_shown_as_superseded(study, tmp_path):
+    from research import cycle
+    from research.ledger import append
+
+    out, results_md = tmp_path / "scaling.json", tmp_path / "results.md"
+    first = study._rows(3, "shaped", 0, _result(0.29, 0.9, 5, "runs/old"))
+    for row in first:  # the first study's rows: the setting, no loss named
+        append(out.with_name("ledger.jsonl"), "scaling", {k: v for k, v in row.items() if k != "loss"},
+               code_commit=None, warm_start=None)  # fmt: skip
+    args = argparse.Namespace(
+        budget=2500, agent_instances=16, eval_episodes=300, results_md=results_md, out=out
+    )
+    study.write_report([], args)
+    text = results_md.read_text()
+    assert "No run under `dr_grpo` yet" in text and "### Superseded: the first study" in text
+    assert "| 3 | 29.0 (n=1) | 90.0 (n=1) | +61.0 | 100 | 1 |" in text
+    rows = []
+    for row in study._rows(3, "shaped", 0, _result(0.29, 0.8, 5, "runs/new")):
+        rows = cycle.record(out, study.RULE, row, warm_start=None)
+    assert [r["loss"] for r in rows] == ["dr_grpo", "dr_grpo"]
+    study.write_report(rows, args)
+    text = results_md.read_text()
+    current, old = text.split("### Superseded")
+    assert "| 3 | 29.0 (n=1) | 80.0 (n=1) | +51.0 | 100 | 1 |" in current and "scaling.png" in current
+    assert "| 3 | 29.0 (n=1) | 90.0 (n=1) | +61.0 | 100 | 1 |" in old and "scaling.png" not in old
 
 
 def test_trained_teams_are_compared_paired_by_seed_against_a_hand_worked_example(study):
