@@ -133,3 +133,31 @@ def test_comlrls_own_trainer_trains_and_evaluates_two_steps_through_the_bridge(t
     # per row, the root's 2 joint actions each expand a child; before each row, evaluation's one path
     assert transitions == [1] * 6
     assert seen and all("- turn 2 of" in prompt for prompt in seen)
+
+
+def test_prompts_written_with_the_chat_template_are_the_ids_every_backend_feeds_the_model(tiny_model):
+    """CoMLRL tokenizes its prompts as text, with no chat template: `chat_prompt_text` writes them as the chat
+    template does, and the tokenizer reads that text back to the backends' ids."""
+    from transformers import AutoTokenizer
+
+    from pettingllms.backends.chat import chat_prompt_ids
+    from pettingllms.integrations.comlrl import chat_prompt_text
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    bridge = MAGRPOBridge(ENV_ID, prompt_text=chat_prompt_text(tokenizer))
+    [row] = bridge.dataset([5])
+    start, _ = _played(5, [])
+    prompts = [format_prompt(row) for format_prompt in bridge.formatters]
+    for agent, prompt in zip(("tool", "plan"), prompts):
+        assert str(start.observe(agent)) in prompt and prompt != str(start.observe(agent))
+        assert tokenizer(prompt).input_ids == chat_prompt_ids(  # as CoMLRL tokenizes it
+            tokenizer, str(start.observe(agent))
+        )
+    oracle = _oracle(5)
+    assert bridge.reward([oracle["tool"]], [oracle["plan"]], batch_items=[row], prompts=[prompts[0]]) == [1.0]
+    with pytest.raises(
+        RuntimeError, match="not the current node's"
+    ):  # the bare observation is not its prompt
+        bridge.reward(["a"], ["b"], batch_items=[row], prompts=[str(start.observe("tool"))])
+    child = bridge.transition(row["prompt"], ["x", "y"], 2, [[prompts[0]], [prompts[1]]], [["x"], ["y"]])
+    assert all(text.startswith(prompts[0][:20]) and "turn 2 of" in text for text in child)

@@ -47,14 +47,24 @@ Formatter = Callable[..., str]
 
 class MAGRPOBridge:
     """An env's instances, prompts, rewards and transitions as CoMLRL's `MAGRPOTrainer` takes them (module
-    docstring). `env_id` must be a team workflow (two or more agents); `split` is where `dataset` draws seeds."""
+    docstring). `env_id` must be a team workflow (two or more agents); `split` is where `dataset` draws seeds.
+    `prompt_text` writes an observation as the text CoMLRL tokenizes (it applies no chat template: for a model
+    tuned on chat turns, e.g. `chat_prompt_text(tokenizer)`); None: the observation as it is."""
 
-    def __init__(self, env_id: str, *, split: str = "train", env_kwargs: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        env_id: str,
+        *,
+        split: str = "train",
+        env_kwargs: dict[str, Any] | None = None,
+        prompt_text: Callable[[str], str] | None = None,
+    ):
         if env_id not in pettingllms.registry:
             raise ConfigError(f"env_id={env_id!r} is not registered; allowed: {sorted(pettingllms.registry)}")
         if split not in ("train", "val", "eval"):
             raise ConfigError(f"split={split!r}: choose one of ['train', 'val', 'eval']")
         self.env_id, self.split, self.env_kwargs = env_id, split, dict(env_kwargs or {})
+        self._text: Callable[[str], str] = prompt_text or str
         probe = pettingllms.make(env_id, **self.env_kwargs)
         self.agents: list[str] = list(probe.possible_agents)
         self.max_turns: int = int(probe.unwrapped.max_turns)
@@ -132,16 +142,16 @@ class MAGRPOBridge:
                     break
                 env.step(history[turn])
         self._node = env
-        return [str(env.observe(agent)) for agent in self.agents]
+        return [self._text(str(env.observe(agent))) for agent in self.agents]
 
     # ----------------------------------------------------------------- helpers
     def _check_node(self, prompt: str, key: str) -> None:
         """Refuse to score `prompt`'s joint action on the current node unless `prompt` is that node's first
         agent's prompt or the instance's first one (module docstring)."""
-        if prompt == str(self._node.observe(self.agents[0])):
+        if prompt == self._text(str(self._node.observe(self.agents[0]))):
             return
         if key not in self._first_prompts:
-            self._first_prompts[key] = str(self._fresh(key).observe(self.agents[0]))
+            self._first_prompts[key] = self._text(str(self._fresh(key).observe(self.agents[0])))
         if prompt != self._first_prompts[key]:
             raise RuntimeError(
                 "MAGRPOBridge.reward: the prompt is not the current node's (CoMLRL's call order is not the one this "
@@ -159,7 +169,7 @@ class MAGRPOBridge:
             env = self._fresh(item["prompt"])
             if index == len(self.agents) - 1:
                 self._node = env
-            return str(env.observe(agent))
+            return self._text(str(env.observe(agent)))
 
         format_prompt.__name__ = f"format_{agent}"
         return format_prompt
@@ -178,6 +188,19 @@ class MAGRPOBridge:
         env = pettingllms.make(self.env_id, **self.env_kwargs)
         env.reset(seed=int(seed), options={"split": split})
         return env
+
+
+def chat_prompt_text(tokenizer: Any, *, enable_thinking: bool | None = None) -> Callable[[str], str]:
+    """An observation written as `tokenizer`'s chat template writes one user message with the generation prompt,
+    as text (the prompt every backend of this package feeds a model, `pettingllms.backends.chat`): the
+    `prompt_text` of a bridge whose model was tuned on chat turns."""
+    from pettingllms.backends.chat import chat_prompt_ids
+
+    def prompt_text(observation: str) -> str:
+        ids = chat_prompt_ids(tokenizer, observation, enable_thinking=enable_thinking)
+        return tokenizer.decode(ids, skip_special_tokens=False)
+
+    return prompt_text
 
 
 def _over(env: Any) -> bool:
