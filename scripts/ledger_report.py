@@ -29,6 +29,7 @@ STUDIES = {
     "pretrained": "pretrained_study",
     "pretrained_rl": "pretrained_rl_study",
     "credit": "credit_study",
+    "comlrl": "comlrl_study",
 }
 """Study -> the script that declares its rule."""
 

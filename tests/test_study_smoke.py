@@ -175,3 +175,22 @@ def test_the_credit_study_runs_end_to_end_at_a_tiny_budget(tmp_path):
     assert all(len(r["grids_solved"]) == 8 // r["turns"] for r in curves)
     text = results_md.read_text()
     assert "<!-- credit:start -->" in text and "| at | 8 |" in text and "T = 8, predicted" in text
+
+
+def test_the_comlrl_study_runs_end_to_end_at_a_tiny_budget(tmp_path):
+    """Issue 62's learning comparison: both trainers from one warm start, each team evaluated and on the ledger."""
+    pytest.importorskip("comlrl")
+    out, results_md = tmp_path / "comlrl.json", tmp_path / "results.md"
+    results_md.write_text("# Results\n")
+    run_script(
+        "comlrl_study.py", "--envs", "plan-path-v0", "--seeds", "0", "--budget", "40", "--eval_episodes", "4",
+        *("--demos_per_role", "40", "--warm_start_steps", "2"),
+        *("--runs", str(tmp_path / "runs"), "--out", str(out), "--results_md", str(results_md)),
+        home=tmp_path / "home",
+    )  # fmt: skip
+    rows = json.loads(out.read_text())
+    assert sorted(r["trainer"] for r in rows) == ["comlrl", "ours"]
+    comlrl = next(r for r in rows if r["trainer"] == "comlrl")
+    assert comlrl["sampled_completions"] == 40 and len(comlrl["episode_success"]) == 4  # one tree of 2 turns
+    assert (tmp_path / "runs" / "plan-path-v0" / "comlrl_s0" / "agent_1" / "config.json").is_file()
+    assert "Ours minus CoMLRL's:" in results_md.read_text()

@@ -1,0 +1,301 @@
+"""Learning side by side: our AT-GRPO and CoMLRL's MAGRPO, from the same warm start, at equal sampled completions
+(issue 62).
+
+    .venv/bin/python scripts/comlrl_study.py                 # both envs, 5 seeds, both trainers; resumes
+    .venv/bin/python scripts/comlrl_study.py --envs math-v0 --seeds 0
+    .venv/bin/python scripts/comlrl_study.py --report        # rebuild the table and the report from the rows
+
+For each env of `ENVS`, in its miniature setting and from the miniature's team warm start
+(`reproduce_miniature.DOMAINS`: the same weights as that study's team rows), and each seed:
+
+- `ours`: `pettingllms-train`, per-role AT-GRPO with the miniature's flags (`mas+at-grpo-per-role`), until the
+  domain's budget of sampled completions (the step that reaches it completes).
+- `comlrl`: CoMLRL 1.4.3's `MAGRPOTrainer` through `pettingllms.integrations.comlrl.MAGRPOBridge`, one full model
+  per agent loaded from the same warm start, prompts written with the chat template (`chat_prompt_text`, as our
+  backends write them), `COMLRL_TURNS` turns (its tree: 1 + K nodes of agents x K completions per instance), its
+  defaults otherwise (`advantage_mode="mean"`, normalized advantages, an update every 2 nodes per agent), on
+  training instances until at least the same budget was sampled. Its sampling draws from Python's and torch's
+  global generators (CoMLRL has no seed setting): this script seeds both with the run's seed before the trainer is
+  built. It has no checkpoint within one pass: a killed run starts again.
+
+Common: K = 4, temperature 1.0, learning rate 1e-4, the domain's completion length. Both trained teams are then
+played greedily by `pettingllms-eval` on the miniature's evaluation suite (in the env's AEC order: CoMLRL's
+joint turns are how it trains, not how the env is played). Rows (study `comlrl` on the ledger, one per env,
+trainer and seed) hold each episode's success, so the report compares the trainers seed by seed
+(`research.method_comparison`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import reproduce_miniature as miniature
+
+from research import cycle, ledger
+from research.markdown import replace_section, seed_cell
+from research.method_comparison import COMPARISON_WORDS, compare_methods
+from research.method_comparison import cell as comparison_cell
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "runs" / "comlrl"
+OUT = ROOT / "docs" / "results" / "comlrl.json"
+START, END = "<!-- comlrl:start -->", "<!-- comlrl:end -->"
+ENVS = ("plan-path-v0", "math-v0")
+TRAINERS = ("ours", "comlrl")
+K = 4
+COMLRL_TURNS = 2
+LEARNING_RATE = 1e-4
+DONE = "done.json"
+"""A finished CoMLRL run's record in its folder: sampled completions, instances and training seconds."""
+RULE = ledger.Rule("comlrl", ("env", "trainer", "seed"))
+"""How the table (`OUT`) is built from the ledger beside it: one row per env, trainer and seed, the last recorded
+(`research.ledger`)."""
+
+
+def comlrl_instances(budget: int, agents: int) -> int:
+    """Training instances CoMLRL needs to sample at least `budget` completions: each instance's tree samples
+    agents x K completions at its root and at each of its K children (`COMLRL_TURNS` = 2).
+
+    >>> comlrl_instances(2500, 2)  # 40 completions an instance
+    63
+    """
+    per_instance = agents * K * sum(K**turn for turn in range(COMLRL_TURNS))
+    return math.ceil(budget / per_instance)
+
+
+class Study:
+    """Runs, evaluations and the rows of one invocation."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.rows = ledger.table_rows(args.out, RULE)
+
+    def warm_start(self, env_id: str) -> Path:
+        """The miniature's team warm start of `env_id` (the same cache tag: the same folder); `--demos_per_role`
+        and `--warm_start_steps` (smoke runs) build a variant under its own tag."""
+        domain = miniature.DOMAINS[env_id]
+        settings = {
+            **miniature.warm_start_settings(domain, "mas"),
+            "env_kwargs": dict(domain.env_kwargs),
+            "tag": domain.tag,
+        }
+        variant = None
+        if self.args.demos_per_role != miniature.DEMOS_PER_ROLE or self.args.warm_start_steps is not None:
+            variant = (self.args.demos_per_role, self.args.warm_start_steps or settings["sft_steps"])
+        return cycle.warm_start(env_id, settings, variant)
+
+    def budget(self, env_id: str) -> int:
+        return self.args.budget or miniature.DOMAINS[env_id].budget
+
+    def train_ours(self, env_id: str, seed: int, model: Path) -> Path:
+        """Per-role AT-GRPO as the miniature trains it (`cycle.train`: resumed, or skipped once finished)."""
+        domain = miniature.DOMAINS[env_id]
+        _, flags = miniature.method_flags("mas+at-grpo-per-role")
+        argv = [
+            "--output_dir", str(self.args.runs / env_id / f"ours_s{seed}"), "--env_id", env_id,
+            "--env_kwargs", json.dumps(dict(domain.env_kwargs)),
+            "--max_completion_length", str(domain.max_completion_tokens), "--model_name_or_path", str(model),
+            "--seed", str(seed), "--max_steps", str(self.args.max_steps),
+            "--max_completions", str(self.budget(env_id)), "--eval_every", "0", "--eval_episodes", "1",
+            *miniature.COMMON, *flags,
+        ]  # fmt: skip
+        return cycle.train(argv, final_evaluation=False, wall_time=True)
+
+    def train_comlrl(self, env_id: str, seed: int, model: Path) -> Path:
+        """CoMLRL's `MAGRPOTrainer` on `env_id` from `model` (module docstring), its agents' models saved under
+        the run folder as `agent_<i>`; skipped when the folder records a finished run (`DONE`)."""
+        folder = self.args.runs / env_id / f"comlrl_s{seed}"
+        if (folder / DONE).is_file():
+            return folder
+        import torch
+        from comlrl.trainers.reinforce import MAGRPOTrainer
+        from datasets import Dataset
+        from transformers import AutoTokenizer
+
+        from pettingllms.integrations.comlrl import MAGRPOBridge, chat_prompt_text
+
+        domain = miniature.DOMAINS[env_id]
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        bridge = MAGRPOBridge(
+            env_id, env_kwargs=dict(domain.env_kwargs), prompt_text=chat_prompt_text(tokenizer)
+        )
+        sampled = [0]
+
+        def reward(*completions, **kwargs):
+            sampled[0] += len(completions)  # one completion per agent: one joint action
+            return bridge.reward(*completions, **kwargs)
+
+        instances = comlrl_instances(self.budget(env_id), len(bridge.agents))
+        first = 1_000_000 * (seed + 1)  # each seed's own training instances
+        random.seed(seed)
+        torch.manual_seed(seed)
+        trainer = MAGRPOTrainer(
+            agent_model=str(model), num_agents=len(bridge.agents), tokenizer=tokenizer,
+            train_dataset=Dataset.from_list(bridge.dataset(range(first, first + instances))),
+            formatters=bridge.formatters, reward_func=reward, external_transition=bridge.transition,
+            args=bridge.config(
+                num_turns=COMLRL_TURNS, num_generations=K, max_new_tokens=domain.max_completion_tokens,
+                temperature=1.0, top_p=1.0, top_k=None, agent_learning_rate=LEARNING_RATE, eval_interval=0,
+                num_train_epochs=1, logging_steps=10**9,
+            ),
+        )  # fmt: skip
+        started = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - started
+        trainer.save_model(str(folder))
+        record = {"sampled_completions": sampled[0], "instances": instances, "train_wall_s": round(seconds, 1),
+                  "agents": bridge.agents}  # fmt: skip
+        (folder / DONE).write_text(json.dumps(record) + "\n")
+        return folder
+
+    def evaluate(self, env_id: str, policy: str, name: str) -> dict:
+        """`pettingllms-eval` of `policy` on the miniature's evaluation suite of `env_id` (cached by name)."""
+        domain = miniature.DOMAINS[env_id]
+        output = self.args.runs / "eval" / f"{env_id}_{name}.json"
+        argv = [
+            "--env", env_id, "--policy", policy, "--workflow", "mas", "--episodes", str(self.args.eval_episodes),
+            "--seed", "0", "--split", "eval", "--env_kwargs", json.dumps(dict(domain.env_kwargs)),
+            "--max_new_tokens", str(domain.max_completion_tokens), "--output", str(output), "--no_progress",
+        ]  # fmt: skip
+        return cycle.evaluate(argv, output, env_id)
+
+    def run(self) -> None:
+        for env_id in self.args.envs:
+            model = self.warm_start(env_id)
+            for (
+                seed
+            ) in self.args.seeds:  # seed by seed: an interrupted study has both trainers for its first seeds
+                for trainer in self.args.trainers:
+                    if trainer == "ours":
+                        folder = self.train_ours(env_id, seed, model)
+                        spent = _ours_spent(folder)
+                        policy = str(folder)
+                    else:
+                        folder = self.train_comlrl(env_id, seed, model)
+                        spent = json.loads((folder / DONE).read_text())
+                        policy = ",".join(
+                            f"{a}={folder / f'agent_{i}'}" for i, a in enumerate(spent["agents"])
+                        )
+                    result = self.evaluate(env_id, policy, f"{trainer}_s{seed}")
+                    row = {"env": env_id, "env_kwargs": dict(miniature.DOMAINS[env_id].env_kwargs),
+                           "trainer": trainer, "seed": seed, "budget": self.budget(env_id),
+                           "sampled_completions": spent["sampled_completions"], "train_wall_s": spent["train_wall_s"],
+                           "success_rate": result["success_rate"], "episodes": result["episodes"],
+                           "episode_success": "".join(str(int(s)) for s in result["per_episode"]["success"])}  # fmt: skip
+                    self.rows = cycle.record(self.args.out, RULE, row, warm_start=model)
+                write_report(self.rows, self.args)
+
+
+def _ours_spent(folder: Path) -> dict[str, Any]:
+    """The sampled completions and training seconds of our run `folder`."""
+    rows = [row for row in cycle.read_metrics(folder / "metrics.jsonl") if "train/completions_total" in row]
+    return {
+        "sampled_completions": rows[-1]["train/completions_total"],
+        "train_wall_s": cycle.training_seconds(folder),
+    }
+
+
+# ----------------------------------------------------------------- the report
+def _by_seed(rows: list[dict], env_id: str, trainer: str) -> dict[int, list[int]]:
+    return {
+        r["seed"]: [int(c) for c in r["episode_success"]]
+        for r in rows
+        if (r["env"], r["trainer"]) == (env_id, trainer)
+    }
+
+
+def env_lines(rows: list[dict], env_id: str) -> list[str]:
+    """`env_id`'s table: each trainer's success over seeds, its budget and training time, each seed's success;
+    then ours minus CoMLRL's, paired by seed."""
+    lines = [
+        "| trainer | success %, mean ± sd [95% t-interval] (n) | sampled completions per run | training "
+        "minutes per run | per seed |",
+        "|---|---|---|---|---|",
+    ]
+    for trainer in TRAINERS:
+        found = sorted(
+            (r for r in rows if (r["env"], r["trainer"]) == (env_id, trainer)), key=lambda r: r["seed"]
+        )
+        if not found:
+            continue
+        minutes = [r["train_wall_s"] / 60 for r in found if r.get("train_wall_s") is not None]
+        lines.append(
+            f"| {trainer} | {seed_cell([r['success_rate'] for r in found])} "
+            f"| {np.mean([r['sampled_completions'] for r in found]):.0f} "
+            f"| {np.mean(minutes):.1f} | "
+            + ", ".join(f"s{r['seed']} {100 * r['success_rate']:.1f}" for r in found)
+            + " |"
+        )
+    commits = [
+        [r[ledger.PROVENANCE] for r in rows if (r["env"], r["trainer"]) == (env_id, t)] for t in TRAINERS
+    ]
+    found = compare_methods(
+        _by_seed(rows, env_id, "ours"), _by_seed(rows, env_id, "comlrl"), builds=(commits[0], commits[1])
+    )
+    return [*lines, "", f"Ours minus CoMLRL's: {comparison_cell(found)}."]
+
+
+def write_report(rows: list[dict], args: argparse.Namespace) -> None:
+    """The CoMLRL section of `--results_md`."""
+    lines = [
+        START,
+        "## Side by side with CoMLRL: AT-GRPO and MAGRPO from the same warm start (issue 62)",
+        "",
+        "Each env in its miniature setting, from the miniature's team warm start (the same weights), K = 4, "
+        f"temperature 1.0, learning rate {LEARNING_RATE:g}, the same budget of sampled completions (the domain's "
+        "miniature budget; CoMLRL's run stops at the first tree that reaches it). Ours: per-role AT-GRPO as the "
+        "miniature's main table trains it. CoMLRL 1.4.3: `MAGRPOTrainer` through `MAGRPOBridge`, one full model "
+        f"per agent, {COMLRL_TURNS} turns, its own defaults (advantage mode `mean`, normalized, an update every "
+        "2 nodes per agent); its agents answer each turn jointly (the plan or tool agent does not read the other's "
+        "answer of the same turn while it trains). Both teams played greedily by `pettingllms-eval` on the "
+        f"miniature's {args.eval_episodes} evaluation-split instances. " + COMPARISON_WORDS,
+        "",
+    ]
+    for env_id in ENVS:
+        if any(r["env"] == env_id for r in rows):
+            lines += [f"### `{env_id}` with `{json.dumps(dict(miniature.DOMAINS[env_id].env_kwargs))}`", "",
+                      *env_lines(rows, env_id), ""]  # fmt: skip
+    if not rows:
+        lines += ["No run yet.", ""]
+    lines += ["Regenerate: `.venv/bin/python scripts/comlrl_study.py` (resumable; `--report` rebuilds this section).",
+              END]  # fmt: skip
+    replace_section(args.results_md, START, END, "\n".join(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
+    parser.add_argument("--trainers", nargs="+", default=list(TRAINERS), choices=list(TRAINERS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(5)))
+    parser.add_argument("--budget", type=int, default=None,
+                        help="sampled completions per run (default: the domain's miniature budget)")  # fmt: skip
+    parser.add_argument("--max_steps", type=int, default=200, help="cap on our optimizer steps per run")
+    parser.add_argument("--eval_episodes", type=int, default=300, help="pettingllms-eval suite size")
+    parser.add_argument("--demos_per_role", type=int, default=miniature.DEMOS_PER_ROLE)
+    parser.add_argument("--warm_start_steps", type=int, default=None, help="SFT steps (default: the study's)")
+    parser.add_argument("--out", type=Path, default=OUT, help="the table; its ledger lies beside it")
+    parser.add_argument("--runs", type=Path, default=RUNS)
+    parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
+    parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
+    args = parser.parse_args()
+    study = Study(args)
+    if args.report:
+        study.rows = ledger.write_table(args.out, RULE)
+    else:
+        study.run()
+    write_report(study.rows, args)
+    print(f"wrote {args.out} and the CoMLRL section of {args.results_md}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,36 @@
+"""scripts/comlrl_study.py without training: CoMLRL's instances for a budget, and the report from ledger rows."""
+
+import argparse
+
+from scripts_loader import load_script
+
+from research import ledger
+
+study = load_script("comlrl_study")
+
+
+def test_comlrl_gets_the_fewest_trees_that_sample_the_budget():
+    # 2 agents x K=4 completions at the root and at each of its 4 children: 40 a tree
+    assert study.comlrl_instances(2500, 2) == 63 and study.comlrl_instances(40, 2) == 1
+    assert study.comlrl_instances(41, 2) == 2 and study.comlrl_instances(5000, 2) == 125
+
+
+def test_the_report_compares_the_trainers_seed_by_seed(tmp_path):
+    out = tmp_path / "comlrl.json"
+    for seed, (ours, theirs) in enumerate([("1100", "1000"), ("1110", "0100"), ("1101", "1000")]):
+        for trainer, successes in (("ours", ours), ("comlrl", theirs)):
+            row = {"env": "plan-path-v0", "trainer": trainer, "seed": seed, "budget": 40, "sampled_completions": 40,
+                   "train_wall_s": 60.0, "success_rate": successes.count("1") / 4, "episodes": 4,
+                   "episode_success": successes}  # fmt: skip
+            ledger.append(
+                out.with_name(ledger.LEDGER_NAME), "comlrl", row, code_commit="abc1234", warm_start="w"
+            )
+    rows = ledger.table_rows(out, study.RULE)
+    args = argparse.Namespace(results_md=tmp_path / "results.md", eval_episodes=4)
+    study.write_report(rows, args)
+    text = args.results_md.read_text()
+    assert "| ours | 66.7 ± 14.4" in text and "s0 50.0, s1 75.0, s2 75.0 |" in text
+    # per seed +25, +50, +50: mean 41.7 points, every seed above: p = 2/2^3 = 0.25
+    assert "Ours minus CoMLRL's: +41.7 [" in text and "p = 0.25 (the smallest possible with 3 seeds)" in text
+    assert "`math-v0`" not in text  # an env without rows gets no table
+
