@@ -831,6 +831,100 @@ def second_turn_lines(main: list[dict]) -> list[str]:
     return lines if len(lines) > 2 else []
 
 
+LOSS_ROWS = {
+    "grpo": {"per-role": "mas+at-grpo-per-role", "shared": "mas+at-grpo-shared", "single+grpo": "single+grpo"},
+    "dr_grpo": {"per-role": "loss=dr_grpo", "shared": "loss=dr_grpo (shared)",
+                "single+grpo": "loss=dr_grpo (single+grpo)"},
+}  # fmt: skip
+"""Per loss, the methods of the code domain's claims: `grpo` in the main table, `dr_grpo` among the ablations."""
+TESTER_AFTER = {"grpo": "tester completions after AT-GRPO (per role)"}
+"""Per loss, the `mechanism` rows of the trained testers' catches (the part measures the main table's runs)."""
+
+
+def _after_feedback(rows: list[dict], method: str) -> dict[int, list[int]]:
+    """seed -> per episode, 1 when `method`'s run solved it after the tester's feedback (turn 2 or later)."""
+    return {
+        r["seed"]: [int(s == "1" and t > 1) for s, t in zip(r["episode_success"], r["episode_turns"])]
+        for r in matching(rows, method=method)
+        if "episode_turns" in r
+    }
+
+
+def code_claims(rows: list[dict]) -> dict[tuple[str, str], tuple[str, dict | None]]:
+    """The code miniature's four pre-registered claims (docs/results/preregistration_code.md) under each loss of
+    `LOSS_ROWS`: (claim, loss) -> (what is compared, its seed-level comparison, marked across builds where its
+    rows' code commits differ; None where a side has no row). 1: per-role AT-GRPO minus the best baseline (by
+    mean success: the untrained coder, the coder after GRPO under the same loss, the untrained team); 2: per role
+    minus shared; 3: the trained tester's greedy catch share minus the warm start's (one figure, against every
+    seed); 4: the share of the suite solved after the tester's feedback, per role minus the untrained team."""
+    trained = [r for r in rows if r["part"] in ("main", "ablations")]
+
+    def builds(*methods: str | None, pool: list[dict] = trained) -> tuple[list, list]:
+        """The code commits of the rows of each of two methods in `pool`."""
+        first, second = ([r.get(ledger.PROVENANCE) for r in matching(pool, method=m)] for m in methods)
+        return first, second
+
+    claims: dict[tuple[str, str], tuple[str, dict | None]] = {}
+    warm = next(iter(matching(rows, part="warmstart", method="tester completions")), None)
+    for loss, names in LOSS_ROWS.items():
+        per_role = names["per-role"]
+        means = {m: np.mean([r["success_rate"] for r in matching(trained, method=m)])
+                 for m in ("single", names["single+grpo"], "mas") if matching(trained, method=m)}  # fmt: skip
+        best = max(means, key=means.get) if means else None
+        claims[("1", loss)] = (
+            f"{per_role} minus the best baseline ({best})",
+            compare_methods(by_seed(trained, method=per_role), by_seed(trained, method=best),
+                            builds=builds(per_role, best)) if best else None,
+        )  # fmt: skip
+        claims[("2", loss)] = (
+            f"{per_role} minus {names['shared']}",
+            compare_methods(by_seed(trained, method=per_role), by_seed(trained, method=names["shared"]),
+                            builds=builds(per_role, names["shared"])),
+        )  # fmt: skip
+        tester = TESTER_AFTER.get(loss)
+        after = (
+            {r["seed"]: [r["greedy_catch_share"]] for r in matching(rows, method=tester)} if tester else {}
+        )
+        claims[("3", loss)] = (
+            "the trained tester's greedy catch share minus the warm start's",
+            compare_methods(after, {s: [warm["greedy_catch_share"]] for s in after},
+                            builds=builds(tester, "tester completions", pool=rows)) if warm and after else None,
+        )  # fmt: skip
+        claims[("4", loss)] = (
+            f"solved after the tester's feedback, {per_role} minus the untrained team",
+            compare_methods(_after_feedback(trained, per_role), _after_feedback(trained, "mas"),
+                            builds=builds(per_role, "mas")),
+        )  # fmt: skip
+    return claims
+
+
+CLAIMS = {
+    "1": "MAS + AT-GRPO (per role) above the best baseline",
+    "2": "per role above shared",
+    "3": "the trained tester catches more of the coder's wrong programs than the warm start's",
+    "4": "more episodes solved after the tester's feedback than by the untrained team",
+}
+"""The code miniature's pre-registered claims, as the report names them."""
+
+
+def claims_lines(rows: list[dict]) -> list[str]:
+    """The claims table: each claim under each loss, its comparison, and whether it reproduces (the pre-registered
+    criterion: the 95% interval above zero)."""
+    lines = ["| claim | loss | compared | difference in points [95% interval], seed-level p, seeds; per seed "
+             "| reproduces? |", "|---|---|---|---|---|"]  # fmt: skip
+    for (claim, loss), (what, comparison) in code_claims(rows).items():
+        if comparison is None or not comparison["per_seed"]:
+            verdict = "not measured yet"
+        elif comparison["ci95"] is not None and comparison["ci95"][0] > 0:
+            verdict = "**yes** (interval above 0)"
+        else:
+            verdict = "**no** (interval holds 0 or lies below it)"
+        lines.append(
+            f"| {claim}: {CLAIMS[claim]} | `{loss}` | {what} | {comparison_cell(comparison)} | {verdict} |"
+        )
+    return lines
+
+
 def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Path) -> None:
     """The domain's section of `results_md`, from the rows of its own setting; rows of candidate settings
     (`--env_kwargs`) appear only in its "Settings tried" table."""
@@ -908,6 +1002,11 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
         lines += ["", *(catch_words(r, f"After per-role AT-GRPO (seed {r['seed']}), the tester", args.val_episodes)
                         for r in after)]  # fmt: skip
         lines += ["", *second_turn_lines(main)]
+    if domain.helper == "tester" and main:
+        lines += ["", "### The pre-registered claims (docs/results/preregistration_code.md)", "",
+                  "Each under each loss: `grpo` in the main table, `dr_grpo` among the ablations. A claim reproduces "
+                  "when its 95% interval over seeds lies above zero. " + COMPARISON_WORDS, "",
+                  *claims_lines(rows)]  # fmt: skip
     elif after:
         greedy = span([100 * r["greedy_correct_program_share"] for r in after])
         sampled = span([100 * r["sampled_correct_program_share"] for r in after])

@@ -7,6 +7,8 @@ import re
 import pytest
 from scripts_loader import load_script
 
+from research import ledger
+
 pytest.importorskip("matplotlib")
 
 
@@ -470,3 +472,45 @@ def test_the_code_domain_checks_the_tester_and_counts_second_turn_solutions(stud
         "The tester catches the near miss shown as the coder's program in 50% of 8 validation problems greedily "
         "and in 25% of samples at temperature 1; 90% of its greedy cases are right."
     )
+
+
+def test_the_code_claims_are_each_pre_registered_comparison_against_hand_worked_figures(study):
+    def row(part, method, seed, successes, turns=None, commit="c1"):
+        return {"part": part, "method": method, "seed": seed, "success_rate": successes.count("1") / len(successes),
+                "episode_success": successes, "episode_turns": turns or [1] * len(successes),
+                ledger.PROVENANCE: commit}  # fmt: skip
+
+    rows = [
+        {"part": "warmstart", "method": "tester completions", "greedy_catch_share": 0.30, ledger.PROVENANCE: "c0"},
+        row("warmstart", "mas", 0, "0000", commit="c0"),  # a warm-start check: not a main-table row
+        *(row("main", "single", s, "1000") for s in (0, 1, 2)),
+        *(row("main", "single+grpo", s, "1100") for s in (0, 1, 2)),
+        *(row("main", "mas", s, "1110", [1, 1, 2, 3]) for s in (0, 1, 2)),
+        row("main", "mas+at-grpo-per-role", 0, "1111", [1, 2, 2, 3]),
+        row("main", "mas+at-grpo-per-role", 1, "1110", [1, 1, 2, 3]),
+        row("main", "mas+at-grpo-per-role", 2, "1111", [1, 1, 2, 2]),
+        *(row("main", "mas+at-grpo-shared", s, "1110") for s in (0, 1, 2)),
+        *({"part": "mechanism", "method": "tester completions after AT-GRPO (per role)", "seed": s,
+           "greedy_catch_share": share, ledger.PROVENANCE: "c1"} for s, share in enumerate((0.50, 0.52, 0.48))),
+    ]  # fmt: skip
+    claims = study.code_claims(rows)
+    what, first = claims[("1", "grpo")]
+    assert what == "mas+at-grpo-per-role minus the best baseline (mas)"  # mas: 75%, above the coder's 25%/50%
+    assert (
+        first["per_seed"] == {0: 0.25, 1: 0.0, 2: 0.25} and not first["across_builds"]
+    )  # not the check at c0
+    assert claims[("2", "grpo")][1]["difference"] == pytest.approx(1 / 6)  # 11/12 against 3/4
+    third = claims[("3", "grpo")][1]
+    assert third["per_seed"] == pytest.approx({0: 0.20, 1: 0.22, 2: 0.18}) and third["across_builds"]
+    # solved after the feedback (turn 2 or later): mas 1 of 4 (turn 2; its turn-3 episode failed); per role 3, 1, 2
+    assert claims[("4", "grpo")][1]["per_seed"] == {0: 0.5, 1: 0.0, 2: 0.25}
+    assert all(claims[(c, "dr_grpo")][1] is None or not claims[(c, "dr_grpo")][1]["per_seed"] for c in "1234")
+    lines = study.claims_lines(rows)
+    assert lines[2].endswith("| **no** (interval holds 0 or lies below it) |")  # +16.7 [-19.2, +52.5]
+    # +20.0, sd 2 points, t(0.975, 2) = 4.303: [+15.0, +25.0], above 0
+    assert (
+        "| 3: " in lines[4]
+        and "+20.0 [+15.0, +25.0]" in lines[4]
+        and lines[4].endswith("| **yes** (interval above 0) |")
+    )
+    assert lines[-1].endswith("| not measured yet |")
