@@ -54,6 +54,8 @@ COMLRL_TURNS = 2
 LEARNING_RATE = 1e-4
 DONE = "done.json"
 """A finished CoMLRL run's record in its folder: sampled completions, instances and training seconds."""
+SMOKE_SETTINGS = ("budget", "max_steps", "eval_episodes", "demos_per_role", "warm_start_steps")
+"""The flags that change what a row measures: runs with other values go to folders and tables of their own."""
 RULE = ledger.Rule("comlrl", ("env", "trainer", "seed"))
 """How the table (`OUT`) is built from the ledger beside it: one row per env, trainer and seed, the last recorded
 (`research.ledger`)."""
@@ -146,12 +148,16 @@ class Study:
                 num_train_epochs=1, logging_steps=10**9,
             ),
         )  # fmt: skip
+        updates = [0]
+        for optimizer in trainer.optimizers:  # one count per AdamW step of any agent
+            optimizer.register_step_post_hook(lambda *_: updates.__setitem__(0, updates[0] + 1))
         started = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - started
         trainer.save_model(str(folder))
         record = {"sampled_completions": sampled[0], "instances": instances, "train_wall_s": round(seconds, 1),
-                  "agents": bridge.agents}  # fmt: skip
+                  "agents": bridge.agents, "updates_per_agent": updates[0] / len(bridge.agents),
+                  "probe_completions": 0}  # fmt: skip
         (folder / DONE).write_text(json.dumps(record) + "\n")
         return folder
 
@@ -187,6 +193,8 @@ class Study:
                     row = {"env": env_id, "env_kwargs": dict(miniature.DOMAINS[env_id].env_kwargs),
                            "trainer": trainer, "seed": seed, "budget": self.budget(env_id),
                            "sampled_completions": spent["sampled_completions"], "train_wall_s": spent["train_wall_s"],
+                           "updates_per_agent": spent["updates_per_agent"],
+                           "probe_completions": spent["probe_completions"],
                            "success_rate": result["success_rate"], "episodes": result["episodes"],
                            "episode_success": "".join(str(int(s)) for s in result["per_episode"]["success"])}  # fmt: skip
                     self.rows = cycle.record(self.args.out, RULE, row, warm_start=model)
@@ -194,11 +202,14 @@ class Study:
 
 
 def _ours_spent(folder: Path) -> dict[str, Any]:
-    """The sampled completions and training seconds of our run `folder`."""
+    """The sampled completions, training seconds, optimizer steps per policy and greedy probes of our run
+    `folder`."""
     rows = [row for row in cycle.read_metrics(folder / "metrics.jsonl") if "train/completions_total" in row]
     return {
         "sampled_completions": rows[-1]["train/completions_total"],
         "train_wall_s": cycle.training_seconds(folder),
+        "updates_per_agent": rows[-1]["step"],  # one optimizer step per policy and training step (per role)
+        "probe_completions": sum(row.get("train/probe_completions", 0) for row in rows),
     }
 
 
@@ -215,9 +226,9 @@ def env_lines(rows: list[dict], env_id: str) -> list[str]:
     """`env_id`'s table: each trainer's success over seeds, its budget and training time, each seed's success;
     then ours minus CoMLRL's, paired by seed."""
     lines = [
-        "| trainer | success %, mean ± sd [95% t-interval] (n) | sampled completions per run | training "
-        "minutes per run | per seed |",
-        "|---|---|---|---|---|",
+        "| trainer | success %, mean ± sd [95% t-interval] (n) | sampled completions + greedy probes per run "
+        "| optimizer steps per agent | training minutes per run | per seed |",
+        "|---|---|---|---|---|---|",
     ]
     for trainer in TRAINERS:
         found = sorted(
@@ -228,7 +239,9 @@ def env_lines(rows: list[dict], env_id: str) -> list[str]:
         minutes = [r["train_wall_s"] / 60 for r in found if r.get("train_wall_s") is not None]
         lines.append(
             f"| {trainer} | {seed_cell([r['success_rate'] for r in found])} "
-            f"| {np.mean([r['sampled_completions'] for r in found]):.0f} "
+            f"| {np.mean([r['sampled_completions'] for r in found]):.0f} + "
+            f"{np.mean([r.get('probe_completions', 0) for r in found]):.0f} "
+            f"| {np.mean([r.get('updates_per_agent', np.nan) for r in found]):.0f} "
             f"| {np.mean(minutes):.1f} | "
             + ", ".join(f"s{r['seed']} {100 * r['success_rate']:.1f}" for r in found)
             + " |"
@@ -256,6 +269,16 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         "2 nodes per agent); its agents answer each turn jointly (the plan or tool agent does not read the other's "
         "answer of the same turn while it trains). Both teams played greedily by `pettingllms-eval` on the "
         f"miniature's {args.eval_episodes} evaluation-split instances. " + COMPARISON_WORDS,
+        "",
+        "What else differs, each trainer as it ships (read from CoMLRL 1.4.3's `magrpo.py`): CoMLRL takes an "
+        "AdamW step every 2 tree nodes per agent, split by turn (the table's optimizer steps: many more than ours "
+        "at the same learning rate); its loss sums each completion's log-probabilities with normalized advantages "
+        "and no clipping, and its generation has no stop string (an answer runs to `max_new_tokens` or the end "
+        "token); the bridge pays it the team reward only (1 when a turn solves the instance), where ours mixes "
+        "in each agent's local shaping and penalties; it trains on 2 joint turns, where ours and the evaluation "
+        "play the env's turn limit in the AEC order. Ours samples greedy probes beside its budget (the table's "
+        "probes, not trained on). Training minutes: ours from its trainer's start (model loading and a "
+        "one-episode evaluation included; the last segment only, for a resumed run), CoMLRL's from `train()`.",
         "",
     ]
     for env_id in ENVS:
@@ -287,6 +310,10 @@ def main() -> int:
     parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
     parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
     args = parser.parse_args()
+    changed = [name for name in SMOKE_SETTINGS if getattr(args, name) != parser.get_default(name)]
+    if changed and (args.out == OUT or args.runs == RUNS):
+        parser.error(f"--{', --'.join(changed)} change the study's settings: give --out and --runs of their own, "
+                     "so that no row or run of the study is mixed with them")  # fmt: skip
     study = Study(args)
     if args.report:
         study.rows = ledger.write_table(args.out, RULE)

@@ -64,6 +64,8 @@ ARMS = {"at": ["--grouping", "agent_turn"], "trajectory": ["--grouping", "trajec
 """Arm -> its grouping: AT-GRPO's (instance, turn, agent) groups of K candidates from one state, the best one
 executed; or K whole episodes per instance, every turn credited with its episode's return."""
 K = 4
+SEEDS = tuple(range(8))
+"""The pre-registered seeds: seed s of every arm from the one warm start, trained with `--seed s`."""
 INSTANCES_PER_STEP = 2
 BUDGET = 2500
 CURVE_EVERY = 256
@@ -90,6 +92,9 @@ CANDIDATES = {
 """Candidate warm starts, in the order `warmstart` tries them: the plan-path miniature's recipe first (its tool
 agent's share of program demonstrations, and the share of those that are imperfect variants), then fewer good
 programs."""
+SMOKE_SETTINGS = ("budget", "max_steps", "select_grids", "val_grids", "eval_grids", "demos_per_role",
+                  "warm_start_steps", "window")  # fmt: skip
+"""The flags that change what a row measures: runs with other values go to folders and tables of their own."""
 RULE = ledger.Rule("credit", ("part", "candidate", "arm", "turns", "seed", "completions", "split"))
 """How the table (`OUT`) is built from the ledger beside it: one row per part, candidate, arm, T, seed, curve point
 and split, the last recorded (`research.ledger`)."""
@@ -202,7 +207,8 @@ class Study:
     def measure_warm_start(self, candidate: str, model: Path, turns: int) -> float:
         """Record `model`'s share of validation turns solved greedily on relays of `turns` grids; return it."""
         slug = candidate.replace(" ", "").replace(",", "_").replace("%", "")
-        result = self.evaluate(str(model), f"warmstart_{slug}_T{turns}", turns, "val", self.args.select_grids)
+        result = self.evaluate(str(model), f"warmstart_{slug}_{model.name}_T{turns}_g{self.args.select_grids}", turns,
+                               "val", self.args.select_grids)  # fmt: skip
         row = {"part": "warmstart", "candidate": candidate, "arm": None, "turns": turns, "seed": 0,
                "completions": 0, "split": "val", **CANDIDATES[candidate]}  # fmt: skip
         row = _measured(row, result, turns)
@@ -232,7 +238,7 @@ class Study:
             "seed": seed,
             "split": "val",
         }
-        start = self.evaluate(str(model), f"warmstart_T{turns}_val{self.args.val_grids}", turns, "val",
+        start = self.evaluate(str(model), f"warmstart_{model.name}_T{turns}_g{self.args.val_grids}", turns, "val",
                               self.args.val_grids)  # fmt: skip
         self.record(_measured({**base, "completions": 0, "steps": 0}, start, turns), model)
         layout = RunLayout(folder)
@@ -240,15 +246,19 @@ class Study:
         for step in sorted(completions):
             if layout.checkpoint(step).folder.is_dir():
                 result = self.evaluate(
-                    str(layout.checkpoint(step).folder), f"{folder.name}_step{step}", turns, "val",
+                    str(layout.checkpoint(step).folder), f"{folder.name}_step{step}_g{self.args.val_grids}", turns, "val",
                     self.args.val_grids,
                 )  # fmt: skip
                 row = {**base, "completions": completions[step], "steps": step}
                 self.record(_measured(row, result, turns), model)
         last = max(completions)
-        result = self.evaluate(str(layout.checkpoint(last).folder), f"{folder.name}_final", turns, "eval",
+        result = self.evaluate(str(layout.checkpoint(last).folder), f"{folder.name}_final_g{self.args.eval_grids}", turns, "eval",
                                self.args.eval_grids)  # fmt: skip
-        row = {**base, "part": "final", "split": "eval", "completions": completions[last], "steps": last}
+        probes = sum(
+            r.get("train/probe_completions", 0) for r in cycle.read_metrics(folder / "metrics.jsonl")
+        )
+        row = {**base, "part": "final", "split": "eval", "completions": completions[last], "steps": last,
+               "probe_completions": probes}  # fmt: skip
         self.record(_measured(row, result, turns), model)
 
 
@@ -295,23 +305,31 @@ def comparison(rows: list[dict], turns: int, measure: str) -> dict | None:
         ours, reference = ({s: [a] for s, a in areas(rows, arm, turns).items()} for arm in ARMS)
     else:
         ours, reference = (finals(rows, arm, turns) for arm in ARMS)
+    part = "curve" if measure == "area" else "final"
     commits = [
-        [
-            r[ledger.PROVENANCE]
-            for r in rows
-            if r["part"] == "final" and (r["arm"], r["turns"]) == (arm, turns)
-        ]
+        [r[ledger.PROVENANCE] for r in rows if (r["part"], r["arm"], r["turns"]) == (part, arm, turns)]
         for arm in ARMS
     ]
     return compare_methods(ours, reference, builds=(commits[0], commits[1]))
 
 
-def verdict(test: dict | None, control: dict | None) -> list[str]:
-    """The pre-registered predictions, each said as it came out: at T = 8 AT minus trajectory on the area above 0
-    with p < 0.05; at T = 1 its 95% interval inside +-5 points."""
+def incomplete(comparison: dict | None, seeds: int) -> str | None:
+    """Why `comparison` cannot be judged yet: not every pre-registered seed of both arms, or not paired (the test
+    the pre-registration names is the paired one); None when it can."""
+    if comparison is None:
+        return "not measured yet"
+    if not comparison["paired"] or comparison["seeds"] != (seeds, seeds):
+        done = min(comparison["seeds"])
+        return f"incomplete ({done} of {seeds} paired seeds): no verdict before every seed of both arms"
+    return None
+
+
+def verdict(test: dict | None, control: dict | None, seeds: int = len(SEEDS)) -> list[str]:
+    """The pre-registered predictions, each said as it came out once every seed of both arms is in (`incomplete`):
+    at T = 8 AT minus trajectory on the area above 0 with p < 0.05; at T = 1 its 95% interval inside +-5 points."""
     lines = []
-    if test is None:
-        lines.append("- T = 8: not measured yet.")
+    if incomplete(test, seeds):
+        lines.append(f"- T = 8: {incomplete(test, seeds)}.")
     else:
         holds = test["difference"] > 0 and test["test"]["p_value"] < 0.05
         lines.append(
@@ -319,8 +337,8 @@ def verdict(test: dict | None, control: dict | None) -> list[str]:
             f"{100 * test['difference']:+.1f} points, p = {test['test']['p_value']:.4f}: "
             + ("**as predicted**." if holds else "**not as predicted (the prediction is falsified)**.")
         )
-    if control is None:
-        lines.append("- T = 1 (the control): not measured yet.")
+    if incomplete(control, seeds):
+        lines.append(f"- T = 1 (the control): {incomplete(control, seeds)}.")
     else:  # no interval: every seed's difference the same, the difference itself
         low, high = control["ci95"] or (control["difference"], control["difference"])
         inside = -0.05 <= low and high <= 0.05
@@ -347,8 +365,8 @@ def warm_start_lines(rows: list[dict], window: Sequence[float]) -> list[str]:
 
 def per_seed_lines(rows: list[dict]) -> list[str]:
     """Each arm's area and final share per seed, and over seeds (`seed_cell`)."""
-    lines = ["| arm | T | area under the validation curve, % | final share of evaluation turns, % | per seed: "
-             "area / final |", "|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| arm | T | area under the validation curve, % | final share of evaluation turns, % | sampled "
+             "completions + greedy probes per run | per seed: area / final |", "|---|---|---|---|---|---|"]  # fmt: skip
     for turns in TURNS:
         for arm in ARMS:
             area, final = areas(rows, arm, turns), finals(rows, arm, turns)
@@ -359,9 +377,16 @@ def per_seed_lines(rows: list[dict]) -> list[str]:
                 f"s{s} {100 * area[s]:.1f} / {100 * shares[s]:.1f}" if s in shares else f"s{s} {100 * area[s]:.1f} / —"
                 for s in sorted(area)
             )  # fmt: skip
+            spent = [r for r in rows if (r["part"], r["arm"], r["turns"]) == ("final", arm, turns)]
+            budget = (
+                f"{np.mean([r['completions'] for r in spent]):.0f} + "
+                f"{np.mean([r.get('probe_completions', 0) for r in spent]):.0f}"
+                if spent
+                else "—"
+            )
             lines.append(
                 f"| {arm} | {turns} | {seed_cell(list(area.values()))} | {seed_cell(list(shares.values()))} "
-                f"| {per_seed} |"
+                f"| {budget} | {per_seed} |"
             )
     return lines
 
@@ -437,6 +462,13 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         "",
         *per_seed_lines(rows),
         "",
+        "What differs between the arms besides the grouping, the same at both T: AT-GRPO executes the best of "
+        "the tool agent's K candidates (so every plan candidate starts from the best proposal), and credits each "
+        "tool candidate with a greedy probe of the plan agent (one completion per candidate, not counted in the "
+        "budget: the table's probes); trajectory GRPO rewards every sample of an episode with the episode's "
+        "return summed over the agents (team and local parts). So the control at T = 1 holds the turns' number "
+        "fixed, not everything else: a difference there would name these, not the credit across turns.",
+        "",
         "### AT minus trajectory, paired by seed",
         "",
         COMPARISON_WORDS + " Here a seed's outcome is its area under the curve (primary) or its final share.",
@@ -475,7 +507,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--parts", nargs="+", default=["warmstart", "runs"], choices=["warmstart", "runs"])
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(8)))
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--turns", type=int, nargs="+", default=list(TURNS), choices=list(TURNS))
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     parser.add_argument("--budget", type=int, default=BUDGET, help="sampled completions per run")
@@ -492,6 +524,10 @@ def main() -> int:
     parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
     parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
     args = parser.parse_args()
+    changed = [name for name in SMOKE_SETTINGS if getattr(args, name) != parser.get_default(name)]
+    if changed and (args.out == OUT or args.runs == RUNS):
+        parser.error(f"--{', --'.join(changed)} change the study's settings: give --out and --runs of their own, "
+                     "so that no row or run of the pre-registered study is mixed with them")  # fmt: skip
     for name in ("select_grids", "val_grids", "eval_grids"):
         if getattr(args, name) % 8:
             parser.error(

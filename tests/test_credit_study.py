@@ -84,6 +84,9 @@ def test_the_report_says_each_prediction_as_it_came_out(tmp_path):
     assert text.count("**as predicted**.") == 2  # a lift on every seed at T = 8, noise of 1 point at T = 1
     assert "p = 0.0078" in text  # 2/256: 8 seeds of one sign, the exact test's floor
     assert (tmp_path / credit.FIGURE).is_file()
+    rows = [r for r in rows if not (r["arm"] == "trajectory" and r["seed"] == 7)]
+    text = _report(tmp_path, rows)  # a seed missing: no verdict yet, and why
+    assert "- T = 8: incomplete (7 of 8 paired seeds): no verdict before every seed of both arms." in text
     assert "precursor on math" in text and "| 8 | +" in text
 
 
@@ -100,7 +103,22 @@ def test_the_study_refuses_to_run_before_a_warm_start_is_chosen(tmp_path):
 
 
 def test_a_control_whose_seeds_all_differ_by_the_same_amount_is_judged_by_that_amount():
-    control = {"difference": 0.0, "ci95": None, "test": {"p_value": 1.0}}
+    control = {"difference": 0.0, "ci95": None, "test": {"p_value": 1.0}, "paired": True, "seeds": (8, 8)}
     assert credit.verdict(None, control)[1].endswith("Measured: [+0.0, +0.0]: **as predicted**.")
-    control = {"difference": 0.07, "ci95": None, "test": {"p_value": 1.0}}
+    control = {**control, "difference": 0.07}
     assert "the control shows a difference" in credit.verdict(None, control)[1]
+    unpaired = {**control, "paired": False, "seeds": (8, 7)}
+    assert "incomplete (7 of 8 paired seeds)" in credit.verdict(None, unpaired)[1]
+
+
+def test_a_smoke_setting_without_folders_of_its_own_is_refused_before_anything_runs(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(credit.ROOT / "scripts" / "credit_study.py"), "--budget", "16"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert (
+        done.returncode == 2 and "--budget change the study's settings: give --out and --runs" in done.stderr
+    )
