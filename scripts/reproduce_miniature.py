@@ -907,14 +907,20 @@ CLAIMS = {
 """The code miniature's pre-registered claims, as the report names them."""
 
 
+CLAIM_SEEDS = 5
+"""The seeds the code miniature's pre-registration runs per trained method: no claim is judged on fewer."""
+
+
 def claims_lines(rows: list[dict]) -> list[str]:
     """The claims table: each claim under each loss, its comparison, and whether it reproduces (the pre-registered
-    criterion: the 95% interval above zero)."""
+    criterion: the 95% interval above zero), judged once both sides hold `CLAIM_SEEDS` paired seeds."""
     lines = ["| claim | loss | compared | difference in points [95% interval], seed-level p, seeds; per seed "
              "| reproduces? |", "|---|---|---|---|---|"]  # fmt: skip
     for (claim, loss), (what, comparison) in code_claims(rows).items():
         if comparison is None or not comparison["per_seed"]:
             verdict = "not measured yet"
+        elif not comparison["paired"] or min(comparison["seeds"]) < CLAIM_SEEDS:
+            verdict = f"not yet ({min(comparison['seeds'])} of {CLAIM_SEEDS} seeds)"
         elif comparison["ci95"] is not None and comparison["ci95"][0] > 0:
             verdict = "**yes** (interval above 0)"
         else:

@@ -474,7 +474,7 @@ def test_the_code_domain_checks_the_tester_and_counts_second_turn_solutions(stud
     )
 
 
-def test_the_code_claims_are_each_pre_registered_comparison_against_hand_worked_figures(study):
+def test_the_code_claims_are_each_pre_registered_comparison_against_hand_worked_figures(study, monkeypatch):
     def row(part, method, seed, successes, turns=None, commit="c1"):
         return {"part": part, "method": method, "seed": seed, "success_rate": successes.count("1") / len(successes),
                 "episode_success": successes, "episode_turns": turns or [1] * len(successes),
@@ -505,6 +505,8 @@ def test_the_code_claims_are_each_pre_registered_comparison_against_hand_worked_
     # solved after the feedback (turn 2 or later): mas 1 of 4 (turn 2; its turn-3 episode failed); per role 3, 1, 2
     assert claims[("4", "grpo")][1]["per_seed"] == {0: 0.5, 1: 0.0, 2: 0.25}
     assert all(claims[(c, "dr_grpo")][1] is None or not claims[(c, "dr_grpo")][1]["per_seed"] for c in "1234")
+    assert study.claims_lines(rows)[2].endswith("| not yet (3 of 5 seeds) |")  # the pre-registration runs 5
+    monkeypatch.setattr(study, "CLAIM_SEEDS", 3)  # the verdicts as they read once every seed is in
     lines = study.claims_lines(rows)
     assert lines[2].endswith("| **no** (interval holds 0 or lies below it) |")  # +16.7 [-19.2, +52.5]
     # +20.0, sd 2 points, t(0.975, 2) = 4.303: [+15.0, +25.0], above 0
