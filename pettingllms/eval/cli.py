@@ -230,10 +230,9 @@ def _evaluate_env(
         "parse_errors": [sum(r.errors.values()) for r in records],
         "turns": [r.turns for r in records],  # turns in which the team acted (a success in turn 2: 2)
     }
-    if all(
-        r.progress is not None for r in records
-    ):  # the env's progression score at each episode's end, 0-100
-        result["per_episode"]["progress"] = [r.progress for r in records]
+    progress = [r.progress for r in records]  # the env's progression score at each episode's end, 0-100
+    if None not in progress:  # an env without one reports none
+        result["per_episode"]["progress"] = progress
     return result
 
 
