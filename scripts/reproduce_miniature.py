@@ -921,10 +921,14 @@ def claims_lines(rows: list[dict]) -> list[str]:
             verdict = "not measured yet"
         elif not comparison["paired"] or min(comparison["seeds"]) < CLAIM_SEEDS:
             verdict = f"not yet ({min(comparison['seeds'])} of {CLAIM_SEEDS} seeds)"
-        elif comparison["ci95"] is not None and comparison["ci95"][0] > 0:
-            verdict = "**yes** (interval above 0)"
-        else:
-            verdict = "**no** (interval holds 0 or lies below it)"
+        else:  # no interval: every seed's difference the same, the difference itself
+            low, high = comparison["ci95"] or (comparison["difference"], comparison["difference"])
+            if low > 0:
+                verdict = "**yes** (interval above 0)"
+            elif high < 0:
+                verdict = "**no**: the opposite (interval below 0)"
+            else:
+                verdict = "**no** (interval holds 0)"
         lines.append(
             f"| {claim}: {CLAIMS[claim]} | `{loss}` | {what} | {comparison_cell(comparison)} | {verdict} |"
         )
