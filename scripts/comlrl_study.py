@@ -39,6 +39,7 @@ import numpy as np
 import reproduce_miniature as miniature
 
 from research import cycle, ledger
+from research.arguments import add_output_arguments, positive_int, refuse_mixed_settings
 from research.markdown import replace_section, seed_cell
 from research.method_comparison import COMPARISON_WORDS, compare_methods
 from research.method_comparison import cell as comparison_cell
@@ -204,12 +205,13 @@ class Study:
 def _ours_spent(folder: Path) -> dict[str, Any]:
     """The sampled completions, training seconds, optimizer steps per policy and greedy probes of our run
     `folder`."""
-    rows = [row for row in cycle.read_metrics(folder / "metrics.jsonl") if "train/completions_total" in row]
+    steps = cycle.training_steps(folder / "metrics.jsonl")
+    last = max(steps)
     return {
-        "sampled_completions": rows[-1]["train/completions_total"],
+        "sampled_completions": steps[last]["train/completions_total"],
         "train_wall_s": cycle.training_seconds(folder),
-        "updates_per_agent": rows[-1]["step"],  # one optimizer step per policy and training step (per role)
-        "probe_completions": sum(row.get("train/probe_completions", 0) for row in rows),
+        "updates_per_agent": last,  # one optimizer step per policy and training step (per role)
+        "probe_completions": sum(row.get("train/probe_completions", 0) for row in steps.values()),
     }
 
 
@@ -299,21 +301,18 @@ def main() -> int:
     parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
     parser.add_argument("--trainers", nargs="+", default=list(TRAINERS), choices=list(TRAINERS))
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(5)))
-    parser.add_argument("--budget", type=int, default=None,
+    parser.add_argument("--budget", type=positive_int, default=None,
                         help="sampled completions per run (default: the domain's miniature budget)")  # fmt: skip
-    parser.add_argument("--max_steps", type=int, default=200, help="cap on our optimizer steps per run")
-    parser.add_argument("--eval_episodes", type=int, default=300, help="pettingllms-eval suite size")
-    parser.add_argument("--demos_per_role", type=int, default=miniature.DEMOS_PER_ROLE)
-    parser.add_argument("--warm_start_steps", type=int, default=None, help="SFT steps (default: the study's)")
-    parser.add_argument("--out", type=Path, default=OUT, help="the table; its ledger lies beside it")
-    parser.add_argument("--runs", type=Path, default=RUNS)
-    parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
-    parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
+    parser.add_argument(
+        "--max_steps", type=positive_int, default=200, help="cap on our optimizer steps per run"
+    )
+    parser.add_argument("--eval_episodes", type=positive_int, default=300, help="pettingllms-eval suite size")
+    parser.add_argument("--demos_per_role", type=positive_int, default=miniature.DEMOS_PER_ROLE)
+    parser.add_argument("--warm_start_steps", type=positive_int, default=None,
+                        help="SFT steps (default: the study's)")  # fmt: skip
+    add_output_arguments(parser, out=OUT, runs=RUNS)
     args = parser.parse_args()
-    changed = [name for name in SMOKE_SETTINGS if getattr(args, name) != parser.get_default(name)]
-    if changed and (args.out == OUT or args.runs == RUNS):
-        parser.error(f"--{', --'.join(changed)} change the study's settings: give --out and --runs of their own, "
-                     "so that no row or run of the study is mixed with them")  # fmt: skip
+    refuse_mixed_settings(parser, args, SMOKE_SETTINGS, out=OUT, runs=RUNS)
     study = Study(args)
     if args.report:
         study.rows = ledger.write_table(args.out, RULE)

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from research import cycle, ledger
+from research.arguments import add_output_arguments, positive_int, refuse_mixed_settings, share
 from research.markdown import replace_section, seed_cell
 from research.method_comparison import COMPARISON_WORDS, compare_methods
 from research.method_comparison import cell as comparison_cell
@@ -207,8 +208,8 @@ class Study:
     def measure_warm_start(self, candidate: str, model: Path, turns: int) -> float:
         """Record `model`'s share of validation turns solved greedily on relays of `turns` grids; return it."""
         slug = candidate.replace(" ", "").replace(",", "_").replace("%", "")
-        result = self.evaluate(str(model), f"warmstart_{slug}_{model.name}_T{turns}_g{self.args.select_grids}", turns,
-                               "val", self.args.select_grids)  # fmt: skip
+        name = f"warmstart_{slug}_{model.name}_T{turns}_g{self.args.select_grids}"
+        result = self.evaluate(str(model), name, turns, "val", self.args.select_grids)
         row = {"part": "warmstart", "candidate": candidate, "arm": None, "turns": turns, "seed": 0,
                "completions": 0, "split": "val", **CANDIDATES[candidate]}  # fmt: skip
         row = _measured(row, result, turns)
@@ -238,27 +239,25 @@ class Study:
             "seed": seed,
             "split": "val",
         }
-        start = self.evaluate(str(model), f"warmstart_{model.name}_T{turns}_g{self.args.val_grids}", turns, "val",
-                              self.args.val_grids)  # fmt: skip
+        name = f"warmstart_{model.name}_T{turns}_g{self.args.val_grids}"
+        start = self.evaluate(str(model), name, turns, "val", self.args.val_grids)
         self.record(_measured({**base, "completions": 0, "steps": 0}, start, turns), model)
         layout = RunLayout(folder)
-        completions = _completions_by_step(folder / "metrics.jsonl")
-        for step in sorted(completions):
+        steps = cycle.training_steps(folder / "metrics.jsonl")
+        for step in sorted(steps):
             if layout.checkpoint(step).folder.is_dir():
+                name = f"{folder.name}_step{step}_g{self.args.val_grids}"
                 result = self.evaluate(
-                    str(layout.checkpoint(step).folder), f"{folder.name}_step{step}_g{self.args.val_grids}", turns, "val",
-                    self.args.val_grids,
-                )  # fmt: skip
-                row = {**base, "completions": completions[step], "steps": step}
+                    str(layout.checkpoint(step).folder), name, turns, "val", self.args.val_grids
+                )
+                row = {**base, "completions": steps[step]["train/completions_total"], "steps": step}
                 self.record(_measured(row, result, turns), model)
-        last = max(completions)
-        result = self.evaluate(str(layout.checkpoint(last).folder), f"{folder.name}_final_g{self.args.eval_grids}", turns, "eval",
-                               self.args.eval_grids)  # fmt: skip
-        probes = sum(
-            r.get("train/probe_completions", 0) for r in cycle.read_metrics(folder / "metrics.jsonl")
-        )
-        row = {**base, "part": "final", "split": "eval", "completions": completions[last], "steps": last,
-               "probe_completions": probes}  # fmt: skip
+        last = max(steps)
+        name = f"{folder.name}_final_g{self.args.eval_grids}"
+        result = self.evaluate(str(layout.checkpoint(last).folder), name, turns, "eval", self.args.eval_grids)
+        probes = sum(row.get("train/probe_completions", 0) for row in steps.values())
+        row = {**base, "part": "final", "split": "eval", "completions": steps[last]["train/completions_total"],
+               "steps": last, "probe_completions": probes}  # fmt: skip
         self.record(_measured(row, result, turns), model)
 
 
@@ -267,15 +266,6 @@ def _measured(row: dict, result: Mapping[str, Any], turns: int) -> dict:
     counts = grids_solved(result, turns)
     share = sum(int(c) for c in counts) / (len(counts) * turns)
     return {**row, "success_rate": share, "episodes": len(counts), "grids_solved": counts}
-
-
-def _completions_by_step(path: Path) -> dict[int, int]:
-    """step -> sampled completions up to it, from a run's metrics.jsonl."""
-    return {
-        row["step"]: row["train/completions_total"]
-        for row in cycle.read_metrics(path)
-        if "train/completions_total" in row
-    }
 
 
 # ----------------------------------------------------------------- the report
@@ -510,24 +500,26 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--turns", type=int, nargs="+", default=list(TURNS), choices=list(TURNS))
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
-    parser.add_argument("--budget", type=int, default=BUDGET, help="sampled completions per run")
-    parser.add_argument("--max_steps", type=int, default=400, help="cap on optimizer steps per run")
-    parser.add_argument("--select_grids", type=int, default=400, help="validation grids judging a warm start")
-    parser.add_argument("--val_grids", type=int, default=128, help="validation grids per curve point")
-    parser.add_argument("--eval_grids", type=int, default=400, help="evaluation grids after the budget")
-    parser.add_argument("--demos_per_role", type=int, default=WARM_START["demos_per_role"])
-    parser.add_argument("--warm_start_steps", type=int, default=None, help="SFT steps (default: the study's)")
-    parser.add_argument("--window", type=float, nargs=2, default=list(WINDOW), metavar=("LOW", "HIGH"),
+    parser.add_argument("--budget", type=positive_int, default=BUDGET, help="sampled completions per run")
+    parser.add_argument("--max_steps", type=positive_int, default=400, help="cap on optimizer steps per run")
+    parser.add_argument("--select_grids", type=positive_int, default=400,
+                        help="validation grids judging a warm start")  # fmt: skip
+    parser.add_argument(
+        "--val_grids", type=positive_int, default=128, help="validation grids per curve point"
+    )
+    parser.add_argument(
+        "--eval_grids", type=positive_int, default=400, help="evaluation grids after the budget"
+    )
+    parser.add_argument("--demos_per_role", type=positive_int, default=WARM_START["demos_per_role"])
+    parser.add_argument("--warm_start_steps", type=positive_int, default=None,
+                        help="SFT steps (default: the study's)")  # fmt: skip
+    parser.add_argument("--window", type=share, nargs=2, default=list(WINDOW), metavar=("LOW", "HIGH"),
                         help="the warm start's share of turns to choose it by (smoke runs widen it)")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=OUT, help="the table; its ledger lies beside it")
-    parser.add_argument("--runs", type=Path, default=RUNS)
-    parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
-    parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
+    add_output_arguments(parser, out=OUT, runs=RUNS)
     args = parser.parse_args()
-    changed = [name for name in SMOKE_SETTINGS if getattr(args, name) != parser.get_default(name)]
-    if changed and (args.out == OUT or args.runs == RUNS):
-        parser.error(f"--{', --'.join(changed)} change the study's settings: give --out and --runs of their own, "
-                     "so that no row or run of the pre-registered study is mixed with them")  # fmt: skip
+    if args.window[0] > args.window[1]:
+        parser.error(f"--window {args.window[0]} {args.window[1]}: LOW must not exceed HIGH")
+    refuse_mixed_settings(parser, args, SMOKE_SETTINGS, out=OUT, runs=RUNS)
     for name in ("select_grids", "val_grids", "eval_grids"):
         if getattr(args, name) % 8:
             parser.error(

@@ -43,6 +43,7 @@ from typing import NamedTuple
 import numpy as np
 
 from research import cycle, ledger
+from research.arguments import add_output_arguments
 from research.markdown import replace_section
 from research.method_comparison import COMPARISON_WORDS, compare_methods
 from research.method_comparison import cell as comparison_cell
@@ -647,10 +648,7 @@ def main() -> int:
     parser.add_argument("--eval_episodes", type=int, default=300, help="pettingllms-eval suite size")
     parser.add_argument("--demos_per_role", type=int, default=WARM_START["demos_per_role"])
     parser.add_argument("--warm_start_steps", type=int, default=None, help="SFT steps (default: the study's)")
-    parser.add_argument("--out", type=Path, default=OUT, help="the table; its ledger lies beside it")
-    parser.add_argument("--runs", type=Path, default=RUNS)
-    parser.add_argument("--results_md", type=Path, default=ROOT / "docs" / "results.md")
-    parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
+    add_output_arguments(parser, out=OUT, runs=RUNS)
     args = parser.parse_args()
     study = Study(args)
     if args.report:  # the table, rebuilt from the ledger by the rule

@@ -209,10 +209,27 @@ def test_a_row_is_recorded_on_the_ledger_beside_its_table_and_once(tmp_path):
     out = tmp_path / "results" / "table.json"  # its folder is made
     rule = ledger.Rule("cycle-test", ("method",))
     rows = cycle.record(out, rule, {"method": "a", "success_rate": 0.5}, warm_start=None)
-    commit = ledger.code_version(cycle.REPO)  # the table's row names the commit its ledger line was recorded at
+    commit = ledger.code_version(
+        cycle.REPO
+    )  # the table's row names the commit its ledger line was recorded at
     assert rows == [{"method": "a", "success_rate": 0.5, "code_commit": commit}]
     assert json.loads(out.read_text()) == rows
     cycle.record(out, rule, {"method": "a", "success_rate": 0.5}, warm_start=None)  # held as it is
     entries = ledger.read_ledger(out.with_name(ledger.LEDGER_NAME))
     assert len(entries) == 1 and entries[0].study == "cycle-test"
     assert cycle.REPO == Path(__file__).resolve().parents[1]  # the checkout whose code version rows name
+
+
+def test_a_step_a_resumed_run_trained_again_counts_once(tmp_path):
+    rows = [
+        {"step": 0, "eval/success_rate": 0.1},  # the step-0 evaluation: no training row
+        {"step": 1, "train/completions_total": 128, "train/probe_completions": 16},
+        {"step": 2, "train/completions_total": 256, "train/probe_completions": 16},  # killed after this row
+        {"step": 2, "train/completions_total": 256, "train/probe_completions": 15},  # resumed from step 1
+        {"step": 3, "train/completions_total": 384, "train/probe_completions": 16},
+    ]
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    steps = cycle.training_steps(path)
+    assert sorted(steps) == [1, 2, 3] and steps[2]["train/probe_completions"] == 15
+    assert sum(row["train/probe_completions"] for row in steps.values()) == 47

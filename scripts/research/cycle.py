@@ -30,6 +30,12 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def training_steps(path: Path) -> dict[int, dict[str, Any]]:
+    """step -> the training row of a run's metrics.jsonl at `path` (one that counts `train/completions_total`),
+    the last one written for each step: a step a resumed run trained again counts once."""
+    return {row["step"]: row for row in read_metrics(path) if "train/completions_total" in row}
+
+
 def finished(
     metrics_path: Path,
     max_steps: int | None = None,
