@@ -34,7 +34,8 @@ drawn, on the validation split (`--eval_split val`), never on the reported suite
    1,000, and 2,500 for the others, to fit the CPU budget; `max_completions`: a run stops after the step that
    reaches it), K=4 candidates or episodes per step, 8 instances per step for the team and 16 for the single
    agent.
-3. `mechanism`: what the per-role AT-GRPO runs' helpers write after RL (as in `warmstart`).
+3. `mechanism`: what the per-role AT-GRPO runs' helpers write after RL (as in `warmstart`): the main table's runs, and
+   the `loss=dr_grpo` ablation's runs this runs folder holds.
 
 The code domain (`--env code-v0`, generated problems) has a tester where the others have a tool agent: its
 `warmstart` ceiling is the team with an oracle tester (every hidden test as a case), and what it measures of the
@@ -481,17 +482,20 @@ class Study:
         return shares
 
     def helper_after_rl(self) -> None:
-        """Part `mechanism`: what the per-role AT-GRPO runs' helpers write after RL (as in `warmstart`)."""
+        """Part `mechanism`: what the per-role AT-GRPO runs' helpers write after RL (as in `warmstart`): the main
+        table's runs of `--seeds`, then the `dr_grpo` ablation's runs of `--ablation_seeds` that this runs folder
+        holds (`MECHANISM_RUNS`)."""
         from pettingllms.runs.layout import RunLayout
 
         helper = self.domain.helper
-        for seed in self.args.seeds:
-            folder = self.runs / f"main_mas+at-grpo-per-role_s{seed}"
-            checkpoint = RunLayout(folder).latest_intact(log=lambda _: None) if folder.is_dir() else None
-            if checkpoint is not None:
-                shares = self.helper_shares(checkpoint.model(helper))
-                self.record({"part": "mechanism", "method": f"{helper} completions after AT-GRPO (per role)",
-                             "seed": seed, **shares}, self.warm_start("mas"))  # fmt: skip
+        for (part, method), suffix in MECHANISM_RUNS.items():
+            for seed in self.args.seeds if part == "main" else self.args.ablation_seeds:
+                folder = self.runs / run_name(part, method, seed)
+                checkpoint = RunLayout(folder).latest_intact(log=lambda _: None) if folder.is_dir() else None
+                if checkpoint is not None:
+                    shares = self.helper_shares(checkpoint.model(helper))
+                    self.record({"part": "mechanism", "method": f"{helper} completions after AT-GRPO ({suffix})",
+                                 "seed": seed, **shares}, self.warm_start("mas"))  # fmt: skip
 
     def main_table(self) -> None:
         for seed in self.args.seeds:  # seed by seed: an interrupted study has every row for its first seeds
@@ -837,8 +841,16 @@ LOSS_ROWS = {
                 "single+grpo": "loss=dr_grpo (single+grpo)"},
 }  # fmt: skip
 """Per loss, the methods of the code domain's claims: `grpo` in the main table, `dr_grpo` among the ablations."""
-TESTER_AFTER = {"grpo": "tester completions after AT-GRPO (per role)"}
-"""Per loss, the `mechanism` rows of the trained testers' catches (the part measures the main table's runs)."""
+MECHANISM_RUNS = {
+    ("main", "mas+at-grpo-per-role"): "per role",
+    ("ablations", "loss=dr_grpo"): "per role, dr_grpo",
+}
+"""The runs whose helpers the `mechanism` part measures (part, method) and the words its rows' methods end with."""
+TESTER_AFTER = {
+    "grpo": "tester completions after AT-GRPO (per role)",
+    "dr_grpo": "tester completions after AT-GRPO (per role, dr_grpo)",
+}
+"""Per loss, the `mechanism` rows of the trained testers' catches (`MECHANISM_RUNS`)."""
 
 
 def _after_feedback(rows: list[dict], method: str) -> dict[int, list[int]]:
@@ -1009,7 +1021,8 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
                   "|---|---|---|", *paired]  # fmt: skip
     after = [r for r in rows if r["part"] == "mechanism"]
     if after and domain.helper == "tester":
-        lines += ["", *(catch_words(r, f"After per-role AT-GRPO (seed {r['seed']}), the tester", args.val_episodes)
+        lines += ["", *(catch_words(r, f"After {r['method'].removeprefix('tester completions after ')}, seed "
+                                       f"{r['seed']}, the tester", args.val_episodes)
                         for r in after)]  # fmt: skip
         lines += ["", *second_turn_lines(main)]
     if domain.helper == "tester" and main:
@@ -1017,7 +1030,7 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
                   "Each under each loss: `grpo` in the main table, `dr_grpo` among the ablations. A claim reproduces "
                   "when its 95% interval over seeds lies above zero. " + COMPARISON_WORDS, "",
                   *claims_lines(rows)]  # fmt: skip
-    elif after:
+    elif after := matching(after, method=f"{domain.helper} completions after AT-GRPO (per role)"):
         greedy = span([100 * r["greedy_correct_program_share"] for r in after])
         sampled = span([100 * r["sampled_correct_program_share"] for r in after])
         lines += ["", f"After per-role AT-GRPO ({len(after)} seeds), the tool agent writes the correct program on the "

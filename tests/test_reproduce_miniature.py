@@ -347,6 +347,34 @@ def test_every_trained_method_has_its_dr_grpo_ablation_in_its_own_workflow(study
     assert ("loss=dr_grpo (single+grpo)", "single") in [(m, w) for m, w, _ in ran]
 
 
+def test_the_mechanism_part_measures_both_losses_per_role_runs_that_exist(study, tmp_path, monkeypatch):
+    from pettingllms.runs import layout
+
+    class Checkpoint:  # the newest intact checkpoint of a run folder: its helper's model is the folder's name
+        def __init__(self, folder):
+            self.folder = folder
+
+        def model(self, role):
+            return f"{self.folder.name}/{role}"
+
+    monkeypatch.setattr(layout.RunLayout, "latest_intact", lambda self, log: Checkpoint(self.root))
+    runner = study.Study.__new__(study.Study)
+    runner.args = argparse.Namespace(seeds=[0, 1], ablation_seeds=[2])
+    runner.domain, runner.runs, recorded = study.DOMAINS["code-v0"], tmp_path, []
+    for name in ("main_mas+at-grpo-per-role_s1", "ablations_loss-dr_grpo_s2", "ablations_loss-dr_grpo_s0"):
+        (tmp_path / name).mkdir()  # seed 0 of the main table has no folder; dr_grpo's seed 0 is not asked for
+    runner.helper_shares = lambda model: {"model": model}
+    runner.warm_start = lambda workflow: workflow
+    runner.record = lambda row, warm_start: recorded.append(
+        (row["method"], row["seed"], row["model"], warm_start)
+    )
+    runner.helper_after_rl()
+    assert recorded == [
+        (study.TESTER_AFTER["grpo"], 1, "main_mas+at-grpo-per-role_s1/tester", "mas"),
+        (study.TESTER_AFTER["dr_grpo"], 2, "ablations_loss-dr_grpo_s2/tester", "mas"),
+    ]
+
+
 def test_run_names_are_path_safe_unique_and_keep_the_recorded_runs_names(study):
     names = [study.run_name("main", m, 0) for m in study.MAIN_ROWS if m not in ("single", "mas")]
     names += [study.run_name("ablations", a, 0) for a in study.ABLATIONS]
@@ -492,6 +520,8 @@ def test_the_code_claims_are_each_pre_registered_comparison_against_hand_worked_
         *(row("main", "mas+at-grpo-shared", s, "1110") for s in (0, 1, 2)),
         *({"part": "mechanism", "method": "tester completions after AT-GRPO (per role)", "seed": s,
            "greedy_catch_share": share, ledger.PROVENANCE: "c1"} for s, share in enumerate((0.50, 0.52, 0.48))),
+        {"part": "mechanism", "method": "tester completions after AT-GRPO (per role, dr_grpo)", "seed": 0,
+         "greedy_catch_share": 0.10, ledger.PROVENANCE: "c2"},
     ]  # fmt: skip
     claims = study.code_claims(rows)
     what, first = claims[("1", "grpo")]
@@ -504,7 +534,9 @@ def test_the_code_claims_are_each_pre_registered_comparison_against_hand_worked_
     assert third["per_seed"] == pytest.approx({0: 0.20, 1: 0.22, 2: 0.18}) and third["across_builds"]
     # solved after the feedback (turn 2 or later): mas 1 of 4 (turn 2; its turn-3 episode failed); per role 3, 1, 2
     assert claims[("4", "grpo")][1]["per_seed"] == {0: 0.5, 1: 0.0, 2: 0.25}
-    assert all(claims[(c, "dr_grpo")][1] is None or not claims[(c, "dr_grpo")][1]["per_seed"] for c in "1234")
+    # dr_grpo's tester against the warm start: its own row, not grpo's
+    assert claims[("3", "dr_grpo")][1]["per_seed"] == pytest.approx({0: -0.20})
+    assert all(claims[(c, "dr_grpo")][1] is None or not claims[(c, "dr_grpo")][1]["per_seed"] for c in "124")
     assert study.claims_lines(rows)[2].endswith("| not yet (3 of 5 seeds) |")  # the pre-registration runs 5
     monkeypatch.setattr(study, "CLAIM_SEEDS", 3)  # the verdicts as they read once every seed is in
     lines = study.claims_lines(rows)
