@@ -92,7 +92,7 @@ class Study:
         variant = None
         if self.args.demos_per_role != miniature.DEMOS_PER_ROLE or self.args.warm_start_steps is not None:
             variant = (self.args.demos_per_role, self.args.warm_start_steps or settings["sft_steps"])
-        return cycle.warm_start(env_id, settings, variant)
+        return cycle.warm_start(env_id, settings, variant, keep=self.args.out.parent)
 
     def budget(self, env_id: str) -> int:
         return self.args.budget or miniature.DOMAINS[env_id].budget

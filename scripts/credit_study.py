@@ -163,7 +163,7 @@ class Study:
         variant = None
         if self.args.demos_per_role != WARM_START["demos_per_role"] or self.args.warm_start_steps is not None:
             variant = (self.args.demos_per_role, self.args.warm_start_steps or WARM_START["sft_steps"])
-        return cycle.warm_start(ENV_ID, settings, variant)
+        return cycle.warm_start(ENV_ID, settings, variant, keep=self.args.out.parent)
 
     def evaluate(self, policy: str, name: str, turns: int, split: str, grids: int) -> dict:
         """`pettingllms-eval` of `policy` on `grids` grids of `split` played as relays of `turns` grids

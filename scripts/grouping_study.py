@@ -133,7 +133,7 @@ class Study:
         }  # fmt: skip
         steps = self.args.warm_start_steps
         variant = None if steps is None else (self.args.demos_per_role, steps)
-        return cycle.warm_start(ENV_ID, settings, variant)
+        return cycle.warm_start(ENV_ID, settings, variant, keep=self.args.out.parent)
 
     def train(self, name: str, seed: int, flags: list[str]) -> Path:
         """One run of `--budget` completions with a checkpoint every step (`cycle.train`: resumed, or skipped

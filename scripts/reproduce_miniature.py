@@ -291,7 +291,7 @@ class Study:
         variant = None
         if self.args.demos_per_role != DEMOS_PER_ROLE or self.args.warm_start_steps is not None:
             variant = (self.args.demos_per_role, self.args.warm_start_steps or settings["sft_steps"])
-        return cycle.warm_start(self.env_id, settings, variant)
+        return cycle.warm_start(self.env_id, settings, variant, keep=self.args.out.parent)
 
     def train(self, name: str, workflow: str, seed: int, flags: list[str], env_kwargs: dict) -> Path:
         """One training run (`cycle.train`: resumed if it has a checkpoint, skipped once it ended with its

@@ -139,7 +139,9 @@ def main() -> int:
     rows = ledger.write_table(args.out, RULE) if args.report else ledger.table_rows(args.out, RULE)
     if not args.report:
         model = args.model_name_or_path or str(
-            cycle.warm_start(ENV_ID, {"env_kwargs": SETTING, "log": print, **WARM_START})
+            cycle.warm_start(
+                ENV_ID, {"env_kwargs": SETTING, "log": print, **WARM_START}, keep=args.out.parent
+            )
         )
         for seed in args.seeds:  # seed by seed: an interrupted study has every team size for its first seeds
             teams = [*((n, "shaped") for n in args.sizes), (2, "outcome")]

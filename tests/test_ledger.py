@@ -230,18 +230,25 @@ def test_recording_a_row_the_table_holds_from_the_same_code_and_weights_appends_
     record(0.5)  # the first row again is a change from the table's last line: recorded
     assert [entry.row["success_rate"] for entry in read_ledger(path)] == [0.5, 0.6, 0.5]
     (weights / "model.safetensors").write_bytes(b"\x01")
-    record(0.5)  # the same row from other weights
+    with pytest.raises(ValueError, match=r"line 3 of .* rebuilt, not restored.*kept warm start"):
+        record(0.5)  # the same row from other weights by the same code: a warm start rebuilt, not restored
+    assert len(read_ledger(path)) == 3
     (repo / "scripts" / "study.py").write_text("changed = True\n")
     _commit(repo, "second")
-    record(0.5)  # and from other code
+    record(0.5)  # from other code (and weights): a rerun
     entries = read_ledger(path)
-    assert len(entries) == 5
-    assert entries[3].warm_start != entries[2].warm_start and entries[4].code_commit != entries[3].code_commit
-    commit = entries[4].code_commit
+    assert len(entries) == 4
+    assert entries[3].warm_start != entries[2].warm_start and entries[3].code_commit != entries[2].code_commit
+    commit = entries[3].code_commit
     assert json.loads(table.read_text()) == [_row("a", 0, 0.5, interval_95=[0.4, 0.6], code_commit=commit)]
     copied = json.loads(table.read_text())[0]  # a row copied from the table, as an ablation reuses a main run
     ledger.record(table, RULE, {**copied, "code_commit": "not this line's"}, repo=repo, warm_start=weights)
-    assert len(read_ledger(path)) == 5  # the table already holds it: its provenance is no part of the row
+    assert len(read_ledger(path)) == 4  # the table already holds it: its provenance is no part of the row
+    (repo / "scripts" / "study.py").write_text("changed = False\n")  # uncommitted: a dirty checkout
+    for byte in (b"\x02", b"\x03"):
+        (weights / "model.safetensors").write_bytes(byte)
+        record(0.5)  # a dirty checkout's code is unknown: a row from other weights is not refused
+    assert len(read_ledger(path)) == 6
 
 
 def test_a_resumed_miniature_publishes_a_row_under_the_line_that_holds_it_not_the_ledgers_last(tmp_path):

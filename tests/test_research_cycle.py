@@ -233,3 +233,31 @@ def test_a_step_a_resumed_run_trained_again_counts_once(tmp_path):
     steps = cycle.training_steps(path)
     assert sorted(steps) == [1, 2, 3] and steps[2]["train/probe_completions"] == 15
     assert sum(row["train/probe_completions"] for row in steps.values()) == 47
+
+
+def test_a_studys_warm_start_is_kept_beside_its_table_and_used_from_there(monkeypatch, tmp_path):
+    import pettingllms.warmstart.build
+
+    builds = []
+
+    def build(env_id, **settings):  # a warm start in the cache: its weights and manifest
+        folder = tmp_path / "cache" / f"tiny-{env_id}-{settings['workflow']}-{settings['tag']}-v2"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "model.safetensors").write_bytes(bytes([len(builds)]))  # a rebuild is not byte-identical
+        (folder / "warmstart.json").write_text("{}")
+        builds.append(settings["tag"])
+        return folder
+
+    monkeypatch.setattr(pettingllms.warmstart.build, "ensure_tiny_model", build)
+    settings, results = {"workflow": "mas", "tag": "mini7"}, tmp_path / "results"
+    kept = cycle.warm_start("plan-path-v0", settings, keep=results)
+    assert kept == results / cycle.WARM_STARTS / "tiny-plan-path-v0-mas-mini7-v2"
+    assert (kept / "model.safetensors").read_bytes() == b"\x00" and builds == ["mini7"]
+    # a new machine (no cache): the kept copy, not a rebuild
+    assert cycle.warm_start("plan-path-v0", settings, keep=results) == kept and builds == ["mini7"]
+    assert (kept / "model.safetensors").read_bytes() == b"\x00"
+    (kept / "warmstart.json").unlink()  # a copy cut short is no warm start: copied again, whole
+    assert cycle.warm_start("plan-path-v0", settings, keep=results) == kept and builds == ["mini7", "mini7"]
+    assert sorted(p.name for p in kept.iterdir()) == ["model.safetensors", "warmstart.json"]
+    smoke = cycle.warm_start("plan-path-v0", settings, (40, 2), keep=results)  # a smoke run's: not kept
+    assert smoke.parent == tmp_path / "cache" and len(list((results / cycle.WARM_STARTS).iterdir())) == 1

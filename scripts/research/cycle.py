@@ -11,6 +11,7 @@ The trainer, the evaluation and the warm-start builder are imported inside the f
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -126,18 +127,49 @@ def evaluate(argv: list[str], output: Path, env_id: str) -> dict[str, Any]:
     return eval_result(output, env_id)
 
 
-def warm_start(env_id: str, settings: dict[str, Any], variant: tuple[int, int] | None = None) -> Path:
+WARM_STARTS = "warm_starts"
+"""The folder beside a study's table (and the ledger) that keeps the study's warm starts, committed with its rows:
+a rebuild is not byte-identical (its manifest holds wall times; its demonstrations and fine-tuning may differ from
+machine to machine), so a study whose runs span machines trains every run from the kept copy."""
+
+
+def warm_start(
+    env_id: str, settings: dict[str, Any], variant: tuple[int, int] | None = None, *, keep: Path | None = None
+) -> Path:
     """The tiny model warm-started for `env_id` with `settings` (`ensure_tiny_model`'s keywords: `env_kwargs`,
     `workflow`, `tag`, `demos_per_role`, `sft_steps`, ...), built on first use and cached under its tag. A
     `variant` (demonstrations per role, SFT steps: a smoke run's) replaces those two settings and is built
-    under its own tag, `<tag>_<demos>d_<steps>s`, beside the study's."""
-    from pettingllms.warmstart.build import ensure_tiny_model
+    under its own tag, `<tag>_<demos>d_<steps>s`, beside the study's.
+
+    With `keep` (the folder of the study's table) the study's own warm start (no `variant`) is the copy kept in
+    `keep/WARM_STARTS/<its cache folder's name>`: used as it is when kept, else built (or found in the cache),
+    copied there whole and returned from there."""
+
+    from pettingllms.warmstart.build import MANIFEST, ensure_tiny_model, tiny_model_dir
 
     if variant is not None:
         demos, steps = variant
         tag = f"{settings['tag']}_{demos}d_{steps}s"
-        settings = {**settings, "demos_per_role": demos, "sft_steps": steps, "tag": tag}
-    return ensure_tiny_model(env_id, **settings)
+        return ensure_tiny_model(
+            env_id, **{**settings, "demos_per_role": demos, "sft_steps": steps, "tag": tag}
+        )
+    if keep is None:
+        return ensure_tiny_model(env_id, **settings)
+    name = tiny_model_dir(
+        env_id,
+        settings.get("workflow", "mas"),
+        untrained=settings.get("sft_steps") == 0,
+        tag=settings.get("tag"),
+    ).name
+    kept = keep / WARM_STARTS / name
+    if not (kept / MANIFEST).is_file():
+        built = ensure_tiny_model(env_id, **settings)
+        staging = kept.with_name(f".{name}-copying")
+        shutil.rmtree(staging, ignore_errors=True)  # a copy an earlier process left half done
+        shutil.copytree(built, staging)
+        shutil.rmtree(kept, ignore_errors=True)  # a folder without a manifest is no warm start
+        staging.rename(kept)
+    return kept
 
 
 def record(out: Path, rule: ledger.Rule, row: dict[str, Any], *, warm_start: Path | None) -> list[dict]:

@@ -226,17 +226,48 @@ def record(
 
     A row the table already holds as it is (the same identity's last line has the same row, code commit and warm
     start) is not appended again: a resumed study re-reads its cached evaluations, and recording them once more
-    would list the first line as set aside by a "rerun" that measured nothing new."""
+    would list the first line as set aside by a "rerun" that measured nothing new. A row whose identity's last
+    line was recorded at the same (clean) code commit from another warm start is refused (ValueError naming the
+    line and the fix), the ledger unchanged: that warm start was rebuilt, not restored (`cycle.warm_start`)."""
     ledger = Path(table).with_name(LEDGER_NAME)
     row = {key: value for key, value in row.items() if key != PROVENANCE}
     code_commit, digest = code_version(repo), folder_digest(warm_start)
     selection = select(read_ledger(ledger), rule)
+    rebuilt = _from_another_warm_start(selection, rule, row, code_commit, digest)
+    if rebuilt is not None:
+        raise ValueError(
+            f"line {rebuilt.n} of {ledger} holds this row ({rule.identity(row)}) from warm start "
+            f"{rebuilt.warm_start[:12]} at code commit {code_commit}; this one comes from warm start "
+            f"{digest[:12]} at the same commit: the warm start was rebuilt, not restored (a rebuild is not "
+            "byte-identical), and a row is never replaced by one from another warm start. Start the study from the "
+            "kept warm start (the table's folder's warm_starts/), or record the rerun under a new code commit"
+        )
     if not _holds(selection, rule, row, code_commit, digest):
         append(ledger, rule.study, row, code_commit=code_commit, warm_start=digest)
         selection = select(read_ledger(ledger), rule)
     rows = selection.rows
     Path(table).write_text(json.dumps(rows, indent=1) + "\n")
     return rows
+
+
+def _from_another_warm_start(
+    selection: Selection, rule: Rule, row: dict[str, Any], code_commit: str | None, warm_start: str | None
+) -> Entry | None:
+    """The entry of `selection` with `row`'s identity recorded at `code_commit` from a warm start other than
+    `warm_start` (both known), or None: the same code cannot have built two warm starts on purpose."""
+    identity = rule.identity(row)
+    return next(
+        (
+            entry
+            for entry in selection.entries
+            if rule.identity(entry.row) == identity
+            and entry.code_commit == code_commit
+            and None not in (entry.warm_start, warm_start, code_commit)
+            and not code_commit.endswith("+dirty")  # a dirty checkout's code is not known to be the same
+            and entry.warm_start != warm_start
+        ),
+        None,
+    )
 
 
 def _holds(
