@@ -156,6 +156,7 @@ def test_the_history_recovers_every_row_version_a_study_ever_committed(tmp_path)
         ("scaling_study", "scaling.json"),
         ("pretrained_study", "pretrained.json"),
         ("pretrained_rl_study", "pretrained_rl.json"),
+        ("credit_study", "credit.json"),
     ],
 )
 def test_each_committed_table_is_what_its_rule_selects_from_the_ledger(script, table):
@@ -165,6 +166,16 @@ def test_each_committed_table_is_what_its_rule_selects_from_the_ledger(script, t
         f"docs/results/{table} is not what {script}.RULE selects from docs/results/ledger.jsonl: tables are "
         "built from the ledger (rerun the study's --report), never edited"
     )
+
+
+def test_every_kept_warm_start_is_the_one_its_rows_name():
+    """A kept warm start (`research.cycle.warm_start`) is committed with the rows measured on it: its digest is on
+    the ledger, so a later run from the copy trains from the weights the first rows did."""
+    kept = sorted((LEDGER.parent / "warm_starts").iterdir())
+    named = {entry.warm_start for entry in read_ledger(LEDGER)}
+    assert kept and all(ledger.folder_digest(folder) in named for folder in kept), [
+        folder.name for folder in kept if ledger.folder_digest(folder) not in named
+    ]
 
 
 def test_the_grouping_studys_first_seed_0_rows_are_on_the_record():
