@@ -369,16 +369,16 @@ def test_a_cached_build_is_questioned_only_for_settings_that_change_its_weights(
     (tmp_path / build.MANIFEST).write_text(json.dumps({"settings": built.to_json()}))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # another evaluation size is not another model: no warning
-        build._warn_if_different(tmp_path, dataclasses.replace(built, eval_episodes=200))
+        build.warn_if_different(tmp_path, dataclasses.replace(built, eval_episodes=200))
     with pytest.warns(
-        UserWarning, match=r"built with other settings: sft_steps=7 \(cached: \d+\); pass"
+        UserWarning, match=r"built with other settings: sft_steps=7 \(built: \d+\); pass"
     ) as caught:
-        build._warn_if_different(tmp_path, dataclasses.replace(built, sft_steps=7, eval_episodes=200))
+        build.warn_if_different(tmp_path, dataclasses.replace(built, sft_steps=7, eval_episodes=200))
     assert "eval_episodes" not in str(caught[0].message)
     older = {key: value for key, value in built.to_json().items() if key != "plan_noise"}  # before the field
     (tmp_path / build.MANIFEST).write_text(json.dumps({"settings": older}))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a field the build predates counts as its default
-        build._warn_if_different(tmp_path, built)
-    with pytest.warns(UserWarning, match=r"plan_noise=0.6 \(cached: 0.2\)"):
-        build._warn_if_different(tmp_path, dataclasses.replace(built, plan_noise=0.6))
+        build.warn_if_different(tmp_path, built)
+    with pytest.warns(UserWarning, match=r"plan_noise=0.6 \(built: 0.2\)"):
+        build.warn_if_different(tmp_path, dataclasses.replace(built, plan_noise=0.6))

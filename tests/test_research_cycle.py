@@ -244,12 +244,14 @@ def test_a_studys_warm_start_is_kept_beside_its_table_and_used_from_there(monkey
         folder = tmp_path / "cache" / f"tiny-{env_id}-{settings['workflow']}-{settings['tag']}-v2"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "model.safetensors").write_bytes(bytes([len(builds)]))  # a rebuild is not byte-identical
-        (folder / "warmstart.json").write_text("{}")
+        recipe = {key: value for key, value in settings.items() if key != "tag"}
+        manifest = {"settings": pettingllms.warmstart.build.build_settings(env_id, **recipe).to_json()}
+        (folder / "warmstart.json").write_text(json.dumps(manifest))
         builds.append(settings["tag"])
         return folder
 
     monkeypatch.setattr(pettingllms.warmstart.build, "ensure_tiny_model", build)
-    settings, results = {"workflow": "mas", "tag": "mini7"}, tmp_path / "results"
+    settings, results = {"workflow": "mas", "tag": "mini7", "sft_steps": 600}, tmp_path / "results"
     kept = cycle.warm_start("plan-path-v0", settings, keep=results)
     assert kept == results / cycle.WARM_STARTS / "tiny-plan-path-v0-mas-mini7-v2"
     assert (kept / "model.safetensors").read_bytes() == b"\x00" and builds == ["mini7"]
@@ -259,5 +261,7 @@ def test_a_studys_warm_start_is_kept_beside_its_table_and_used_from_there(monkey
     (kept / "warmstart.json").unlink()  # a copy cut short is no warm start: copied again, whole
     assert cycle.warm_start("plan-path-v0", settings, keep=results) == kept and builds == ["mini7", "mini7"]
     assert sorted(p.name for p in kept.iterdir()) == ["model.safetensors", "warmstart.json"]
+    with pytest.warns(UserWarning, match=r"built with other settings: sft_steps=7 \(built: 600\)"):
+        assert cycle.warm_start("plan-path-v0", {**settings, "sft_steps": 7}, keep=results) == kept
     smoke = cycle.warm_start("plan-path-v0", settings, (40, 2), keep=results)  # a smoke run's: not kept
     assert smoke.parent == tmp_path / "cache" and len(list((results / cycle.WARM_STARTS).iterdir())) == 1

@@ -164,23 +164,13 @@ def ensure_tiny_model(
     `log` receives a line as each phase of a build starts and ends, and fine-tuning shows a progress bar (None:
     silent).
     """
-    kwargs = dict(env_kwargs or {})
-    kwargs.pop("reward", None)  # demonstrations are solver answers: the reward mode does not change them
-    if workflow == "ensemble":
-        kwargs.pop("num_agents", None)  # one warm start covers every team size (ENSEMBLE_DEMO_SIZES)
-    settings = WarmStartSettings(
-        env_id=env_id,
-        env_kwargs=kwargs,
-        workflow=workflow,
-        sft_steps=sft_steps,
-        seed=seed,
-        **options,
-    )
+    settings = build_settings(env_id, env_kwargs=env_kwargs, workflow=workflow, sft_steps=sft_steps, seed=seed,
+                              **options)  # fmt: skip
     if tag is not None and not tag.replace("_", "").isalnum():
         raise ValueError(f"tag={tag!r} must be letters, digits and underscores")
     target = tiny_model_dir(env_id, workflow, untrained=sft_steps == 0, tag=tag)
     if (target / MANIFEST).is_file() and not rebuild:
-        _warn_if_different(target, settings)
+        warn_if_different(target, settings)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
@@ -192,6 +182,26 @@ def ensure_tiny_model(
         if staging.exists():
             shutil.rmtree(staging)
     return target
+
+
+def build_settings(
+    env_id: str,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    workflow: str = "mas",
+    sft_steps: int = DEFAULT_SFT_STEPS,
+    seed: int = 0,
+    **options: Any,
+) -> WarmStartSettings:
+    """The `WarmStartSettings` of `ensure_tiny_model`'s keywords: the env setting without what does not change the
+    demonstrations (`reward`; for the "ensemble" workflow, `num_agents`)."""
+    kwargs = dict(env_kwargs or {})
+    kwargs.pop("reward", None)  # demonstrations are solver answers: the reward mode does not change them
+    if workflow == "ensemble":
+        kwargs.pop("num_agents", None)  # one warm start covers every team size (ENSEMBLE_DEMO_SIZES)
+    return WarmStartSettings(
+        env_id=env_id, env_kwargs=kwargs, workflow=workflow, sft_steps=sft_steps, seed=seed, **options
+    )
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
@@ -344,17 +354,18 @@ _DEFAULT_SETTINGS = WarmStartSettings().to_json()
 """What a manifest written before a settings field existed was built with, for that field (its default)."""
 
 
-def _warn_if_different(folder: Path, settings: WarmStartSettings) -> None:
-    """Warn when the cached build's weights were built with other settings than the requested ones (the cache is
-    used anyway); `REPORT_ONLY_SETTINGS` do not change the weights and are not compared."""
+def warn_if_different(folder: Path, settings: WarmStartSettings) -> None:
+    """Warn when the warm start in `folder` (a cached build, or a study's kept copy) was built with other settings
+    than the requested ones (it is used anyway); `REPORT_ONLY_SETTINGS` do not change the weights and are not
+    compared."""
     built = {**_DEFAULT_SETTINGS, **read_manifest(folder).get("settings", {})}  # a newer field: its default
     wanted = {key: value for key, value in settings.to_json().items() if key not in REPORT_ONLY_SETTINGS}
     differences = {key: (built.get(key), value) for key, value in wanted.items() if built.get(key) != value}
     if differences:
-        shown = ", ".join(f"{key}={new!r} (cached: {old!r})" for key, (old, new) in differences.items())
+        shown = ", ".join(f"{key}={new!r} (built: {old!r})" for key, (old, new) in differences.items())
         warnings.warn(
-            f"using the cached tiny model {folder}, built with other settings: {shown}; pass rebuild=True "
-            "to rebuild it",
+            f"using the tiny model {folder}, built with other settings: {shown}; pass rebuild=True to rebuild a "
+            "cached one, or give the new settings their own tag (a study's kept copy is never rebuilt)",
             stacklevel=3,
         )
 

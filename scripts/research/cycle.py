@@ -142,10 +142,16 @@ def warm_start(
     under its own tag, `<tag>_<demos>d_<steps>s`, beside the study's.
 
     With `keep` (the folder of the study's table) the study's own warm start (no `variant`) is the copy kept in
-    `keep/WARM_STARTS/<its cache folder's name>`: used as it is when kept, else built (or found in the cache),
-    copied there whole and returned from there."""
-
-    from pettingllms.warmstart.build import MANIFEST, ensure_tiny_model, tiny_model_dir
+    `keep/WARM_STARTS/<its cache folder's name>`: used as it is when kept (with a warning when it was built with
+    other settings, as for a cached build), else built (or found in the cache), copied there whole and returned
+    from there."""
+    from pettingllms.warmstart.build import (
+        MANIFEST,
+        build_settings,
+        ensure_tiny_model,
+        tiny_model_dir,
+        warn_if_different,
+    )
 
     if variant is not None:
         demos, steps = variant
@@ -169,6 +175,9 @@ def warm_start(
         shutil.copytree(built, staging)
         shutil.rmtree(kept, ignore_errors=True)  # a folder without a manifest is no warm start
         staging.rename(kept)
+    else:
+        recipe = {key: value for key, value in settings.items() if key not in ("tag", "log", "rebuild")}
+        warn_if_different(kept, build_settings(env_id, **recipe))
     return kept
 
 
