@@ -164,8 +164,9 @@ def ensure_tiny_model(
     `log` receives a line as each phase of a build starts and ends, and fine-tuning shows a progress bar (None:
     silent).
     """
-    settings = build_settings(env_id, env_kwargs=env_kwargs, workflow=workflow, sft_steps=sft_steps, seed=seed,
-                              **options)  # fmt: skip
+    settings = build_settings(
+        env_id, env_kwargs=env_kwargs, workflow=workflow, sft_steps=sft_steps, seed=seed, **options
+    )
     if tag is not None and not tag.replace("_", "").isalnum():
         raise ValueError(f"tag={tag!r} must be letters, digits and underscores")
     target = tiny_model_dir(env_id, workflow, untrained=sft_steps == 0, tag=tag)
