@@ -24,7 +24,12 @@ Parts (each row appended to the ledger `docs/results/ledger.jsonl` as it is meas
    2 agents x K x T completions per instance, `INSTANCES_PER_STEP` instances a step) and at the end; each
    checkpoint and the warm start (completions 0) played greedily on the same `--val_grids` validation grids (the
    curve), the last one on `--eval_grids` evaluation grids.
-3. The report (`--report`, and after each part): each run's area under its validation curve (the trapezoid rule
+3. `formats` (after `runs`, reading the evaluations it wrote, or evaluating again where `--runs` lost them): what
+   the agents wrote on the evaluation suite after training, and the chosen warm start's on the validation split:
+   per agent the share of completions that did not parse and that ran to the token limit, and the share of the
+   tool agent's that held a program solving its grid (`FORMAT_MEASURES`). A collapse of format, not a lower
+   success, is what these show.
+4. The report (`--report`, and after each part): each run's area under its validation curve (the trapezoid rule
    over sampled completions, divided by the last checkpoint's completions: a mean share of turns solved), the
    per-seed table, the paired comparisons AT minus trajectory at each T with their intervals and p
    (`research.method_comparison`), the verdict on each prediction, the curves' figure; and the math precursor
@@ -96,6 +101,8 @@ programs."""
 SMOKE_SETTINGS = ("budget", "max_steps", "select_grids", "val_grids", "eval_grids", "demos_per_role",
                   "warm_start_steps", "window")  # fmt: skip
 """The flags that change what a row measures: runs with other values go to folders and tables of their own."""
+FORMAT_MEASURES = ("parse_error_rate", "truncated_rate", "solving_program_rate")
+"""What a `formats` row keeps of an evaluation, per agent (`pettingllms-eval`'s keys)."""
 RULE = ledger.Rule("credit", ("part", "candidate", "arm", "turns", "seed", "completions", "split"))
 """How the table (`OUT`) is built from the ledger beside it: one row per part, candidate, arm, T, seed, curve point
 and split, the last recorded (`research.ledger`)."""
@@ -226,6 +233,40 @@ class Study:
                 for arm in self.args.arms:
                     folder = self.train(arm, turns, seed, model)
                     self.run_rows(candidate, arm, turns, seed, folder, model)
+
+    def formats(self) -> None:
+        """A `formats` row for the chosen warm start at each T (its validation evaluation of `warmstart`) and for
+        every run with a `final` row (its evaluation-suite evaluation), from the evaluations' reports; a report
+        that `--runs` no longer holds is made again from the run's last checkpoint (greedy: the same figures).
+        Refuses, before recording anything, a run whose report and checkpoint are both gone."""
+        from pettingllms.runs.layout import RunLayout
+
+        candidate = chosen_candidate(self.rows, self.args.window)
+        if candidate is None:
+            raise SystemExit("no warm start chosen yet: run --parts warmstart first (see its rule, WINDOW)")
+        jobs = []
+        for final in (r for r in self.rows if r["part"] == "final"):
+            folder = self.args.runs / f"{final['arm']}-{final['turns']}_s{final['seed']}"
+            name = f"{folder.name}_final_g{self.args.eval_grids}"
+            checkpoint = RunLayout(folder).checkpoint(final["steps"]).folder
+            if not (self.args.runs / "eval" / f"{name}.json").is_file() and not checkpoint.is_dir():
+                raise SystemExit(
+                    f"{name}: neither its evaluation report nor its checkpoint {checkpoint} is in --runs "
+                    f"{self.args.runs}: point --runs at the study's runs folder"
+                )
+            row = {key: final[key] for key in RULE.key if key != "part"}
+            jobs.append(({"part": "formats", **row}, str(checkpoint), name, "eval", self.args.eval_grids))
+        model = self.warm_start(candidate)
+        slug = candidate.replace(" ", "").replace(",", "_").replace("%", "")
+        jobs[:0] = [
+            ({"part": "formats", "candidate": candidate, "arm": None, "turns": turns, "seed": 0, "completions": 0,
+              "split": "val"}, str(model), f"warmstart_{slug}_{model.name}_T{turns}_g{self.args.select_grids}",
+             "val", self.args.select_grids)
+            for turns in TURNS
+        ]  # fmt: skip
+        for row, policy, name, split, grids in jobs:
+            result = self.evaluate(policy, name, row["turns"], split, grids)
+            self.record({**row, **{key: result[key] for key in FORMAT_MEASURES}}, model)
 
     def run_rows(self, candidate: str, arm: str, turns: int, seed: int, folder: Path, model: Path) -> None:
         """The run's curve (the warm start at 0, then every checkpoint) and its last checkpoint's evaluation."""
@@ -381,6 +422,44 @@ def per_seed_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+def format_lines(rows: list[dict]) -> list[str]:
+    """The `formats` rows: per arm and T, the mean over seeds (the warm start's own row first) of each agent's
+    share of completions that did not parse and that ran to the token limit, and of the tool agent's that held
+    a program solving its grid, then each seed's (tool unparseable / plan unparseable / tool solving program)."""
+    measured = [r for r in rows if r["part"] == "formats"]
+    if not measured:
+        return []
+
+    def share(row: dict, measure: str, agent: str) -> float:
+        return 100 * row[measure][agent]
+
+    columns = [("parse_error_rate", "tool"), ("truncated_rate", "tool"), ("solving_program_rate", "tool"),
+               ("parse_error_rate", "plan"), ("truncated_rate", "plan")]  # fmt: skip
+    lines = [
+        "### What the agents wrote (greedy, after training on the evaluation suite; the warm start on validation)",
+        "",
+        "| arm | T | tool: unparseable, % | tool: ran to the token limit, % | tool: a program solving its grid, % "
+        "| plan: unparseable, % | plan: ran to the token limit, % | per seed: tool unparseable / plan "
+        "unparseable / tool solving program |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for turns in TURNS:
+        for arm in (None, *ARMS):
+            group = sorted(
+                (r for r in measured if (r["arm"], r["turns"]) == (arm, turns)), key=lambda r: r["seed"]
+            )
+            if not group:
+                continue
+            means = " | ".join(f"{np.mean([share(r, m, a) for r in group]):.1f}" for m, a in columns)
+            per_seed = ", ".join(
+                f"s{r['seed']} {share(r, 'parse_error_rate', 'tool'):.0f} / {share(r, 'parse_error_rate', 'plan'):.0f}"
+                f" / {share(r, 'solving_program_rate', 'tool'):.0f}"
+                for r in group
+            ) if arm else "—"  # fmt: skip
+            lines.append(f"| {arm or 'warm start'} | {turns} | {means} | {per_seed} |")
+    return [*lines, ""]
+
+
 def math_precursor_lines(all_rows: list[dict]) -> list[str]:
     """Per-role AT-GRPO minus trajectory GRPO on `math-v0` under `dr_grpo` (the miniature's ablations rows)."""
     runs = {
@@ -459,6 +538,7 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         "return summed over the agents (team and local parts). So the control at T = 1 holds the turns' number "
         "fixed, not everything else: a difference there would name these, not the credit across turns.",
         "",
+        *format_lines(rows),
         "### AT minus trajectory, paired by seed",
         "",
         COMPARISON_WORDS + " Here a seed's outcome is its area under the curve (primary) or its final share.",
@@ -496,7 +576,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--parts", nargs="+", default=["warmstart", "runs"], choices=["warmstart", "runs"])
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["warmstart", "runs", "formats"],
+        choices=["warmstart", "runs", "formats"],
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--turns", type=int, nargs="+", default=list(TURNS), choices=list(TURNS))
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
@@ -529,7 +614,7 @@ def main() -> int:
     if args.report:
         study.rows = ledger.write_table(args.out, RULE)
     else:
-        parts = {"warmstart": study.choose_warm_start, "runs": study.runs}
+        parts = {"warmstart": study.choose_warm_start, "runs": study.runs, "formats": study.formats}
         for part in args.parts:
             parts[part]()
             write_report(study.rows, args)

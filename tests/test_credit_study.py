@@ -122,3 +122,39 @@ def test_a_smoke_setting_without_folders_of_its_own_is_refused_before_anything_r
     assert (
         done.returncode == 2 and "--budget change the study's settings: give --out and --runs" in done.stderr
     )
+
+
+def _formats_row(arm, turns, seed, tool, plan, program, truncated=0.0):
+    return {"part": "formats", "candidate": "c", "arm": arm, "turns": turns, "seed": seed, "split": "eval",
+            "parse_error_rate": {"tool": tool, "plan": plan}, "truncated_rate": {"tool": truncated, "plan": 0.0},
+            "solving_program_rate": {"tool": program}}  # fmt: skip
+
+
+def test_what_the_agents_wrote_is_averaged_over_seeds_and_given_per_seed():
+    rows = [
+        _formats_row(None, 8, 0, 0.0, 0.0, 0.0),
+        _formats_row("trajectory", 1, 0, 1.0, 0.02, 0.0, truncated=0.9),
+        _formats_row("trajectory", 1, 1, 0.5, 0.0, 0.5),
+    ]
+    lines = credit.format_lines(rows)
+    assert lines[0].startswith("### What the agents wrote")
+    assert "| warm start | 8 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 | — |" in lines
+    # trajectory at T = 1: tool unparseable (100 + 50) / 2, truncated 90 / 2, programs 50 / 2, plan 2 / 2
+    assert "| trajectory | 1 | 75.0 | 45.0 | 25.0 | 1.0 | 0.0 | s0 100 / 2 / 0, s1 50 / 0 / 50 |" in lines
+    assert credit.format_lines([r for r in rows if r["part"] == "curve"]) == []
+
+
+def test_formats_refuses_a_run_whose_report_and_checkpoint_are_both_gone(tmp_path):
+    args = argparse.Namespace(out=tmp_path / "credit.json", window=credit.WINDOW, runs=tmp_path / "runs",
+                              eval_grids=400)  # fmt: skip
+    study = credit.Study(args)
+    name = list(credit.CANDIDATES)[0]
+    study.rows = [
+        {"part": "warmstart", "candidate": name, "turns": 8, "success_rate": 0.06},
+        {"part": "final", "candidate": name, "arm": "at", "turns": 8, "seed": 3, "completions": 2560,
+         "split": "eval", "steps": 20},
+    ]  # fmt: skip
+    with pytest.raises(
+        SystemExit, match="at-8_s3_final_g400: neither its evaluation report nor its checkpoint"
+    ):
+        study.formats()

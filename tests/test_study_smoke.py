@@ -173,8 +173,11 @@ def test_the_credit_study_runs_end_to_end_at_a_tiny_budget(tmp_path):
     curves = [r for r in rows if r["part"] == "curve"]
     assert {r["completions"] for r in curves if r["turns"] == 8} == {0, 128}  # the warm start, then one step
     assert all(len(r["grids_solved"]) == 8 // r["turns"] for r in curves)
+    formats = {(r["arm"], r["turns"]): r for r in rows if r["part"] == "formats"}
+    assert set(formats) == finals | {(None, 8), (None, 1)}  # every run, and the warm start at each T
+    assert all(set(r["parse_error_rate"]) == {"tool", "plan"} for r in formats.values())
     text = results_md.read_text()
-    assert "<!-- credit:start -->" in text and "| at | 8 |" in text
+    assert "<!-- credit:start -->" in text and "| at | 8 |" in text and "### What the agents wrote" in text
     assert "- T = 8: incomplete (1 of 8 paired seeds)" in text  # one seed of the eight: no verdict
 
 
