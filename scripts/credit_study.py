@@ -436,7 +436,7 @@ def format_lines(rows: list[dict]) -> list[str]:
     columns = [("parse_error_rate", "tool"), ("truncated_rate", "tool"), ("solving_program_rate", "tool"),
                ("parse_error_rate", "plan"), ("truncated_rate", "plan")]  # fmt: skip
     lines = [
-        "### What the agents wrote (greedy, after training on the evaluation suite; the warm start on validation)",
+        "### What the agents wrote (greedy: each run after training, on the evaluation suite; the warm start on validation)",
         "",
         "| arm | T | tool: unparseable, % | tool: ran to the token limit, % | tool: a program solving its grid, % "
         "| plan: unparseable, % | plan: ran to the token limit, % | per seed: tool unparseable / plan "
