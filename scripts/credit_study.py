@@ -212,10 +212,15 @@ class Study:
             f"no candidate warm start solves {self.args.window} of the validation turns: add one to CANDIDATES"
         )
 
+    def warm_start_report(self, candidate: str, model: Path, turns: int) -> str:
+        """The name of the evaluation report of warm start `candidate` (`model`) on `--select_grids` validation
+        grids played as relays of `turns` grids (`measure_warm_start` writes it, `formats` reads it)."""
+        slug = candidate.replace(" ", "").replace(",", "_").replace("%", "")
+        return f"warmstart_{slug}_{model.name}_T{turns}_g{self.args.select_grids}"
+
     def measure_warm_start(self, candidate: str, model: Path, turns: int) -> float:
         """Record `model`'s share of validation turns solved greedily on relays of `turns` grids; return it."""
-        slug = candidate.replace(" ", "").replace(",", "_").replace("%", "")
-        name = f"warmstart_{slug}_{model.name}_T{turns}_g{self.args.select_grids}"
+        name = self.warm_start_report(candidate, model, turns)
         result = self.evaluate(str(model), name, turns, "val", self.args.select_grids)
         row = {"part": "warmstart", "candidate": candidate, "arm": None, "turns": turns, "seed": 0,
                "completions": 0, "split": "val", **CANDIDATES[candidate]}  # fmt: skip
@@ -257,11 +262,10 @@ class Study:
             row = {key: final[key] for key in RULE.key if key != "part"}
             jobs.append(({"part": "formats", **row}, str(checkpoint), name, "eval", self.args.eval_grids))
         model = self.warm_start(candidate)
-        slug = candidate.replace(" ", "").replace(",", "_").replace("%", "")
         jobs[:0] = [
             ({"part": "formats", "candidate": candidate, "arm": None, "turns": turns, "seed": 0, "completions": 0,
-              "split": "val"}, str(model), f"warmstart_{slug}_{model.name}_T{turns}_g{self.args.select_grids}",
-             "val", self.args.select_grids)
+              "split": "val"}, str(model), self.warm_start_report(candidate, model, turns), "val",
+             self.args.select_grids)
             for turns in TURNS
         ]  # fmt: skip
         for row, policy, name, split, grids in jobs:
