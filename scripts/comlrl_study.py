@@ -228,7 +228,7 @@ def env_lines(rows: list[dict], env_id: str) -> list[str]:
     """`env_id`'s table: each trainer's success over seeds, its budget and training time, each seed's success;
     then ours minus CoMLRL's, paired by seed."""
     lines = [
-        "| trainer | success %, mean ± sd [95% t-interval] (n) | sampled completions + greedy probes per run "
+        "| trainer | success %, mean ± sd [95% t-interval, clipped to [0, 100]] (n) | sampled completions + greedy probes per run "
         "| optimizer steps per agent | training minutes per run | per seed |",
         "|---|---|---|---|---|---|",
     ]

@@ -533,6 +533,8 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         "",
         "### Per arm",
         "",
+        "Each cell over seeds: mean ± sample std (ddof=1) [the seeds' 95% t-interval, clipped to [0, 100]] (n).",
+        "",
         *per_seed_lines(rows),
         "",
         "What differs between the arms besides the grouping, the same at both T: AT-GRPO executes the best of "

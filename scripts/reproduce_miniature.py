@@ -979,7 +979,7 @@ def write_report(all_rows: list[dict], args: argparse.Namespace, results_md: Pat
         f"run stops at a budget of {args.budget} sampled completions (the step that reaches it completes), K=4, lr "
         "1e-4, `scale_rewards: none`, temperature 1.0. Success rate in % on "
         f"{args.eval_episodes} evaluation-split {units} (greedy, `pettingllms-eval`, the same suite for every row): mean "
-        "± sample std (ddof=1) over seeds, the seeds' 95% t-interval, n. Rows without RL are one deterministic model "
+        "± sample std (ddof=1) over seeds, the seeds' 95% t-interval (clipped to [0, 100]), n. Rows without RL are one deterministic model "
         "on one suite, so their seeds agree.",
         "",
         f"Regenerate: `.venv/bin/python scripts/reproduce_miniature.py --env {args.env}` (resumable; rows in "

@@ -331,7 +331,7 @@ def write_section(
         f"round({args.agent_instances} / N)); greedy evaluation on {args.eval_episodes} evaluation-split grids "
         "at step 0 and after training (two probes of one completion per agent and turn, beside the sampled "
         "completions of the budget). "
-        "Success rate in %, mean ± sample std (ddof=1) over seeds [the seeds' 95% t-interval].",
+        "Success rate in %, mean ± sample std (ddof=1) over seeds [the seeds' 95% t-interval, clipped to [0, 100]].",
         "",
         "Regenerate: `.venv/bin/python scripts/scaling_study.py` (resumes; rows in `docs/results/scaling.json`; "
         "`--report` rebuilds this section).",

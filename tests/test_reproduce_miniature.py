@@ -107,9 +107,9 @@ def test_report_tables_curves_and_idempotent_section(study, tmp_path):
     study.write_report(rows, args, results_md)
     text = results_md.read_text()
     assert text.count("<!-- miniature:start -->") == 1 and "kept text" in text
-    # sample std (ddof=1) 7.1; t-interval 45 ± 12.706 * 7.07 / sqrt(2) = 45 ± 63.5
+    # sample std (ddof=1) 7.1; t-interval 45 ± 12.706 * 7.07 / sqrt(2) = 45 ± 63.5, clipped to [0, 100]
     # its generations: 1600 sampled, and 3 greedy probes (step 0, 5, 10) whose generations these rows did not count
-    assert "| mas+at-grpo-per-role | 45.0 ± 7.1 [-18.5, 108.5] (n=2) | 1600 + 3 probes | 10.0 | 97 |" in text
+    assert "| mas+at-grpo-per-role | 45.0 ± 7.1 [0.0, 100.0] (n=2) | 1600 + 3 probes | 10.0 | 97 |" in text
     assert "| single | 30.0 ± 0.0 [30.0, 30.0] (n=2) | 0 (no RL) | 0 | 5 |" in text
     assert "| commit | random | 25.0 (n=1) | 1650 + 240 |" in text  # probes counted by the run
     assert "| mas, oracle tool | 93.0 (n=1) |" in text
