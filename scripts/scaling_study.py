@@ -245,43 +245,93 @@ def _gain(rows: list[dict], **match) -> str:
 
 
 COMPARISONS = (
-    ("N = 2 minus N = 1", {"num_agents": 2, "reward": "shaped"}, {"num_agents": 1, "reward": "shaped"}),
-    ("N = 3 minus N = 2", {"num_agents": 3, "reward": "shaped"}, {"num_agents": 2, "reward": "shaped"}),
-    ("N = 5 minus N = 3", {"num_agents": 5, "reward": "shaped"}, {"num_agents": 3, "reward": "shaped"}),
-    ("N = 7 minus N = 3", {"num_agents": 7, "reward": "shaped"}, {"num_agents": 3, "reward": "shaped"}),
+    (
+        "N = 2 minus N = 1",
+        {"num_agents": 2, "reward": "shaped"},
+        {"num_agents": 1, "reward": "shaped"},
+        "gains",
+    ),
+    (
+        "N = 3 minus N = 2",
+        {"num_agents": 3, "reward": "shaped"},
+        {"num_agents": 2, "reward": "shaped"},
+        "none",
+    ),
+    (
+        "N = 5 minus N = 3",
+        {"num_agents": 5, "reward": "shaped"},
+        {"num_agents": 3, "reward": "shaped"},
+        "no gain",
+    ),
+    (
+        "N = 7 minus N = 3",
+        {"num_agents": 7, "reward": "shaped"},
+        {"num_agents": 3, "reward": "shaped"},
+        "no gain",
+    ),
     (
         "outcome minus shaped (N = 2)",
         {"num_agents": 2, "reward": "outcome"},
         {"num_agents": 2, "reward": "shaped"},
+        "none",
     ),
 )
-"""The report's seed-level comparisons of trained teams: (label, one side's match, the other's)."""
+"""The report's seed-level comparisons of trained teams: (label, one side's match, the other's, the prediction
+of docs/results/preregistration_scaling.md: "gains" (the interval above 0), "none" (it holds 0) or "no gain" (it
+holds 0 or lies below it))."""
+PREDICTION_SEEDS = (0, 1, 2, 3, 4, 5)
+"""The seeds the prediction is judged on: a comparison over fewer is shown, not judged."""
+UNSEEN_SEEDS = (2, 3, 4, 5)
+"""The seeds not yet run when the prediction was committed (seeds 0 and 1 were on the ledger)."""
 
 
-def comparison_lines(rows: list[dict]) -> list[str]:
-    """One table row per comparison of `COMPARISONS` whose sides share seeds: the AT-GRPO rows compared over
-    those seeds, paired (every run starts from the one warm start, so seed s of both sides shares its weights
-    and seed), by `seed_comparison`: mean difference in points, the t-interval of the per-seed differences, the
-    exact sign-flip p and each seed's difference."""
+def found(result: dict) -> str:
+    """What a paired comparison shows: "gains" (its 95% interval above 0), "loses" (below 0) or "none" (it holds
+    0); with no spread over seeds (every seed the same difference), the sign of that difference."""
+    low, high = result["ci95"] if result["ci95"] is not None else (result["difference"],) * 2
+    return "gains" if low > 0 else "loses" if high < 0 else "none"
+
+
+def as_predicted(predicted: str, shown: str) -> bool:
+    """Whether what a comparison shows (`found`) is what `COMPARISONS` predicted for it."""
+    return shown in {"gains": {"gains"}, "none": {"none"}, "no gain": {"none", "loses"}}[predicted]
+
+
+def comparison_lines(
+    rows: list[dict], seeds: Sequence[int] | None = None, *, judge: bool = True
+) -> list[str]:
+    """One table row per comparison of `COMPARISONS` whose sides share seeds (of `seeds`, if given): the AT-GRPO
+    rows compared over those seeds, paired (every run starts from the one warm start, so seed s of both sides
+    shares its weights and seed), by `seed_comparison`: mean difference in points, the t-interval of the per-seed
+    differences, the exact sign-flip p and each seed's difference; with `judge`, a last column: the prediction,
+    and what was found once the comparison holds every seed it is judged on (`seeds`, else `PREDICTION_SEEDS`)."""
+    judged_on = set(PREDICTION_SEEDS if seeds is None else seeds)
     lines = []
-    for label, ours, theirs in COMPARISONS:
+    for label, ours, theirs, predicted in COMPARISONS:
         a, b = ({r["seed"]: r["success_rate"] for r in rows if r["method"] == "at-grpo"
                  and all(r.get(k) == v for k, v in side.items())} for side in (ours, theirs))  # fmt: skip
-        seeds = sorted(set(a) & set(b))
-        if not seeds:
+        shared = sorted(set(a) & set(b) if seeds is None else set(a) & set(b) & set(seeds))
+        if not shared:
             continue
-        result = seed_comparison([a[s] for s in seeds], [b[s] for s in seeds], paired=True)
+        result = seed_comparison([a[s] for s in shared], [b[s] for s in shared], paired=True)
         interval = clipped(result["ci95"])
         shown = "—" if interval is None else f"[{100 * interval[0]:+.1f}, {100 * interval[1]:+.1f}]"
-        p = p_words(result)
-        per_seed = ", ".join(f"{round(100 * (a[s] - b[s])):+d}" for s in seeds)
-        lines.append(f"| {label} | {100 * result['difference']:+.1f} {shown} | {p} | {per_seed} |")
+        per_seed = ", ".join(f"{round(100 * (a[s] - b[s])):+d}" for s in shared)
+        line = f"| {label} | {100 * result['difference']:+.1f} {shown} | {p_words(result)} | {per_seed} |"
+        if judge and judged_on <= set(shared):
+            verdict = found(result)
+            mark = "**as predicted**" if as_predicted(predicted, verdict) else "**not as predicted**"
+            line += f" {predicted} / {verdict}: {mark} |"
+        elif judge:
+            line += f" {predicted} / judged at {len(judged_on)} seeds |"
+        lines.append(line)
     return lines
 
 
-def size_tables(rows: list[dict]) -> list[str]:
+def size_tables(rows: list[dict], *, predicted: bool) -> list[str]:
     """The team-size table, the two-agent team's shaped against outcome-only rewards, and the seed-level
-    comparisons of `COMPARISONS` (those whose sides share seeds)."""
+    comparisons of `COMPARISONS` (those whose sides share seeds); `predicted`: with the prediction judged, on
+    every seed and on `UNSEEN_SEEDS` alone (the rerun's rows; the superseded study had no prediction)."""
     shaped = [r for r in rows if r["reward"] == "shaped"]
     lines = [
         "| agents N | warm start (no RL) | AT-GRPO | gain | sampled completions per run | seeds |",
@@ -300,8 +350,21 @@ def size_tables(rows: list[dict]) -> list[str]:
         match = {"num_agents": 2, "reward": reward}
         lines.append(f"| {reward} | {_cell(rows, **match, method='untrained')} | "
                      f"{_cell(rows, **match, method='at-grpo')} | {_gain(rows, **match)} |")  # fmt: skip
-    compared = comparison_lines(rows)
-    if compared:
+    compared = comparison_lines(rows, judge=predicted)
+    if compared and predicted:
+        header = ["| comparison | difference [95% interval] | seed-level p | per seed | predicted / found |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        unseen = comparison_lines(rows, UNSEEN_SEEDS)
+        lines += ["", "Trained teams compared over seeds, the replicates (every run starts from the one warm start, "
+                  "so seed s of both sides is paired): the mean of the per-seed differences in points with their "
+                  "95% t-interval, the exact sign-flip test's p, and each seed's difference (seeds in order). The "
+                  "rows hold one success rate per run, so there is no bootstrap over the suite's grids. The last "
+                  "column sets the prediction (docs/results/preregistration_scaling.md, committed when seeds 0 "
+                  "and 1 were in) against what the interval shows: gains (above 0), none (it holds 0), no gain "
+                  "(it holds 0 or lies below it); loses (below 0).", "", *header, *compared, "",
+                  f"The same on seeds {', '.join(map(str, UNSEEN_SEEDS))} alone, the runs not seen when the "
+                  "prediction was written:", "", *header, *unseen]  # fmt: skip
+    elif compared:
         lines += ["", "Trained teams compared over seeds, the replicates (every run starts from the one warm start, "
                   "so seed s of both sides is paired): the mean of the per-seed differences in points with their "
                   "95% t-interval, the exact sign-flip test's p, and each seed's difference (seeds in order). The "
@@ -337,7 +400,7 @@ def write_section(
         "`--report` rebuilds this section).",
         "",
         *(
-            [*size_tables(rows), *figure]
+            [*size_tables(rows, predicted=True), *figure]
             if rows
             else [f"No run under `{LOSS}` yet: the rerun at 6 seeds (issue 59) has not started."]
         ),
@@ -350,7 +413,7 @@ def write_section(
             "Its rows name no code commit and no warm start, and seeds of N = 5 and 7 collapsed under `grpo`: "
             "the rerun above replaces it. Its rows stay on the ledger, set aside (docs/ledger.md lists them).",
             "",
-            *size_tables(list(old)),
+            *size_tables(list(old), predicted=False),
             *([] if rows else figure),
         ]
     lines += ["", END]

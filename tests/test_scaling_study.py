@@ -109,7 +109,7 @@ def test_trained_teams_are_compared_paired_by_seed_against_a_hand_worked_example
     for size, afters in ((1, (0.30, 0.40, 0.35)), (2, (0.90, 0.60, 0.65)), (3, (0.90, 0.84))):
         for seed, after in enumerate(afters):
             rows += study._rows(size, "shaped", seed, _result(0.3, after, 8, "runs/x"))
-    lines = study.comparison_lines(rows)
+    lines = study.comparison_lines(rows, judge=False)
     # N=2 - N=1 per seed: +60, +20, +30 -> mean 36.67; sd 20.817 (ddof=1); t(0.975, 2) = 4.3027 -> half-width
     # 4.3027 * 20.817 / sqrt(3) = 51.71; every seed positive: the exact sign-flip p is 2 / 2^3 = 0.25
     assert lines[0] == (
@@ -122,3 +122,37 @@ def test_trained_teams_are_compared_paired_by_seed_against_a_hand_worked_example
         "| N = 3 minus N = 2 | +12.0 [-100.0, +100.0] | no test possible with 1 of 2 seeds differing | +0, +24 |"
     )
     assert len(lines) == 2  # N = 5, 7 and outcome-only rewards were not run: no row
+
+
+def test_the_prediction_is_judged_by_the_interval_once_every_seed_is_in(study):
+    rows = []
+    sizes = {1: [0.30] * 6, 2: [0.90, 0.92, 0.88, 0.91, 0.95, 0.89], 3: [0.97, 0.94, 0.90, 0.93, 0.92, 0.96],
+             5: [0.93, 0.90, 0.91, 0.80, 0.82, 0.85], 7: [0.77, 0.94, 0.93]}  # fmt: skip
+    for size, afters in sizes.items():
+        for seed, after in enumerate(afters):
+            rows += study._rows(size, "shaped", seed, _result(0.3, after, 8, "runs/x"))
+    lines = study.comparison_lines(rows)
+    # 2 - 1: +60 +62 +58 +61 +65 +59, every seed above: the interval lies above 0, as predicted ("gains")
+    assert lines[0].endswith("| gains / gains: **as predicted** |")
+    # 3 - 2: +7 +2 +2 +2 -3 +7 (mean 2.83, sd 3.76, half-width 2.571 * 3.76 / sqrt(6) = 3.95): holds 0
+    assert "+2.8 [-1.1, +6.8]" in lines[1] and lines[1].endswith("| none / none: **as predicted** |")
+    # 5 - 3: -4 -4 +1 -13 -10 -11 (mean -6.83, sd 5.35, half-width 5.61): below 0, still "no gain"
+    assert "-6.8 [-12.4, -1.2]" in lines[2] and lines[2].endswith("| no gain / loses: **as predicted** |")
+    # 7 ran 3 seeds: shown, not judged
+    assert lines[3].endswith("| no gain / judged at 6 seeds |")
+    # on seeds 2-5 alone (the ones the prediction had not seen): 2 - 1 is +58 +61 +65 +59 -> gains
+    unseen = study.comparison_lines(rows, study.UNSEEN_SEEDS)
+    assert "| +58, +61, +65, +59 |" in unseen[0] and unseen[0].endswith("| gains / gains: **as predicted** |")
+    assert unseen[3].startswith("| N = 7 minus N = 3 |") and unseen[3].endswith(
+        "| no gain / judged at 4 seeds |"
+    )
+
+
+def test_what_a_comparison_shows_and_whether_it_was_predicted(study):
+    assert study.found({"ci95": [0.01, 0.2], "difference": 0.1}) == "gains"
+    assert study.found({"ci95": [-0.2, -0.01], "difference": -0.1}) == "loses"
+    assert study.found({"ci95": [-0.01, 0.2], "difference": 0.1}) == "none"
+    assert study.found({"ci95": None, "difference": 0.03}) == "gains"  # every seed the same difference
+    assert study.found({"ci95": None, "difference": 0.0}) == "none"
+    assert study.as_predicted("no gain", "loses") and study.as_predicted("no gain", "none")
+    assert not study.as_predicted("none", "loses") and not study.as_predicted("gains", "none")
