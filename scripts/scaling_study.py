@@ -194,6 +194,9 @@ def plot(rows: list[dict], path: Path) -> None:
         stats = [_stats(ensemble, num_agents=n, method=method) for n in sizes]
         left.errorbar(sizes, [100 * m for m, _, _ in stats], yerr=[100 * s for _, s, _ in stats], marker=marker,
                       capsize=3, label="warm start (no RL)" if method == "untrained" else "AT-GRPO")  # fmt: skip
+    trained = [r for r in ensemble if r["method"] == "at-grpo"]
+    left.scatter([r["num_agents"] + 0.08 for r in trained], [100 * r["success_rate"] for r in trained], s=12,
+                 color="#DD8452", alpha=0.5, label="AT-GRPO, each seed")  # fmt: skip
     left.set_xlabel("agents in the team (N - 1 proposers + aggregator)")
     left.set_ylabel("success rate (%), mean ± sample std over seeds")
     left.set_title(f"{ENV_ID}: team size")
