@@ -4,6 +4,7 @@
     .venv/bin/python scripts/scaling_study.py --sizes 1 2 --seeds 0 --budget 600 --eval_episodes 20  # a short run
     .venv/bin/python scripts/scaling_study.py --sizes 1 --seeds 0 --budget 2 --eval_episodes 2 \
         --model_name_or_path MODEL --runs /tmp/scaling --out /tmp/scaling/rows.json --results_md /tmp/results.md  # smoke
+    .venv/bin/python scripts/scaling_study.py --report --formats  # the report, with what each trained team wrote
 
 On the miniature's task (`plan-path-v0`, 7x7 grids: `SETTING`), where the two-agent team is known to learn (from
 14% to 98% of the validation grids within ~1,000 sampled completions, `docs/results.md`, "Miniature
@@ -27,7 +28,9 @@ evaluations are the trainer's own on the evaluation split (the same suite as `pe
 (`{"env", "env_kwargs", "num_agents", "method", "reward", "seed", "success_rate", ...}`) are appended to the ledger
 `docs/results/ledger.jsonl` after every run, and the table `docs/results/scaling.json` is rebuilt from it by `RULE`
 (rows of other settings, from before the rerun, are set aside there, not deleted), the plot goes to
-`docs/results/scaling.png`, and the tables to the scaling section of `docs/results.md`.
+`docs/results/scaling.png`, and the tables to the scaling section of `docs/results.md`. `--formats` reads each
+trained run's last evaluation in its folder (what the aggregator and the proposers wrote on the suite) into
+`docs/results/scaling_formats.json`, which the report tables beside the figure.
 """
 
 from __future__ import annotations
@@ -117,6 +120,94 @@ def superseded(out: Path) -> list[dict]:
     ]
 
 
+FORMATS = "scaling_formats.json"
+"""Beside the table: what each trained team wrote on the evaluation suite, from its run folder (`--formats`)."""
+
+
+def eval_formats(folder: Path) -> dict[str, float | None]:
+    """From the last evaluation of the run in `folder` (its metrics.jsonl, `training_evaluation_metrics`):
+    `aggregator_truncated`, the share of the aggregator's steps on the evaluation suite that the token budget cut;
+    `proposer_truncated`, the same share, the mean over the proposers; `solving_program`, the mean over the
+    proposers of the share of episodes whose first proposal was a program that solves the grid. The proposers'
+    figures are None for a team without one (N = 1)."""
+    last = [r for r in cycle.read_metrics(folder / "metrics.jsonl") if "eval/success_rate" in r][-1]
+
+    def proposers_mean(prefix: str) -> float | None:
+        values = [value for key, value in last.items() if key.startswith(prefix)]
+        return float(np.mean(values)) if values else None
+
+    return {
+        "aggregator_truncated": last["eval/truncated/aggregator_0"],
+        "proposer_truncated": proposers_mean("eval/truncated/tool_"),
+        "solving_program": proposers_mean("eval/solving_program/tool_"),
+    }
+
+
+def record_formats(rows: list[dict], out: Path) -> list[dict]:
+    """`eval_formats` of the run of every trained row of `rows` (its `run`, relative to the repository unless
+    absolute), with the row's team, reward, seed, success and run, written to `FORMATS` beside `out`; refuses,
+    naming every one, runs whose folder is not on this machine (the folders are not committed)."""
+    trained = [r for r in rows if r["method"] == "at-grpo"]
+    folders = {id(r): Path(r["run"]) if Path(r["run"]).is_absolute() else ROOT / r["run"] for r in trained}
+    missing = sorted(str(f) for f in folders.values() if not (f / "metrics.jsonl").is_file())
+    if missing:
+        raise SystemExit(
+            f"--formats reads each trained run's metrics.jsonl; {len(missing)} are not here: "
+            + ", ".join(missing)
+            + ". Run --formats on the machine that trained them (or retrain them)."
+        )
+    formats = [
+        {
+            **{k: r[k] for k in ("num_agents", "reward", "seed", "success_rate", "run")},
+            **eval_formats(folders[id(r)]),
+        }
+        for r in trained
+    ]
+    out.with_name(FORMATS).write_text(json.dumps(formats, indent=1) + "\n")
+    return formats
+
+
+def read_formats(rows: list[dict], out: Path) -> list[dict]:
+    """The entries of `FORMATS` beside `out` that belong to a trained row of `rows` (same team, reward, seed and
+    run); [] without the file."""
+    path = out.with_name(FORMATS)
+    if not path.is_file():
+        return []
+    key = ("num_agents", "reward", "seed", "run")
+    current = {tuple(r[k] for k in key) for r in rows if r["method"] == "at-grpo"}
+    return [f for f in json.loads(path.read_text()) if tuple(f[k] for k in key) in current]
+
+
+def format_lines(formats: list[dict]) -> list[str]:
+    """The table of what the trained teams (shaped rewards) wrote on the evaluation suite, per team size: each
+    seed's success and the share of its aggregator's steps cut by the token budget, the proposers' share of
+    solving first proposals and of cut steps (means over seeds); then, over the teams with proposers, the Pearson
+    correlation of success with the aggregator's cut share."""
+    shaped = sorted(
+        (f for f in formats if f["reward"] == "shaped"), key=lambda f: (f["num_agents"], f["seed"])
+    )
+    lines = ["| N | per seed: success % / aggregator's steps cut % | proposers' first proposal a solving program, % "
+             "| proposers' steps cut, % |", "|---|---|---|---|"]  # fmt: skip
+    for size in sorted({f["num_agents"] for f in shaped}):
+        runs = [f for f in shaped if f["num_agents"] == size]
+        per_seed = ", ".join(
+            f"s{f['seed']} {100 * f['success_rate']:.1f} / {100 * f['aggregator_truncated']:.1f}"
+            for f in runs
+        )
+        proposers = [f for f in runs if f["solving_program"] is not None]
+        solving, cut = (
+            (f"{100 * np.mean([f[k] for f in proposers]):.1f}" if proposers else "— (no proposer)")
+            for k in ("solving_program", "proposer_truncated")
+        )
+        lines.append(f"| {size} | {per_seed} | {solving} | {cut} |")
+    teams = [f for f in shaped if f["solving_program"] is not None]
+    if len(teams) > 2:
+        r = np.corrcoef([f["success_rate"] for f in teams], [f["aggregator_truncated"] for f in teams])[0, 1]
+        lines += ["", f"Over the {len(teams)} trained teams with proposers: success against the share of the "
+                  f"aggregator's steps cut, Pearson r = {r:+.2f}."]  # fmt: skip
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -135,8 +226,14 @@ def main() -> int:
     parser.add_argument("--model_name_or_path", default=None,
                         help="the model every run starts from (default: the study's warm start, WARM_START)")  # fmt: skip
     parser.add_argument("--report", action="store_true", help="only rebuild the report from the ledger")
+    parser.add_argument("--formats", action="store_true",
+                        help=f"with --report: first rebuild {FORMATS} from the trained rows' run folders")  # fmt: skip
     args = parser.parse_args()
+    if args.formats and not args.report:
+        parser.error("--formats reads finished runs: give it with --report")
     rows = ledger.write_table(args.out, RULE) if args.report else ledger.table_rows(args.out, RULE)
+    if args.formats:
+        record_formats(rows, args.out)
     if not args.report:
         model = args.model_name_or_path or str(
             cycle.warm_start(
@@ -159,7 +256,7 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
     old = superseded(args.out)
     if rows or old:
         plot(rows or old, args.out.with_suffix(".png"))
-        write_section(rows, args, args.results_md, old)
+        write_section(rows, args, args.results_md, old, read_formats(rows, args.out))
 
 
 def _rows(size: int, reward: str, seed: int, result: dict) -> list[dict]:
@@ -378,13 +475,23 @@ def size_tables(rows: list[dict], *, predicted: bool) -> list[str]:
 
 
 def write_section(
-    rows: list[dict], args: argparse.Namespace, results_md: Path, old: Sequence[dict] = ()
+    rows: list[dict],
+    args: argparse.Namespace,
+    results_md: Path,
+    old: Sequence[dict] = (),
+    formats: Sequence[dict] = (),
 ) -> None:
     """The scaling section of `results_md`: `rows` (the study under `LOSS`) and, below them, the superseded rows
     of the first study (`old`, `superseded`), each with its tables; the figure (`plot`) beside the rows it
-    shows, the current ones where there are any."""
+    shows, the current ones where there are any; below the figure, what the trained teams wrote (`formats`,
+    `read_formats`), where there is any."""
     seeds = sorted({r["seed"] for r in rows})
     figure = ["", "![scaling study](results/scaling.png)"]
+    if formats:
+        figure += ["", "What the trained teams wrote on the evaluation suite, from each run's last evaluation "
+                   f"(`docs/results/{FORMATS}`, rebuilt from the run folders by `--report --formats`): a step "
+                   "cut is a completion that ran to the token budget; a solving program is a first proposal "
+                   "whose program solves the grid.", "", *format_lines(list(formats))]  # fmt: skip
     lines = [
         START,
         "## Scaling study: team size and outcome-only rewards",
@@ -400,7 +507,7 @@ def write_section(
         "Success rate in %, mean ± sample std (ddof=1) over seeds [the seeds' 95% t-interval, clipped to [0, 100]].",
         "",
         "Regenerate: `.venv/bin/python scripts/scaling_study.py` (resumes; rows in `docs/results/scaling.json`; "
-        "`--report` rebuilds this section).",
+        "`--report` rebuilds this section; `--report --formats` first rereads the run folders).",
         "",
         *(
             [*size_tables(rows, predicted=True), *figure]

@@ -156,3 +156,52 @@ def test_what_a_comparison_shows_and_whether_it_was_predicted(study):
     assert study.found({"ci95": None, "difference": 0.0}) == "none"
     assert study.as_predicted("no gain", "loses") and study.as_predicted("no gain", "none")
     assert not study.as_predicted("none", "loses") and not study.as_predicted("gains", "none")
+
+
+def _run_folder(path, evaluations):
+    path.mkdir(parents=True)
+    path.joinpath("metrics.jsonl").write_text(
+        "\n".join(json.dumps({"step": step, **metrics}) for step, metrics in evaluations) + "\n"
+    )
+    return str(path)
+
+
+def test_what_the_trained_teams_wrote_is_read_from_each_runs_last_evaluation(study, tmp_path):
+    out = tmp_path / "scaling.json"
+    first = {"eval/success_rate": 0.3, "eval/truncated/aggregator_0": 0.5}
+    rows = []
+    for seed, (success, cut, programs) in enumerate(
+        ((0.9, 0.1, (1.0, 0.5)), (0.7, 0.3, (1.0, 1.0)), (0.95, 0.0, (1.0, 1.0)))
+    ):
+        last = {"eval/success_rate": success, "eval/truncated/aggregator_0": cut,
+                "eval/truncated/tool_0": 0.02, "eval/truncated/tool_1": 0.0,
+                "eval/solving_program/tool_0": programs[0], "eval/solving_program/tool_1": programs[1]}  # fmt: skip
+        run = _run_folder(tmp_path / f"n3_s{seed}", [(0, first), (4, {"train/loss": 0.1}), (8, last)])
+        rows += study._rows(3, "shaped", seed, {**_result(0.3, success, 5, run)})
+    one = _run_folder(
+        tmp_path / "n1_s0", [(0, first), (8, {"eval/success_rate": 0.31, "eval/truncated/aggregator_0": 0.0})]
+    )
+    rows += study._rows(1, "shaped", 0, _result(0.3, 0.31, 16, one))
+    formats = study.record_formats(rows, out)
+    assert study.read_formats(rows, out) == formats and len(formats) == 4  # the trained rows only
+    three = [f for f in formats if f["num_agents"] == 3]
+    assert three[0]["aggregator_truncated"] == 0.1 and three[0]["solving_program"] == 0.75
+    assert three[0]["proposer_truncated"] == 0.01
+    assert [f for f in formats if f["num_agents"] == 1][0]["solving_program"] is None
+    lines = study.format_lines(formats)
+    assert lines[2] == "| 1 | s0 31.0 / 0.0 | — (no proposer) | — (no proposer) |"
+    # proposers: solving (0.75 + 1 + 1) / 3 = 91.7 %; cut (0.01 + 0.01 + 0.01) / 3 = 1.0 %
+    assert lines[3] == "| 3 | s0 90.0 / 10.0, s1 70.0 / 30.0, s2 95.0 / 0.0 | 91.7 | 1.0 |"
+    # success (0.9, 0.7, 0.95) against cut (0.1, 0.3, 0.0): deviations (+0.05, -0.15, +0.10) and (-1/30, +1/6,
+    # -2/15): r = (-0.00167 - 0.025 - 0.01333) / sqrt(0.035 * 0.04667) = -0.04 / 0.04041 = -0.990
+    assert lines[-1].endswith("Pearson r = -0.99.")
+    # a run of another seed or folder than the table's row is not shown against it
+    moved = [{**r, "run": "elsewhere"} if r["num_agents"] == 1 else r for r in rows]
+    assert len(study.read_formats(moved, out)) == 3
+
+
+def test_formats_refuses_runs_that_are_not_on_this_machine(study, tmp_path):
+    rows = study._rows(2, "shaped", 0, _result(0.3, 0.9, 8, str(tmp_path / "gone")))
+    with pytest.raises(SystemExit, match=r"1 are not here: .*gone\. Run --formats on the machine"):
+        study.record_formats(rows, tmp_path / "scaling.json")
+    assert not (tmp_path / study.FORMATS).exists()
