@@ -157,6 +157,7 @@ def test_the_history_recovers_every_row_version_a_study_ever_committed(tmp_path)
         ("pretrained_study", "pretrained.json"),
         ("pretrained_rl_study", "pretrained_rl.json"),
         ("credit_study", "credit.json"),
+        ("comlrl_study", "comlrl.json"),
     ],
 )
 def test_each_committed_table_is_what_its_rule_selects_from_the_ledger(script, table):
