@@ -148,8 +148,8 @@ def record_formats(rows: list[dict], out: Path) -> list[dict]:
     absolute), with the row's team, reward, seed, success and run, written to `FORMATS` beside `out`; refuses,
     naming every one, runs whose folder is not on this machine (the folders are not committed)."""
     trained = [r for r in rows if r["method"] == "at-grpo"]
-    folders = {id(r): Path(r["run"]) if Path(r["run"]).is_absolute() else ROOT / r["run"] for r in trained}
-    missing = sorted(str(f) for f in folders.values() if not (f / "metrics.jsonl").is_file())
+    folders = [ROOT / r["run"] for r in trained]  # an absolute `run` stays as it is
+    missing = sorted(str(f) for f in folders if not (f / "metrics.jsonl").is_file())
     if missing:
         raise SystemExit(
             f"--formats reads each trained run's metrics.jsonl; {len(missing)} are not here: "
@@ -159,9 +159,9 @@ def record_formats(rows: list[dict], out: Path) -> list[dict]:
     formats = [
         {
             **{k: r[k] for k in ("num_agents", "reward", "seed", "success_rate", "run")},
-            **eval_formats(folders[id(r)]),
+            **eval_formats(folder),
         }
-        for r in trained
+        for r, folder in zip(trained, folders, strict=True)
     ]
     out.with_name(FORMATS).write_text(json.dumps(formats, indent=1) + "\n")
     return formats
@@ -344,37 +344,17 @@ def _gain(rows: list[dict], **match) -> str:
     return f"{100 * np.mean(gains):+.1f}" if gains else "—"
 
 
+def _team(size: int, reward: str = "shaped") -> dict:
+    """The match of one side of a comparison: the team of `size` agents under `reward`."""
+    return {"num_agents": size, "reward": reward}
+
+
 COMPARISONS = (
-    (
-        "N = 2 minus N = 1",
-        {"num_agents": 2, "reward": "shaped"},
-        {"num_agents": 1, "reward": "shaped"},
-        "gains",
-    ),
-    (
-        "N = 3 minus N = 2",
-        {"num_agents": 3, "reward": "shaped"},
-        {"num_agents": 2, "reward": "shaped"},
-        "none",
-    ),
-    (
-        "N = 5 minus N = 3",
-        {"num_agents": 5, "reward": "shaped"},
-        {"num_agents": 3, "reward": "shaped"},
-        "no gain",
-    ),
-    (
-        "N = 7 minus N = 3",
-        {"num_agents": 7, "reward": "shaped"},
-        {"num_agents": 3, "reward": "shaped"},
-        "no gain",
-    ),
-    (
-        "outcome minus shaped (N = 2)",
-        {"num_agents": 2, "reward": "outcome"},
-        {"num_agents": 2, "reward": "shaped"},
-        "none",
-    ),
+    ("N = 2 minus N = 1", _team(2), _team(1), "gains"),
+    ("N = 3 minus N = 2", _team(3), _team(2), "none"),
+    ("N = 5 minus N = 3", _team(5), _team(3), "no gain"),
+    ("N = 7 minus N = 3", _team(7), _team(3), "no gain"),
+    ("outcome minus shaped (N = 2)", _team(2, "outcome"), _team(2), "none"),
 )
 """The report's seed-level comparisons of trained teams: (label, one side's match, the other's, the prediction
 of docs/results/preregistration_scaling.md: "gains" (the interval above 0), "none" (it holds 0) or "no gain" (it
@@ -447,31 +427,26 @@ def size_tables(rows: list[dict], *, predicted: bool) -> list[str]:
     lines += ["", "The two-agent team (N = 2: one tool agent and the aggregator), shaped against outcome-only "
               "rewards:", "", "| reward | warm start (no RL) | AT-GRPO | gain |", "|---|---|---|---|"]  # fmt: skip
     for reward in ("shaped", "outcome"):
-        match = {"num_agents": 2, "reward": reward}
+        match = _team(2, reward)
         lines.append(f"| {reward} | {_cell(rows, **match, method='untrained')} | "
                      f"{_cell(rows, **match, method='at-grpo')} | {_gain(rows, **match)} |")  # fmt: skip
     compared = comparison_lines(rows, judge=predicted)
-    if compared and predicted:
-        header = ["| comparison | difference [95% interval] | seed-level p | per seed | predicted / found |",
-                  "|---|---|---|---|---|"]  # fmt: skip
-        unseen = comparison_lines(rows, UNSEEN_SEEDS)
-        lines += ["", "Trained teams compared over seeds, the replicates (every run starts from the one warm start, "
-                  "so seed s of both sides is paired): the mean of the per-seed differences in points with their "
-                  "95% t-interval, the exact sign-flip test's p, and each seed's difference (seeds in order). The "
-                  "rows hold one success rate per run, so there is no bootstrap over the suite's grids. The last "
-                  "column sets the prediction (docs/results/preregistration_scaling.md, committed when seeds 0 "
-                  "and 1 were in) against what the interval shows: gains (above 0), none (it holds 0), no gain "
-                  "(it holds 0 or lies below it); loses (below 0).", "", *header, *compared, "",
-                  f"The same on seeds {', '.join(map(str, UNSEEN_SEEDS))} alone, the runs not seen when the "
-                  "prediction was written:", "", *header, *unseen]  # fmt: skip
-    elif compared:
-        lines += ["", "Trained teams compared over seeds, the replicates (every run starts from the one warm start, "
-                  "so seed s of both sides is paired): the mean of the per-seed differences in points with their "
-                  "95% t-interval, the exact sign-flip test's p, and each seed's difference (seeds in order). The "
-                  "rows hold one success rate per run, so there is no bootstrap over the suite's grids.", "",
-                  "| comparison | difference [95% interval] | seed-level p | per seed |", "|---|---|---|---|",
-                  *compared]  # fmt: skip
-    return lines
+    if not compared:
+        return lines
+    columns = "| comparison | difference [95% interval] | seed-level p | per seed |"
+    lines += ["", "Trained teams compared over seeds, the replicates (every run starts from the one warm start, so "
+              "seed s of both sides is paired): the mean of the per-seed differences in points with their 95% "
+              "t-interval, the exact sign-flip test's p, and each seed's difference (seeds in order). The rows hold "
+              "one success rate per run, so there is no bootstrap over the suite's grids."]  # fmt: skip
+    if not predicted:
+        return [*lines, "", columns, "|---|---|---|---|", *compared]
+    header = [f"{columns} predicted / found |", "|---|---|---|---|---|"]
+    lines[-1] += (" The last column sets the prediction (docs/results/preregistration_scaling.md, committed when "
+                  "seeds 0 and 1 were in) against what the interval shows: gains (above 0), none (it holds 0), no "
+                  "gain (it holds 0 or lies below it); loses (below 0).")  # fmt: skip
+    return [*lines, "", *header, *compared, "", f"The same on seeds {', '.join(map(str, UNSEEN_SEEDS))} alone, "
+            "the runs not seen when the prediction was written:", "", *header,
+            *comparison_lines(rows, UNSEEN_SEEDS)]  # fmt: skip
 
 
 def write_section(

@@ -3,6 +3,9 @@ results section."""
 
 import argparse
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from scripts_loader import load_script
@@ -177,7 +180,7 @@ def test_what_the_trained_teams_wrote_is_read_from_each_runs_last_evaluation(stu
                 "eval/truncated/tool_0": 0.02, "eval/truncated/tool_1": 0.0,
                 "eval/solving_program/tool_0": programs[0], "eval/solving_program/tool_1": programs[1]}  # fmt: skip
         run = _run_folder(tmp_path / f"n3_s{seed}", [(0, first), (4, {"train/loss": 0.1}), (8, last)])
-        rows += study._rows(3, "shaped", seed, {**_result(0.3, success, 5, run)})
+        rows += study._rows(3, "shaped", seed, _result(0.3, success, 5, run))
     one = _run_folder(
         tmp_path / "n1_s0", [(0, first), (8, {"eval/success_rate": 0.31, "eval/truncated/aggregator_0": 0.0})]
     )
@@ -205,3 +208,11 @@ def test_formats_refuses_runs_that_are_not_on_this_machine(study, tmp_path):
     with pytest.raises(SystemExit, match=r"1 are not here: .*gone\. Run --formats on the machine"):
         study.record_formats(rows, tmp_path / "scaling.json")
     assert not (tmp_path / study.FORMATS).exists()
+
+
+def test_formats_without_report_is_refused_before_any_work(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "scripts" / "scaling_study.py"
+    done = subprocess.run([sys.executable, str(script), "--formats", "--out", str(tmp_path / "rows.json")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "--formats reads finished runs: give it with --report" in done.stderr
+    assert not list(tmp_path.iterdir())
