@@ -18,6 +18,9 @@ For each env of `ENVS`, in its miniature setting and from the miniature's team w
   global generators (CoMLRL has no seed setting): this script seeds both with the run's seed before the trainer is
   built. It has no checkpoint within one pass: a killed run starts again.
 
+- `start`: the warm start itself, no RL (one row per env: a greedy model on a fixed suite needs no seeds), the
+  point both trainers' gains are measured from.
+
 Common: K = 4, temperature 1.0, learning rate 1e-4, the domain's completion length. Both trained teams are then
 played greedily by `pettingllms-eval` on the miniature's evaluation suite (in the env's AEC order: CoMLRL's
 joint turns are how it trains, not how the env is played). Rows (study `comlrl` on the ledger, one per env,
@@ -50,11 +53,16 @@ OUT = ROOT / "docs" / "results" / "comlrl.json"
 START, END = "<!-- comlrl:start -->", "<!-- comlrl:end -->"
 ENVS = ("plan-path-v0", "math-v0")
 TRAINERS = ("ours", "comlrl")
+NO_RL = "start"
+"""The `trainer` of the warm start's own row (module docstring)."""
 K = 4
 COMLRL_TURNS = 2
 LEARNING_RATE = 1e-4
 DONE = "done.json"
 """A finished CoMLRL run's record in its folder: sampled completions, instances and training seconds."""
+SPENT = ("sampled_completions", "train_wall_s", "updates_per_agent", "probe_completions")
+"""What a trained row records of its run: sampled completions, training seconds, optimizer steps per agent and
+greedy probe completions."""
 SMOKE_SETTINGS = ("budget", "max_steps", "eval_episodes", "demos_per_role", "warm_start_steps")
 """The flags that change what a row measures: runs with other values go to folders and tables of their own."""
 RULE = ledger.Rule("comlrl", ("env", "trainer", "seed"))
@@ -173,13 +181,22 @@ class Study:
         ]  # fmt: skip
         return cycle.evaluate(argv, output, env_id)
 
+    def record(self, env_id: str, trainer: str, seed: int | None, result: dict, model: Path, **spent) -> None:
+        """The row of `trainer`'s evaluation `result` on `env_id` (what its run `spent`), on the ledger."""
+        row = {"env": env_id, "env_kwargs": dict(miniature.DOMAINS[env_id].env_kwargs), "trainer": trainer,
+               "seed": seed, **spent, "success_rate": result["success_rate"], "episodes": result["episodes"],
+               "episode_success": "".join(str(int(s)) for s in result["per_episode"]["success"])}  # fmt: skip
+        self.rows = cycle.record(self.args.out, RULE, row, warm_start=model)
+
     def run(self) -> None:
+        trainers = [t for t in self.args.trainers if t != NO_RL]
         for env_id in self.args.envs:
             model = self.warm_start(env_id)
-            for (
-                seed
-            ) in self.args.seeds:  # seed by seed: an interrupted study has both trainers for its first seeds
-                for trainer in self.args.trainers:
+            if NO_RL in self.args.trainers:
+                self.record(env_id, NO_RL, None, self.evaluate(env_id, str(model), NO_RL), model)
+            # seed by seed: an interrupted study has both trainers for its first seeds
+            for seed in self.args.seeds:
+                for trainer in trainers:
                     if trainer == "ours":
                         folder = self.train_ours(env_id, seed, model)
                         spent = _ours_spent(folder)
@@ -191,14 +208,10 @@ class Study:
                             f"{a}={folder / f'agent_{i}'}" for i, a in enumerate(spent["agents"])
                         )
                     result = self.evaluate(env_id, policy, f"{trainer}_s{seed}")
-                    row = {"env": env_id, "env_kwargs": dict(miniature.DOMAINS[env_id].env_kwargs),
-                           "trainer": trainer, "seed": seed, "budget": self.budget(env_id),
-                           "sampled_completions": spent["sampled_completions"], "train_wall_s": spent["train_wall_s"],
-                           "updates_per_agent": spent["updates_per_agent"],
-                           "probe_completions": spent["probe_completions"],
-                           "success_rate": result["success_rate"], "episodes": result["episodes"],
-                           "episode_success": "".join(str(int(s)) for s in result["per_episode"]["success"])}  # fmt: skip
-                    self.rows = cycle.record(self.args.out, RULE, row, warm_start=model)
+                    self.record(
+                        env_id, trainer, seed, result, model, budget=self.budget(env_id),
+                        **{key: spent[key] for key in SPENT},
+                    )  # fmt: skip
                 write_report(self.rows, self.args)
 
 
@@ -224,14 +237,24 @@ def _by_seed(rows: list[dict], env_id: str, trainer: str) -> dict[int, list[int]
     }
 
 
+def _commits(rows: list[dict], env_id: str, trainer: str) -> list[str | None]:
+    return [r[ledger.PROVENANCE] for r in rows if (r["env"], r["trainer"]) == (env_id, trainer)]
+
+
 def env_lines(rows: list[dict], env_id: str) -> list[str]:
-    """`env_id`'s table: each trainer's success over seeds, its budget and training time, each seed's success;
-    then ours minus CoMLRL's, paired by seed."""
+    """`env_id`'s table: the start's success, each trainer's over seeds, its budget and training time, each seed's
+    success; then ours minus CoMLRL's, paired by seed, and each trainer minus the start (its success standing for
+    every seed of the trainer)."""
     lines = [
         "| trainer | success %, mean ± sd [95% t-interval, clipped to [0, 100]] (n) | sampled completions + greedy probes per run "
         "| optimizer steps per agent | training minutes per run | per seed |",
         "|---|---|---|---|---|---|",
     ]
+    start = next((r for r in rows if (r["env"], r["trainer"]) == (env_id, NO_RL)), None)
+    if start is not None:
+        lines.append(
+            f"| the warm start, no RL | {100 * start['success_rate']:.1f} (one greedy model) | 0 + 0 | 0 | 0 | — |"
+        )
     for trainer in TRAINERS:
         found = sorted(
             (r for r in rows if (r["env"], r["trainer"]) == (env_id, trainer)), key=lambda r: r["seed"]
@@ -248,13 +271,17 @@ def env_lines(rows: list[dict], env_id: str) -> list[str]:
             + ", ".join(f"s{r['seed']} {100 * r['success_rate']:.1f}" for r in found)
             + " |"
         )
-    commits = [
-        [r[ledger.PROVENANCE] for r in rows if (r["env"], r["trainer"]) == (env_id, t)] for t in TRAINERS
-    ]
-    found = compare_methods(
-        _by_seed(rows, env_id, "ours"), _by_seed(rows, env_id, "comlrl"), builds=(commits[0], commits[1])
-    )
-    return [*lines, "", f"Ours minus CoMLRL's: {comparison_cell(found)}."]
+    ours, theirs = _by_seed(rows, env_id, "ours"), _by_seed(rows, env_id, "comlrl")
+    builds = (_commits(rows, env_id, "ours"), _commits(rows, env_id, "comlrl"))
+    lines += ["", f"Ours minus CoMLRL's: {comparison_cell(compare_methods(ours, theirs, builds=builds))}."]
+    if start is not None:
+        outcomes = [int(c) for c in start["episode_success"]]
+        for name, trained, commits in (("Ours", ours, builds[0]), ("CoMLRL's", theirs, builds[1])):
+            found = compare_methods(
+                trained, dict.fromkeys(trained, outcomes), builds=(commits, [start[ledger.PROVENANCE]])
+            )
+            lines.append(f"{name} minus the start: {comparison_cell(found)}.")
+    return lines
 
 
 def write_report(rows: list[dict], args: argparse.Namespace) -> None:
@@ -280,7 +307,8 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         "in each agent's local shaping and penalties; it trains on 2 joint turns, where ours and the evaluation "
         "play the env's turn limit in the AEC order. Ours samples greedy probes beside its budget (the table's "
         "probes, not trained on). Training minutes: ours from its trainer's start (model loading and a "
-        "one-episode evaluation included; the last segment only, for a resumed run), CoMLRL's from `train()`.",
+        "one-episode evaluation included; the last segment only, for a resumed run), CoMLRL's from `train()`. The warm start, evaluated alone, is the point both gains are measured from: "
+        "one greedy model on one suite, its success standing for every seed of the trainer it is set against.",
         "",
     ]
     for env_id in ENVS:
@@ -299,7 +327,8 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
-    parser.add_argument("--trainers", nargs="+", default=list(TRAINERS), choices=list(TRAINERS))
+    parser.add_argument("--trainers", nargs="+", default=[NO_RL, *TRAINERS], choices=[NO_RL, *TRAINERS],
+                        help=f"'{NO_RL}' evaluates the warm start itself (module docstring)")  # fmt: skip
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(5)))
     parser.add_argument("--budget", type=positive_int, default=None,
                         help="sampled completions per run (default: the domain's miniature budget)")  # fmt: skip

@@ -25,12 +25,26 @@ def test_the_report_compares_the_trainers_seed_by_seed(tmp_path):
             ledger.append(
                 out.with_name(ledger.LEDGER_NAME), "comlrl", row, code_commit="abc1234", warm_start="w"
             )
+    start = {"env": "plan-path-v0", "trainer": "start", "seed": None, "success_rate": 0.25, "episodes": 4,
+             "episode_success": "0100"}  # fmt: skip
+    ledger.append(out.with_name(ledger.LEDGER_NAME), "comlrl", start, code_commit="def5678", warm_start="w")
     rows = ledger.table_rows(out, study.RULE)
     args = argparse.Namespace(results_md=tmp_path / "results.md", eval_episodes=4)
+    before, after = "# Results\n\nA warm-start paragraph before.\n\n", "\n\n## The next section\n"
+    args.results_md.write_text(f"{before}{study.START}\nold table\n{study.END}{after}")
     study.write_report(rows, args)
     text = args.results_md.read_text()
+    assert text.startswith(before + study.START) and text.endswith(study.END + after)  # its section only
+    assert "old table" not in text
     assert "| ours | 66.7 ± 14.4" in text and "s0 50.0, s1 75.0, s2 75.0 |" in text
     # per seed +25, +50, +50: mean 41.7 points, every seed above: p = 2/2^3 = 0.25
     assert "Ours minus CoMLRL's: +41.7 [" in text and "p = 0.25 (the smallest possible with 3 seeds)" in text
+    assert "| the warm start, no RL | 25.0 (one greedy model) |" in text
+    # ours per seed 50, 75, 75 against the start's 25 on every seed: +25, +50, +50; recorded at another commit
+    assert (
+        "Ours minus the start: +41.7 [" in text
+        and "across builds: ours at abc1234, reference at def5678" in text
+    )
+    # CoMLRL's 25, 25, 25: no seed differs from the start
+    assert "CoMLRL's minus the start: +0.0 [no interval: no spread]" in text
     assert "`math-v0`" not in text  # an env without rows gets no table
-

@@ -193,8 +193,12 @@ def test_the_comlrl_study_runs_end_to_end_at_a_tiny_budget(tmp_path):
         home=tmp_path / "home",
     )  # fmt: skip
     rows = json.loads(out.read_text())
-    assert sorted(r["trainer"] for r in rows) == ["comlrl", "ours"]
+    assert sorted(r["trainer"] for r in rows) == ["comlrl", "ours", "start"]
+    start = next(r for r in rows if r["trainer"] == "start")
+    assert start["seed"] is None and len(start["episode_success"]) == 4  # the warm start, evaluated once
     comlrl = next(r for r in rows if r["trainer"] == "comlrl")
     assert comlrl["sampled_completions"] == 40 and len(comlrl["episode_success"]) == 4  # one tree of 2 turns
     assert (tmp_path / "runs" / "plan-path-v0" / "comlrl_s0" / "agent_1" / "config.json").is_file()
-    assert "Ours minus CoMLRL's:" in results_md.read_text()
+    assert (
+        "Ours minus CoMLRL's:" in results_md.read_text() and "Ours minus the start:" in results_md.read_text()
+    )
