@@ -44,7 +44,7 @@ import reproduce_miniature as miniature
 from research import cycle, ledger
 from research.arguments import add_output_arguments, positive_int, refuse_mixed_settings
 from research.markdown import replace_section, seed_cell
-from research.method_comparison import COMPARISON_WORDS, compare_methods
+from research.method_comparison import COMPARISON_WORDS, compare_methods, found
 from research.method_comparison import cell as comparison_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +58,12 @@ NO_RL = "start"
 K = 4
 COMLRL_TURNS = 2
 LEARNING_RATE = 1e-4
+PREDICTIONS = {"plan-path-v0": ({"Ours minus CoMLRL's": "gains", "Ours minus the start": "gains",
+                                 "CoMLRL's minus the start": "gains"}, 90)}  # fmt: skip
+"""docs/results/preregistration_comlrl.md by env: each comparison's predicted direction ("gains": its interval
+above 0; `found`'s words) and the floor, in %, of ours' mean success."""
+PREDICTION_SEEDS = (0, 1, 2, 3, 4)
+"""The seeds the prediction is judged on."""
 DONE = "done.json"
 """A finished CoMLRL run's record in its folder: sampled completions, instances and training seconds."""
 SPENT = ("sampled_completions", "train_wall_s", "updates_per_agent", "probe_completions")
@@ -256,31 +262,67 @@ def env_lines(rows: list[dict], env_id: str) -> list[str]:
             f"| the warm start, no RL | {100 * start['success_rate']:.1f} (one greedy model) | 0 + 0 | 0 | 0 | — |"
         )
     for trainer in TRAINERS:
-        found = sorted(
+        runs = sorted(
             (r for r in rows if (r["env"], r["trainer"]) == (env_id, trainer)), key=lambda r: r["seed"]
         )
-        if not found:
+        if not runs:
             continue
-        minutes = [r["train_wall_s"] / 60 for r in found if r.get("train_wall_s") is not None]
+        minutes = [r["train_wall_s"] / 60 for r in runs if r.get("train_wall_s") is not None]
         lines.append(
-            f"| {trainer} | {seed_cell([r['success_rate'] for r in found])} "
-            f"| {np.mean([r['sampled_completions'] for r in found]):.0f} + "
-            f"{np.mean([r.get('probe_completions', 0) for r in found]):.0f} "
-            f"| {np.mean([r.get('updates_per_agent', np.nan) for r in found]):.0f} "
+            f"| {trainer} | {seed_cell([r['success_rate'] for r in runs])} "
+            f"| {np.mean([r['sampled_completions'] for r in runs]):.0f} + "
+            f"{np.mean([r.get('probe_completions', 0) for r in runs]):.0f} "
+            f"| {np.mean([r.get('updates_per_agent', np.nan) for r in runs]):.0f} "
             f"| {np.mean(minutes):.1f} | "
-            + ", ".join(f"s{r['seed']} {100 * r['success_rate']:.1f}" for r in found)
+            + ", ".join(f"s{r['seed']} {100 * r['success_rate']:.1f}" for r in runs)
             + " |"
         )
+    comparisons = _comparisons(rows, env_id, start)
+    lines += ["", *(f"{label}: {comparison_cell(result)}." for label, result in comparisons.items())]
+    if env_id in PREDICTIONS:
+        lines += ["", *prediction_lines(env_id, comparisons, _by_seed(rows, env_id, "ours"))]
+    return lines
+
+
+def _comparisons(rows: list[dict], env_id: str, start: dict | None) -> dict[str, dict | None]:
+    """Ours minus CoMLRL's, paired by seed, then (with the `start` row) each trainer minus the start, its
+    success standing for every seed of the trainer: `compare_methods`' results by label."""
     ours, theirs = _by_seed(rows, env_id, "ours"), _by_seed(rows, env_id, "comlrl")
     builds = (_commits(rows, env_id, "ours"), _commits(rows, env_id, "comlrl"))
-    lines += ["", f"Ours minus CoMLRL's: {comparison_cell(compare_methods(ours, theirs, builds=builds))}."]
+    results = {"Ours minus CoMLRL's": compare_methods(ours, theirs, builds=builds)}
     if start is not None:
         outcomes = [int(c) for c in start["episode_success"]]
         for name, trained, commits in (("Ours", ours, builds[0]), ("CoMLRL's", theirs, builds[1])):
-            found = compare_methods(
+            results[f"{name} minus the start"] = compare_methods(
                 trained, dict.fromkeys(trained, outcomes), builds=(commits, [start[ledger.PROVENANCE]])
             )
-            lines.append(f"{name} minus the start: {comparison_cell(found)}.")
+    return results
+
+
+def prediction_lines(
+    env_id: str, comparisons: dict[str, dict | None], ours: dict[int, list[int]]
+) -> list[str]:
+    """`PREDICTIONS[env_id]` judged once every comparison holds `PREDICTION_SEEDS` (before that, said to wait):
+    each comparison's predicted direction against what its interval shows (`found`), and ours' mean success
+    against its predicted floor."""
+    directions, floor = PREDICTIONS[env_id]
+    intro = (f"The prediction (docs/results/preregistration_comlrl.md, committed before any `{env_id}` run "
+             "finished), judged")  # fmt: skip
+    if any(
+        comparisons.get(label) is None or set(comparisons[label]["per_seed"]) != set(PREDICTION_SEEDS)
+        for label in directions
+    ):
+        return [
+            f"{intro} once both trainers and the start hold seeds {PREDICTION_SEEDS[0]}-{PREDICTION_SEEDS[-1]}."
+        ]
+    lines = [f"{intro}:", ""]
+    for label, predicted in directions.items():
+        shown = found(comparisons[label])
+        mark = "as predicted" if shown == predicted else "not as predicted"
+        lines.append(f"- {label}: predicted {predicted}, found {shown}: **{mark}**.")
+    mean = 100 * np.mean([np.mean(outcomes) for outcomes in ours.values()])
+    mark = "as predicted" if mean >= floor else "not as predicted"
+    lines.append(f"- Ours' mean success: predicted {floor}% or more, found {mean:.1f}%: **{mark}**.")
     return lines
 
 

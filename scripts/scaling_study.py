@@ -44,7 +44,7 @@ import numpy as np
 
 from research import cycle, ledger
 from research.markdown import replace_section, seed_cell
-from research.method_comparison import clipped, p_words
+from research.method_comparison import clipped, found, p_words
 from research.stats import seed_comparison, seed_summary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -363,13 +363,6 @@ PREDICTION_SEEDS = (0, 1, 2, 3, 4, 5)
 """The seeds the prediction is judged on: a comparison over fewer is shown, not judged."""
 UNSEEN_SEEDS = (2, 3, 4, 5)
 """The seeds not yet run when the prediction was committed (seeds 0 and 1 were on the ledger)."""
-
-
-def found(result: dict) -> str:
-    """What a paired comparison shows: "gains" (its 95% interval above 0), "loses" (below 0) or "none" (it holds
-    0); with no spread over seeds (every seed the same difference), the sign of that difference."""
-    low, high = result["ci95"] if result["ci95"] is not None else (result["difference"],) * 2
-    return "gains" if low > 0 else "loses" if high < 0 else "none"
 
 
 def as_predicted(predicted: str, shown: str) -> bool:

@@ -48,3 +48,25 @@ def test_the_report_compares_the_trainers_seed_by_seed(tmp_path):
     # CoMLRL's 25, 25, 25: no seed differs from the start
     assert "CoMLRL's minus the start: +0.0 [no interval: no spread]" in text
     assert "`math-v0`" not in text  # an env without rows gets no table
+    assert "judged once both trainers and the start hold seeds 0-4." in text  # 3 seeds: not judged yet
+
+
+def _comparison(low: float, high: float, seeds=range(5)) -> dict:
+    return {"ci95": [low, high], "difference": (low + high) / 2, "per_seed": dict.fromkeys(seeds, 0.0)}
+
+
+def test_the_prediction_is_judged_by_each_interval_once_every_seed_is_in():
+    ours = dict.fromkeys(range(5), [1] * 9 + [0])  # 90% on every seed: at the predicted floor
+    comparisons = {
+        "Ours minus CoMLRL's": _comparison(0.01, 0.2),
+        "Ours minus the start": _comparison(0.5, 0.7),
+        "CoMLRL's minus the start": _comparison(-0.05, 0.3),  # holds 0: not the predicted gain
+    }
+    lines = study.prediction_lines("plan-path-v0", comparisons, ours)
+    assert "- Ours minus CoMLRL's: predicted gains, found gains: **as predicted**." in lines
+    assert "- CoMLRL's minus the start: predicted gains, found none: **not as predicted**." in lines
+    assert "- Ours' mean success: predicted 90% or more, found 90.0%: **as predicted**." in lines
+    below = study.prediction_lines("plan-path-v0", comparisons, dict.fromkeys(range(5), [1] * 8 + [0] * 2))
+    assert "found 80.0%: **not as predicted**." in below[-1]
+    comparisons["Ours minus the start"] = _comparison(0.5, 0.7, seeds=range(4))  # a seed missing: not judged
+    assert len(study.prediction_lines("plan-path-v0", comparisons, ours)) == 1

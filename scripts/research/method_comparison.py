@@ -81,6 +81,13 @@ def compare_methods(
     }
 
 
+def found(result: dict) -> str:
+    """What a paired comparison (`compare_methods`, `seed_comparison`) shows: "gains" (its 95% interval above 0), "loses" (below 0) or "none" (it holds
+    0); with no spread over seeds (every seed the same difference), the sign of that difference."""
+    low, high = result["ci95"] if result["ci95"] is not None else (result["difference"],) * 2
+    return "gains" if low > 0 else "loses" if high < 0 else "none"
+
+
 def clipped(interval: Sequence[float] | None) -> list[float] | None:
     """An interval of a difference of success rates clipped to [-1, 1], the range such a difference can take."""
     return None if interval is None else [max(-1.0, interval[0]), min(1.0, interval[1])]
