@@ -21,9 +21,9 @@ from pettingllms.core.errors import (
     UnknownEnvError,
     VersionNotFound,
 )
-from pettingllms.core.registration import EnvSpec, make, register, register_namespace, registry, spec
+from pettingllms.core.registration import TURNS, EnvSpec, make, register, register_namespace, registry, spec
 from pettingllms.core.text import TextObservation
-from pettingllms.core.wrappers import ObservationTransform
+from pettingllms.core.wrappers import JointTurns, ObservationTransform
 from pettingllms.integrations.gymnasium_env import register_gymnasium_ids
 
 register_gymnasium_ids()  # gymnasium.make("pettingllms/PlanPath-v0") and the other single-agent views
@@ -39,9 +39,11 @@ __all__ = [
     "DependencyNotInstalled",
     "EnvProtocolError",
     "EnvSpec",
+    "JointTurns",
     "NameNotFound",
     "ObservationTransform",
     "PettingLLMsError",
+    "TURNS",
     "TextObservation",
     "UnknownEnvError",
     "VersionNotFound",

@@ -21,11 +21,12 @@ For each env of `ENVS`, in its miniature setting and from the miniature's team w
 - `start`: the warm start itself, no RL (one row per env: a greedy model on a fixed suite needs no seeds), the
   point both trainers' gains are measured from.
 
-Common: K = 4, temperature 1.0, learning rate 1e-4, the domain's completion length. Both trained teams are then
-played greedily by `pettingllms-eval` on the miniature's evaluation suite (in the env's AEC order: CoMLRL's
-joint turns are how it trains, not how the env is played). Rows (study `comlrl` on the ledger, one per env,
-trainer and seed) hold each episode's success, so the report compares the trainers seed by seed
-(`research.method_comparison`).
+Common: K = 4, temperature 1.0, learning rate 1e-4, the domain's completion length. Both trained teams and the
+start are then played greedily by `pettingllms-eval` on the miniature's evaluation suite, twice (`--turns`): in the
+env's AEC order, and with joint turns (every agent observing the env as the turn began, as CoMLRL trains;
+`pettingllms-eval --turns joint`). Rows (study `comlrl` on the ledger, one per env, trainer, seed and way of playing
+the turns; a row with joint turns names `"turns": "joint"`) hold each episode's success, so the report compares the
+trainers seed by seed (`research.method_comparison`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 import numpy as np
 import reproduce_miniature as miniature
 
+from pettingllms.core.registration import TURNS
 from research import cycle, ledger
 from research.arguments import add_output_arguments, positive_int, refuse_mixed_settings
 from research.markdown import replace_section, seed_cell
@@ -58,6 +60,17 @@ NO_RL = "start"
 K = 4
 COMLRL_TURNS = 2
 LEARNING_RATE = 1e-4
+JOINT_WORDS = {
+    "plan-path-v0": "Played with joint turns (`pettingllms-eval --turns joint`, the turn structure CoMLRL trains "
+    "in: every agent observes the grid as its turn began). `plan-path-v0` shows the tool agent's proposal to the plan "
+    "agent only within their turn (the next turn's report names the plan agent's own answer), so with joint turns no "
+    "proposal ever reaches the plan agent: these rows are the plan agent's success alone, the task CoMLRL's plan "
+    "agent trains on, and its tool agent's answers change no reward.",
+    "math-v0": "Played with joint turns (`pettingllms-eval --turns joint`): `math-v0` shows each agent the same "
+    "observations as the AEC order does (the tool agent, second in a turn, reads the reasoner's answer only from "
+    "the next turn; tests/test_joint_turns.py checks it), so these rows repeat the table above.",
+}
+"""The paragraph above each env's table of evaluations with joint turns."""
 PREDICTIONS = {"plan-path-v0": ({"Ours minus CoMLRL's": "gains", "Ours minus the start": "gains",
                                  "CoMLRL's minus the start": "gains"}, 90)}  # fmt: skip
 """docs/results/preregistration_comlrl.md by env: each comparison's predicted direction ("gains": its interval
@@ -71,7 +84,7 @@ SPENT = ("sampled_completions", "train_wall_s", "updates_per_agent", "probe_comp
 greedy probe completions."""
 SMOKE_SETTINGS = ("budget", "max_steps", "eval_episodes", "demos_per_role", "warm_start_steps")
 """The flags that change what a row measures: runs with other values go to folders and tables of their own."""
-RULE = ledger.Rule("comlrl", ("env", "trainer", "seed"))
+RULE = ledger.Rule("comlrl", ("env", "trainer", "seed", "turns"))
 """How the table (`OUT`) is built from the ledger beside it: one row per env, trainer and seed, the last recorded
 (`research.ledger`)."""
 
@@ -176,21 +189,27 @@ class Study:
         (folder / DONE).write_text(json.dumps(record) + "\n")
         return folder
 
-    def evaluate(self, env_id: str, policy: str, name: str) -> dict:
-        """`pettingllms-eval` of `policy` on the miniature's evaluation suite of `env_id` (cached by name)."""
+    def evaluate(self, env_id: str, policy: str, name: str, turns: str) -> dict:
+        """`pettingllms-eval` of `policy` on the miniature's evaluation suite of `env_id`, its agents' turns played
+        as `turns` says (cached by name)."""
         domain = miniature.DOMAINS[env_id]
-        output = self.args.runs / "eval" / f"{env_id}_{name}.json"
+        output = self.args.runs / "eval" / f"{env_id}_{name}{'' if turns == 'aec' else '_' + turns}.json"
         argv = [
             "--env", env_id, "--policy", policy, "--workflow", "mas", "--episodes", str(self.args.eval_episodes),
             "--seed", "0", "--split", "eval", "--env_kwargs", json.dumps(dict(domain.env_kwargs)),
             "--max_new_tokens", str(domain.max_completion_tokens), "--output", str(output), "--no_progress",
+            "--turns", turns,
         ]  # fmt: skip
         return cycle.evaluate(argv, output, env_id)
 
-    def record(self, env_id: str, trainer: str, seed: int | None, result: dict, model: Path, **spent) -> None:
-        """The row of `trainer`'s evaluation `result` on `env_id` (what its run `spent`), on the ledger."""
+    def record(
+        self, env_id: str, trainer: str, seed: int | None, turns: str, result: dict, model: Path, **spent
+    ) -> None:
+        """The row of `trainer`'s evaluation `result` on `env_id` with `turns` (what its run `spent`), on the
+        ledger; a row of the AEC order names no `turns` (as the first rows were recorded)."""
+        played = {} if turns == "aec" else {"turns": turns}
         row = {"env": env_id, "env_kwargs": dict(miniature.DOMAINS[env_id].env_kwargs), "trainer": trainer,
-               "seed": seed, **spent, "success_rate": result["success_rate"], "episodes": result["episodes"],
+               "seed": seed, **played, **spent, "success_rate": result["success_rate"], "episodes": result["episodes"],
                "episode_success": "".join(str(int(s)) for s in result["per_episode"]["success"])}  # fmt: skip
         self.rows = cycle.record(self.args.out, RULE, row, warm_start=model)
 
@@ -198,8 +217,10 @@ class Study:
         trainers = [t for t in self.args.trainers if t != NO_RL]
         for env_id in self.args.envs:
             model = self.warm_start(env_id)
-            if NO_RL in self.args.trainers:
-                self.record(env_id, NO_RL, None, self.evaluate(env_id, str(model), NO_RL), model)
+            for turns in self.args.turns if NO_RL in self.args.trainers else ():
+                self.record(
+                    env_id, NO_RL, None, turns, self.evaluate(env_id, str(model), NO_RL, turns), model
+                )
             # seed by seed: an interrupted study has both trainers for its first seeds
             for seed in self.args.seeds:
                 for trainer in trainers:
@@ -213,11 +234,12 @@ class Study:
                         policy = ",".join(
                             f"{a}={folder / f'agent_{i}'}" for i, a in enumerate(spent["agents"])
                         )
-                    result = self.evaluate(env_id, policy, f"{trainer}_s{seed}")
-                    self.record(
-                        env_id, trainer, seed, result, model, budget=self.budget(env_id),
-                        **{key: spent[key] for key in SPENT},
-                    )  # fmt: skip
+                    for turns in self.args.turns:
+                        result = self.evaluate(env_id, policy, f"{trainer}_s{seed}", turns)
+                        self.record(
+                            env_id, trainer, seed, turns, result, model, budget=self.budget(env_id),
+                            **{key: spent[key] for key in SPENT},
+                        )  # fmt: skip
                 write_report(self.rows, self.args)
 
 
@@ -247,10 +269,10 @@ def _commits(rows: list[dict], env_id: str, trainer: str) -> list[str | None]:
     return [r[ledger.PROVENANCE] for r in rows if (r["env"], r["trainer"]) == (env_id, trainer)]
 
 
-def env_lines(rows: list[dict], env_id: str) -> list[str]:
-    """`env_id`'s table: the start's success, each trainer's over seeds, its budget and training time, each seed's
-    success; then ours minus CoMLRL's, paired by seed, and each trainer minus the start (its success standing for
-    every seed of the trainer)."""
+def env_lines(rows: list[dict], env_id: str, *, judge: bool) -> list[str]:
+    """`env_id`'s table from `rows` (one way of playing the turns): the start's success, each trainer's over seeds,
+    its budget and training time, each seed's success; then ours minus CoMLRL's, paired by seed, and each trainer
+    minus the start (its success standing for every seed of the trainer); with `judge`, the env's prediction."""
     lines = [
         "| trainer | success %, mean ± sd [95% t-interval, clipped to [0, 100]] (n) | sampled completions + greedy probes per run "
         "| optimizer steps per agent | training minutes per run | per seed |",
@@ -279,7 +301,7 @@ def env_lines(rows: list[dict], env_id: str) -> list[str]:
         )
     comparisons = _comparisons(rows, env_id, start)
     lines += ["", *(f"{label}: {comparison_cell(result)}." for label, result in comparisons.items())]
-    if env_id in PREDICTIONS:
+    if judge and env_id in PREDICTIONS:
         lines += ["", *prediction_lines(env_id, comparisons, _by_seed(rows, env_id, "ours"))]
     return lines
 
@@ -354,9 +376,15 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         "",
     ]
     for env_id in ENVS:
-        if any(r["env"] == env_id for r in rows):
+        played = {
+            turns: [r for r in rows if r["env"] == env_id and r.get("turns", "aec") == turns]
+            for turns in TURNS
+        }
+        if played["aec"]:
             lines += [f"### `{env_id}` with `{json.dumps(dict(miniature.DOMAINS[env_id].env_kwargs))}`", "",
-                      *env_lines(rows, env_id), ""]  # fmt: skip
+                      *env_lines(played["aec"], env_id, judge=True), ""]  # fmt: skip
+        if played["joint"]:
+            lines += [JOINT_WORDS[env_id], "", *env_lines(played["joint"], env_id, judge=False), ""]
     if not rows:
         lines += ["No run yet.", ""]
     lines += ["Regenerate: `.venv/bin/python scripts/comlrl_study.py` (resumable; `--report` rebuilds this section).",
@@ -381,6 +409,8 @@ def main() -> int:
     parser.add_argument("--demos_per_role", type=positive_int, default=miniature.DEMOS_PER_ROLE)
     parser.add_argument("--warm_start_steps", type=positive_int, default=None,
                         help="SFT steps (default: the study's)")  # fmt: skip
+    parser.add_argument("--turns", nargs="+", default=list(TURNS), choices=list(TURNS),
+                        help="how each team is evaluated: 'aec' (the env's order) and/or 'joint' (CoMLRL's)")  # fmt: skip
     add_output_arguments(parser, out=OUT, runs=RUNS)
     args = parser.parse_args()
     refuse_mixed_settings(parser, args, SMOKE_SETTINGS, out=OUT, runs=RUNS)

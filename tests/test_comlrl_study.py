@@ -28,6 +28,10 @@ def test_the_report_compares_the_trainers_seed_by_seed(tmp_path):
     start = {"env": "plan-path-v0", "trainer": "start", "seed": None, "success_rate": 0.25, "episodes": 4,
              "episode_success": "0100"}  # fmt: skip
     ledger.append(out.with_name(ledger.LEDGER_NAME), "comlrl", start, code_commit="def5678", warm_start="w")
+    joint = {"env": "plan-path-v0", "trainer": "ours", "seed": 0, "turns": "joint", "budget": 40,
+             "sampled_completions": 40, "train_wall_s": 60.0, "success_rate": 0.0, "episodes": 4,
+             "episode_success": "0000"}  # fmt: skip
+    ledger.append(out.with_name(ledger.LEDGER_NAME), "comlrl", joint, code_commit="def5678", warm_start="w")
     rows = ledger.table_rows(out, study.RULE)
     args = argparse.Namespace(results_md=tmp_path / "results.md", eval_episodes=4)
     before, after = "# Results\n\nA warm-start paragraph before.\n\n", "\n\n## The next section\n"
@@ -36,7 +40,9 @@ def test_the_report_compares_the_trainers_seed_by_seed(tmp_path):
     text = args.results_md.read_text()
     assert text.startswith(before + study.START) and text.endswith(study.END + after)  # its section only
     assert "old table" not in text
-    assert "| ours | 66.7 ± 14.4" in text and "s0 50.0, s1 75.0, s2 75.0 |" in text
+    assert "| ours | 66.7 ± 14.4" in text and "s0 50.0, s1 75.0, s2 75.0 |" in text  # not the joint row
+    aec, joint = text.split(study.JOINT_WORDS["plan-path-v0"])  # the joint turns' rows: a table of their own
+    assert "| ours | 0.0 (n=1) |" in joint and "s0 0.0 |" in joint and "judged" not in joint
     # per seed +25, +50, +50: mean 41.7 points, every seed above: p = 2/2^3 = 0.25
     assert "Ours minus CoMLRL's: +41.7 [" in text and "p = 0.25 (the smallest possible with 3 seeds)" in text
     assert "| the warm start, no RL | 25.0 (one greedy model) |" in text

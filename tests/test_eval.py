@@ -12,7 +12,7 @@ pytest.importorskip("evaluate")
 from markers import needs_bwrap  # noqa: E402
 
 import pettingllms  # noqa: E402
-from pettingllms.backends.base import SamplingConfig  # noqa: E402
+from pettingllms.backends.base import SamplingConfig, ScriptedPolicy  # noqa: E402
 from pettingllms.backends.baselines import OraclePolicy, RandomPolicy  # noqa: E402
 from pettingllms.core.errors import ConfigError  # noqa: E402
 from pettingllms.eval import metrics  # noqa: E402
@@ -48,6 +48,36 @@ def test_oracle_solves_every_grid_episode_and_random_rarely_does(env_id, tmp_pat
     random = _play(env_id, RandomPolicy(seed=0), tmp_path / "r")
     assert sum(record.success for record in random) / len(random) <= 0.25
     assert all(sum(record.errors.values()) == 0 for record in random)  # well-formed, if often illegal, moves
+
+
+def _copy_the_proposal(prompt, rng):
+    """The plan agent that answers with the tool agent's proposal when its prompt shows one."""
+    found = re.search(r"proposed ([UDLR ]+);", prompt)
+    return f"<answer>{found.group(1)}</answer>" if found else "no idea"
+
+
+def test_joint_turns_hide_an_answer_from_the_agents_acting_in_its_turn(tmp_path):
+    suite = build_suite("plan-path-v0", 6, seed=3)
+    backends = {"oracle": OraclePolicy(), "copy": ScriptedPolicy(_copy_the_proposal)}
+    sampling = dict.fromkeys(backends, SamplingConfig(temperature=0.0))
+
+    def play(turns):
+        return run_suite(suite, backends, {"tool": "oracle", "plan": "copy"}, sampling, None, turns=turns)
+
+    assert all(
+        r.success and r.turns == 1 for r in play("aec")
+    )  # the plan agent reads the proposal and copies it
+    # with joint turns the plan agent observes each turn as it began: plan-path shows a proposal only within its
+    # turn, so none ever reaches it
+    assert not any(r.success for r in play("joint"))
+    output = tmp_path / "joint.json"
+    argv = ["--env", "plan-path-v0", "--policy", "oracle", "--episodes", "2", "--output", str(output), "--no_progress"]  # fmt: skip
+    assert eval_main([*argv, "--turns", "joint"]) == 0
+    report = json.loads(output.read_text())
+    assert report["turns"] == "joint" and report["results"]["plan-path-v0"]["turns"] == "joint"
+    aec = tmp_path / "aec.json"
+    assert eval_main([*argv[:-3], "--output", str(aec), "--no_progress"]) == 0
+    assert json.loads(aec.read_text())["results"]["plan-path-v0"]["turns"] == "aec"  # the default
 
 
 def test_random_baseline_is_seeded(tmp_path):

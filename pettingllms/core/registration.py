@@ -141,7 +141,12 @@ def spec(env_id: str) -> EnvSpec:
     raise NameNotFound(f"no environment named {env_id!r}.{suggestion} Registered: {listing}")
 
 
-def make(env_id: str, *, tier: str | None = None, **kwargs: Any) -> AECEnv:
+TURNS = ("aec", "joint")
+"""How the agents of a turn act (`make`'s `turns`): in turn, each reading the earlier agents' answers of the turn
+(PettingZoo's AEC order), or together, each reading the env as the turn began (`JointTurns`)."""
+
+
+def make(env_id: str, *, tier: str | None = None, turns: str = "aec", **kwargs: Any) -> AECEnv:
     """Build the environment `env_id` with the standard wrappers applied.
 
     Keyword arguments override the spec's defaults and go to the environment's constructor
@@ -150,15 +155,19 @@ def make(env_id: str, *, tier: str | None = None, **kwargs: Any) -> AECEnv:
     spec's defaults and `kwargs` (an explicit keyword argument overrides the tier's); an unknown tier, or a tier
     for an env without tiers, is a `ConfigError` naming the allowed values.
     The wrappers, innermost first: `TextActionChecker` (actions must be `str`, or `None` for a finished agent),
-    then `OrderEnforcing` (PettingZoo's call-order checks). `env.unwrapped` is the raw environment.
+    then `OrderEnforcing` (PettingZoo's call-order checks), and with `turns="joint"` `JointTurns` (the agents of a
+    turn act together: each observes the env as the turn began); another `turns` is a `ConfigError` naming
+    `TURNS`. `env.unwrapped` is the raw environment.
     """
-    from pettingllms.core.wrappers import wrap
+    from pettingllms.core.wrappers import JointTurns, wrap
 
+    if turns not in TURNS:
+        raise ConfigError(f"turns={turns!r}: choose one of {list(TURNS)}")
     env_spec = spec(env_id)
     factory = env_spec.load()
     _check_arguments(env_id, factory, kwargs)
     raw = factory(**{**env_spec.kwargs, **tier_arguments(env_spec, tier), **kwargs})
-    return wrap(raw)
+    return JointTurns(wrap(raw)) if turns == "joint" else wrap(raw)
 
 
 def tier_arguments(env_spec: EnvSpec, tier: str | None) -> Mapping[str, Any]:

@@ -8,6 +8,9 @@
 
 Both keep `clone()` working on the wrapped env: it returns a deep copy of the whole wrapper chain.
 
+`JointTurns(env)` (`make(..., turns="joint")`, outermost) makes the agents of a turn act together: each observes
+the env as it stood when the turn began, so no agent reads an answer of the turn it acts in.
+
 `ObservationTransform(env, fn)` is for users who rewrite observations: `fn` may return a plain `str` and the
 wrapper re-wraps it as a `TextObservation` inside the observation space (a plain `str` has no `dtype`, which
 PettingZoo's `api_test` checks).
@@ -85,6 +88,40 @@ class ObservationTransform(_Cloneable, BaseWrapper):
     def observe(self, agent: str) -> TextObservation:
         text = sanitize(str(self.fn(str(self.env.observe(agent)))))
         return TextObservation(truncate(text, OBSERVATION_MAX_CHARS))
+
+
+class JointTurns(_Cloneable, BaseWrapper):
+    """`env` whose agents of a turn act together, as CoMLRL's joint turns and PettingZoo's parallel API have them:
+    while an episode runs, `observe(agent)` is the agent's observation at the start of the current turn (taken for
+    every live agent at `reset` and whenever a step advances `env.unwrapped.turn`), so an agent never reads an
+    answer given in the turn it acts in; the answers are still stepped one by one in the AEC order, and rewards,
+    infos and the end of an episode are the env's own. Once the episode is over (no agent left, or the selected
+    one finished) `observe` is the env's own: the final observations. A one-agent env is unchanged."""
+
+    def __init__(self, env: AECEnv):
+        super().__init__(env)
+        self._turn_start: dict[str, TextObservation] = {}
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        self.env.reset(seed=seed, options=options)
+        self._snapshot()
+
+    def step(self, action) -> None:
+        turn = self.env.unwrapped.turn
+        self.env.step(action)
+        if self.env.unwrapped.turn != turn:
+            self._snapshot()
+
+    def observe(self, agent: str) -> TextObservation:
+        env = self.env.unwrapped
+        acting = env.agent_selection
+        over = not env.agents or env.terminations[acting] or env.truncations[acting]
+        if over or agent not in self._turn_start:
+            return self.env.observe(agent)
+        return self._turn_start[agent]
+
+    def _snapshot(self) -> None:
+        self._turn_start = {agent: self.env.observe(agent) for agent in self.env.unwrapped.agents}
 
 
 def wrap(env: AECEnv) -> AECEnv:

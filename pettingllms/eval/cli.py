@@ -61,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--label", default=None, help="the row name on a leaderboard (default: --policy)")
     parser.add_argument("--workflow", default="mas", help="'mas' (default) or 'single'")
     parser.add_argument(
+        "--turns",
+        default="aec",
+        choices=list(pettingllms.TURNS),
+        help="'aec' (default): the agents of a turn act in order, each reading the earlier ones' answers; 'joint': "
+        "together, each reading the env as the turn began (CoMLRL's turns; `make(..., turns='joint')`)",
+    )
+    parser.add_argument(
         "--env_kwargs",
         default=None,
         help="JSON keyword arguments for every env; default: a named run's own (for its env), else {}",
@@ -145,6 +152,7 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
         "policy": args.policy,
         "seed": args.seed,
         "workflow": args.workflow,
+        "turns": args.turns,
         "command": ["pettingllms-eval", *argv],
         "versions": versions(),
         "results": {},
@@ -210,6 +218,7 @@ def _evaluate_env(
             samplings,
             cache,
             workflow=args.workflow,
+            turns=args.turns,
             seed=args.seed,
             chunk_size=args.chunk_size,
             on_progress=bar.update,
@@ -281,6 +290,7 @@ def _settings(suite, loaded, sampling, samplings, args: argparse.Namespace) -> d
         "sampling": sampling_json(sampling),
         "seed": args.seed,
         "workflow": args.workflow,
+        "turns": args.turns,
         "chunk_size": args.chunk_size,
         "weights_sha256": {agent: loaded.weights[name] for agent, name in loaded.agent_policy.items()},
     }

@@ -33,6 +33,7 @@ def run_suite(
     cache: EpisodeCache | None,
     *,
     workflow: str = "mas",
+    turns: str = "aec",
     seed: int = 0,
     chunk_size: int = 50,
     on_progress: Callable[[int], None] | None = None,
@@ -41,7 +42,8 @@ def run_suite(
     on_chunk: Callable[[tuple[Episode, ...], Rollout], None] | None = None,
 ) -> list[EpisodeRecord]:
     """Play every episode of `suite` not yet in `cache` (None: no cache, play all); return the records of all of
-    them, in suite order.
+    them, in suite order. `workflow` and `turns` are `pettingllms.make`'s (`turns="joint"`: the agents of a turn
+    act together).
 
     With a `pool`, env steps run in its worker processes (the same results as in-process). Under a launcher
     (`world`: the trainer's ranks, no cache) each rank plays every `world.size`-th chunk, reseeded as one process
@@ -51,7 +53,9 @@ def run_suite(
         raise ValueError(
             "run_suite: an episode cache is one process's; play a cached suite without a launcher"
         )
-    env_fn = functools.partial(pettingllms.make, suite.env_id, workflow=workflow, **dict(suite.env_kwargs))
+    env_fn = functools.partial(
+        pettingllms.make, suite.env_id, workflow=workflow, turns=turns, **dict(suite.env_kwargs)
+    )
     engine = RolloutEngine(env_fn, backends, agent_policy, sampling, num_generations=1, pool=pool)
     played = dict(cache.records) if cache is not None else {}
     done = sum(episode.key in played for episode in suite.episodes)

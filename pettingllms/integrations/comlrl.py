@@ -18,7 +18,9 @@ and the turn's reward scores their joint action. The env's agents act *in turn* 
 plan-path the plan agent's prompt holds the tool agent's proposal of the same turn. The bridge maps a CoMLRL turn to
 one env turn: agent i of CoMLRL is `agents[i]` (the env's `possible_agents`, in its acting order); each agent's prompt
 is its observation at the start of the turn (so the plan agent sees the board and the last turn's report, never a
-proposal of the turn it answers in); the joint action is then stepped in the AEC order (`agents[0]`'s completion,
+proposal of the turn it answers in; plan-path's report names the plan agent's own answer only, so no tool proposal
+reaches the plan agent and the tool agent's answers change no reward: `pettingllms.make(env_id, turns="joint")`
+plays an env in these turns, `pettingllms-eval --turns joint` evaluates a team so); the joint action is then stepped in the AEC order (`agents[0]`'s completion,
 then `agents[1]`'s, ...), and the turn's reward is the env's team reward summed over those steps (1 when the turn
 solves the instance, else 0). An instance solved at turn t stays solved: CoMLRL may still expand its branch (its
 tree has `num_turns` levels unless `early_termination_threshold` stops it), and those later turns pay 0 and step
