@@ -10,6 +10,8 @@ For each env of `ENVS`, in its miniature setting and from the miniature's team w
 
 - `ours`: `pettingllms-train`, per-role AT-GRPO with the miniature's flags (`mas+at-grpo-per-role`), until the
   domain's budget of sampled completions (the step that reaches it completes).
+- `ours-joint`: the same with joint turns (`--turns joint`: every agent observes the env as its turn began, as
+  CoMLRL's agents do), the control that separates the trainer from the turn structure.
 - `comlrl`: CoMLRL 1.4.3's `MAGRPOTrainer` through `pettingllms.integrations.comlrl.MAGRPOBridge`, one full model
   per agent loaded from the same warm start, prompts written with the chat template (`chat_prompt_text`, as our
   backends write them), `COMLRL_TURNS` turns (its tree: 1 + K nodes of agents x K completions per instance), its
@@ -54,7 +56,9 @@ RUNS = ROOT / "runs" / "comlrl"
 OUT = ROOT / "docs" / "results" / "comlrl.json"
 START, END = "<!-- comlrl:start -->", "<!-- comlrl:end -->"
 ENVS = ("plan-path-v0", "math-v0")
-TRAINERS = ("ours", "comlrl")
+TRAINERS = ("ours", "comlrl", "ours-joint")
+NAMES = {"ours": "Ours", "comlrl": "CoMLRL's", "ours-joint": "Ours trained with joint turns"}
+"""Each trainer's name in the report's comparisons."""
 NO_RL = "start"
 """The `trainer` of the warm start's own row (module docstring)."""
 K = 4
@@ -124,12 +128,14 @@ class Study:
     def budget(self, env_id: str) -> int:
         return self.args.budget or miniature.DOMAINS[env_id].budget
 
-    def train_ours(self, env_id: str, seed: int, model: Path) -> Path:
-        """Per-role AT-GRPO as the miniature trains it (`cycle.train`: resumed, or skipped once finished)."""
+    def train_ours(self, env_id: str, seed: int, model: Path, trainer: str) -> Path:
+        """Per-role AT-GRPO as the miniature trains it (`cycle.train`: resumed, or skipped once finished); for
+        `ours-joint`, with joint turns (`--turns joint`)."""
         domain = miniature.DOMAINS[env_id]
         _, flags = miniature.method_flags("mas+at-grpo-per-role")
         argv = [
-            "--output_dir", str(self.args.runs / env_id / f"ours_s{seed}"), "--env_id", env_id,
+            "--output_dir", str(self.args.runs / env_id / f"{trainer}_s{seed}"), "--env_id", env_id,
+            "--turns", "joint" if trainer == "ours-joint" else "aec",
             "--env_kwargs", json.dumps(dict(domain.env_kwargs)),
             "--max_completion_length", str(domain.max_completion_tokens), "--model_name_or_path", str(model),
             "--seed", str(seed), "--max_steps", str(self.args.max_steps),
@@ -224,8 +230,8 @@ class Study:
             # seed by seed: an interrupted study has both trainers for its first seeds
             for seed in self.args.seeds:
                 for trainer in trainers:
-                    if trainer == "ours":
-                        folder = self.train_ours(env_id, seed, model)
+                    if trainer != "comlrl":
+                        folder = self.train_ours(env_id, seed, model, trainer)
                         spent = _ours_spent(folder)
                         policy = str(folder)
                     else:
@@ -307,16 +313,24 @@ def env_lines(rows: list[dict], env_id: str, *, judge: bool) -> list[str]:
 
 
 def _comparisons(rows: list[dict], env_id: str, start: dict | None) -> dict[str, dict | None]:
-    """Ours minus CoMLRL's, paired by seed, then (with the `start` row) each trainer minus the start, its
-    success standing for every seed of the trainer: `compare_methods`' results by label."""
-    ours, theirs = _by_seed(rows, env_id, "ours"), _by_seed(rows, env_id, "comlrl")
-    builds = (_commits(rows, env_id, "ours"), _commits(rows, env_id, "comlrl"))
-    results = {"Ours minus CoMLRL's": compare_methods(ours, theirs, builds=builds)}
+    """Each of our trainers with rows minus CoMLRL's, paired by seed, then (with the `start` row) each trainer minus
+    the start, its success standing for every seed of the trainer: `compare_methods`' results by label."""
+    found = {
+        t: (_by_seed(rows, env_id, t), _commits(rows, env_id, t))
+        for t in TRAINERS
+        if _by_seed(rows, env_id, t)
+    }
+    theirs = found.get("comlrl", ({}, []))
+    results = {
+        f"{NAMES[t]} minus CoMLRL's": compare_methods(seeds, theirs[0], builds=(commits, theirs[1]))
+        for t, (seeds, commits) in found.items()
+        if t != "comlrl"
+    }
     if start is not None:
         outcomes = [int(c) for c in start["episode_success"]]
-        for name, trained, commits in (("Ours", ours, builds[0]), ("CoMLRL's", theirs, builds[1])):
-            results[f"{name} minus the start"] = compare_methods(
-                trained, dict.fromkeys(trained, outcomes), builds=(commits, [start[ledger.PROVENANCE]])
+        for t, (seeds, commits) in found.items():
+            results[f"{NAMES[t]} minus the start"] = compare_methods(
+                seeds, dict.fromkeys(seeds, outcomes), builds=(commits, [start[ledger.PROVENANCE]])
             )
     return results
 
@@ -357,7 +371,9 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         "Each env in its miniature setting, from the miniature's team warm start (the same weights), K = 4, "
         f"temperature 1.0, learning rate {LEARNING_RATE:g}, the same budget of sampled completions (the domain's "
         "miniature budget; CoMLRL's run stops at the first tree that reaches it). Ours: per-role AT-GRPO as the "
-        "miniature's main table trains it. CoMLRL 1.4.3: `MAGRPOTrainer` through `MAGRPOBridge`, one full model "
+        "miniature's main table trains it; `ours-joint`, where it ran: the same trained with joint turns "
+        "(`--turns joint`: each agent observes the env as its turn began, as CoMLRL's agents do), the control that "
+        "separates the trainer from the turn structure. CoMLRL 1.4.3: `MAGRPOTrainer` through `MAGRPOBridge`, one full model "
         f"per agent, {COMLRL_TURNS} turns, its own defaults (advantage mode `mean`, normalized, an update every "
         "2 nodes per agent); its agents answer each turn jointly (the plan or tool agent does not read the other's "
         "answer of the same turn while it trains). Both teams played greedily by `pettingllms-eval` on the "

@@ -56,7 +56,7 @@ def _copy_the_proposal(prompt, rng):
     return f"<answer>{found.group(1)}</answer>" if found else "no idea"
 
 
-def test_joint_turns_hide_an_answer_from_the_agents_acting_in_its_turn(tmp_path):
+def test_joint_turns_hide_an_answer_from_the_agents_acting_in_its_turn(tmp_path, capsys):
     suite = build_suite("plan-path-v0", 6, seed=3)
     backends = {"oracle": OraclePolicy(), "copy": ScriptedPolicy(_copy_the_proposal)}
     sampling = dict.fromkeys(backends, SamplingConfig(temperature=0.0))
@@ -78,6 +78,8 @@ def test_joint_turns_hide_an_answer_from_the_agents_acting_in_its_turn(tmp_path)
     aec = tmp_path / "aec.json"
     assert eval_main([*argv[:-3], "--output", str(aec), "--no_progress"]) == 0
     assert json.loads(aec.read_text())["results"]["plan-path-v0"]["turns"] == "aec"  # the default
+    assert eval_main([*argv, "--env_kwargs", '{"turns": "joint"}']) == 2  # a flag of its own, named
+    assert "--env_kwargs names ['turns']: give --turns instead" in capsys.readouterr().err
 
 
 def test_random_baseline_is_seeded(tmp_path):

@@ -195,7 +195,7 @@ def test_the_comlrl_study_runs_end_to_end_at_a_tiny_budget(tmp_path):
     rows = json.loads(out.read_text())
     played = sorted((r["trainer"], r.get("turns", "aec")) for r in rows)  # every team in both turn structures
     assert played == [
-        (trainer, turns) for trainer in ("comlrl", "ours", "start") for turns in ("aec", "joint")
+        (trainer, turns) for trainer in ("comlrl", "ours", "ours-joint", "start") for turns in ("aec", "joint")
     ]
     start = next(r for r in rows if r["trainer"] == "start")
     assert start["seed"] is None and len(start["episode_success"]) == 4  # the warm start, evaluated once

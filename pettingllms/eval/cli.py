@@ -173,14 +173,21 @@ def evaluate_command(args: argparse.Namespace, argv: list[str]) -> dict[str, Any
 
 def _env_kwargs(args: argparse.Namespace, env_id: str) -> dict[str, Any]:
     """`--env_kwargs`, else the setting of the runs `--policy` names on `env_id` (`run_env_kwargs`), else {}; on
-    top of `--tier`'s arguments, written out (so the suite, the cache key and the results name them)."""
+    top of `--tier`'s arguments, written out (so the suite, the cache key and the results name them). ValueError
+    for `--env_kwargs` naming `workflow` or `turns`: flags of their own."""
     from pettingllms.core.registration import spec, tier_arguments
     from pettingllms.eval.policy_specs import run_env_kwargs
 
     tier = dict(tier_arguments(spec(env_id), args.tier))
-    if args.env_kwargs is not None:
-        return {**tier, **json.loads(args.env_kwargs)}
-    return {**tier, **(run_env_kwargs(args.policy, env_id) or {})}
+    if args.env_kwargs is None:
+        return {**tier, **(run_env_kwargs(args.policy, env_id) or {})}
+    given = json.loads(args.env_kwargs)
+    flags = [key for key in ("workflow", "turns") if key in given]
+    if flags:
+        raise ValueError(
+            f"--env_kwargs names {flags}: give {' and '.join('--' + key for key in flags)} instead"
+        )
+    return {**tier, **given}
 
 
 def _evaluate_env(

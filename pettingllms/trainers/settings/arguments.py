@@ -84,7 +84,10 @@ def load_yaml(path: Path) -> dict[str, Any]:
 
 
 OWN_THEMES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("the environment", ("env_id", "env_kwargs", "workflow", "alpha", "max_turns", "instances_per_step")),
+    (
+        "the environment",
+        ("env_id", "env_kwargs", "workflow", "turns", "alpha", "max_turns", "instances_per_step"),
+    ),
     (
         "the rollout and its credit",
         (

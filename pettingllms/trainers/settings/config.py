@@ -29,6 +29,7 @@ from trl import GRPOConfig
 import pettingllms
 from pettingllms.backends.base import SamplingConfig
 from pettingllms.core.errors import ConfigError, PettingLLMsError
+from pettingllms.core.registration import TURNS
 from pettingllms.parallel.devices import launched_world_size
 from pettingllms.rollout.engine import TEAM_CREDITS, parse_commit
 from pettingllms.rollout.grouping import GROUPINGS
@@ -108,6 +109,14 @@ class ATGRPOConfig(GRPOConfig):
     )
     workflow: str = dataclasses.field(
         default="mas", metadata={"help": "'mas' (the team) or 'single' (baseline)."}
+    )
+    turns: str = dataclasses.field(
+        default="aec",
+        metadata={
+            "help": "'aec' (the env's order: an agent reads the earlier agents' answers of its turn) or 'joint' "
+            "(the agents of a turn act together, each observing the env as the turn began: CoMLRL's turns; "
+            "pettingllms.make's `turns`). Training and its evaluations play the same."
+        },
     )
     alpha: float = dataclasses.field(
         default=1.0, metadata={"help": "Team-reward weight: alpha * team + local."}
@@ -463,6 +472,7 @@ class ATGRPOConfig(GRPOConfig):
             ("grouping", tuple(GROUPINGS)),
             ("eval_split", ("val", "eval")),
             ("team_credit", TEAM_CREDITS),
+            ("turns", TURNS),
             ("rollout_schedule", SCHEDULES),
             ("turn_baseline", TURN_BASELINES),
             ("group_baseline", GROUP_BASELINES),
@@ -745,7 +755,12 @@ class ATGRPOConfig(GRPOConfig):
         known = {key: value for key, value in self.env_kwargs.items() if key not in unknown}
         try:
             env = pettingllms.make(
-                self.env_id, workflow=self.workflow, alpha=self.alpha, max_turns=self.max_turns, **known
+                self.env_id,
+                workflow=self.workflow,
+                turns=self.turns,
+                alpha=self.alpha,
+                max_turns=self.max_turns,
+                **known,
             )
             env.close()
         except (ConfigError, ValueError, TypeError) as error:
