@@ -113,9 +113,8 @@ class ATGRPOConfig(GRPOConfig):
     turns: str = dataclasses.field(
         default="aec",
         metadata={
-            "help": "'aec' (the env's order: an agent reads the earlier agents' answers of its turn) or 'joint' "
-            "(the agents of a turn act together, each observing the env as the turn began: CoMLRL's turns; "
-            "pettingllms.make's `turns`). Training and its evaluations play the same."
+            "help": "'aec' (the env's order) or 'joint' (each agent observes the env as its turn began, as "
+            "CoMLRL's do); its evaluations play the same."
         },
     )
     alpha: float = dataclasses.field(
