@@ -89,7 +89,7 @@ greedy probe completions."""
 SMOKE_SETTINGS = ("budget", "max_steps", "eval_episodes", "demos_per_role", "warm_start_steps")
 """The flags that change what a row measures: runs with other values go to folders and tables of their own."""
 RULE = ledger.Rule("comlrl", ("env", "trainer", "seed", "turns"))
-"""How the table (`OUT`) is built from the ledger beside it: one row per env, trainer and seed, the last recorded
+"""How the table (`OUT`) is built from the ledger beside it: one row per env, trainer, seed and turns, the last recorded
 (`research.ledger`)."""
 
 
@@ -315,20 +315,20 @@ def env_lines(rows: list[dict], env_id: str, *, judge: bool) -> list[str]:
 def _comparisons(rows: list[dict], env_id: str, start: dict | None) -> dict[str, dict | None]:
     """Each of our trainers with rows minus CoMLRL's, paired by seed, then (with the `start` row) each trainer minus
     the start, its success standing for every seed of the trainer: `compare_methods`' results by label."""
-    found = {
+    trained = {
         t: (_by_seed(rows, env_id, t), _commits(rows, env_id, t))
         for t in TRAINERS
         if _by_seed(rows, env_id, t)
     }
-    theirs = found.get("comlrl", ({}, []))
+    theirs = trained.get("comlrl", ({}, []))
     results = {
         f"{NAMES[t]} minus CoMLRL's": compare_methods(seeds, theirs[0], builds=(commits, theirs[1]))
-        for t, (seeds, commits) in found.items()
+        for t, (seeds, commits) in trained.items()
         if t != "comlrl"
     }
     if start is not None:
         outcomes = [int(c) for c in start["episode_success"]]
-        for t, (seeds, commits) in found.items():
+        for t, (seeds, commits) in trained.items():
             results[f"{NAMES[t]} minus the start"] = compare_methods(
                 seeds, dict.fromkeys(seeds, outcomes), builds=(commits, [start[ledger.PROVENANCE]])
             )
@@ -372,9 +372,9 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         f"temperature 1.0, learning rate {LEARNING_RATE:g}, the same budget of sampled completions (the domain's "
         "miniature budget; CoMLRL's run stops at the first tree that reaches it). Ours: per-role AT-GRPO as the "
         "miniature's main table trains it; `ours-joint`, where it ran: the same trained with joint turns "
-        "(`--turns joint`: each agent observes the env as its turn began, as CoMLRL's agents do), the control that "
-        "separates the trainer from the turn structure. CoMLRL 1.4.3: `MAGRPOTrainer` through `MAGRPOBridge`, one full model "
-        f"per agent, {COMLRL_TURNS} turns, its own defaults (advantage mode `mean`, normalized, an update every "
+        "(`--turns joint`: each agent observes the env as its turn began, as CoMLRL's agents do), the control "
+        "that separates the trainer from the turn structure. CoMLRL 1.4.3: `MAGRPOTrainer` through "
+        f"`MAGRPOBridge`, one full model per agent, {COMLRL_TURNS} turns, its own defaults (advantage mode `mean`, normalized, an update every "
         "2 nodes per agent); its agents answer each turn jointly (the plan or tool agent does not read the other's "
         "answer of the same turn while it trains). Both teams played greedily by `pettingllms-eval` on the "
         f"miniature's {args.eval_episodes} evaluation-split instances. " + COMPARISON_WORDS,
@@ -387,8 +387,9 @@ def write_report(rows: list[dict], args: argparse.Namespace) -> None:
         "in each agent's local shaping and penalties; it trains on 2 joint turns, where ours and the evaluation "
         "play the env's turn limit in the AEC order. Ours samples greedy probes beside its budget (the table's "
         "probes, not trained on). Training minutes: ours from its trainer's start (model loading and a "
-        "one-episode evaluation included; the last segment only, for a resumed run), CoMLRL's from `train()`. The warm start, evaluated alone, is the point both gains are measured from: "
-        "one greedy model on one suite, its success standing for every seed of the trainer it is set against.",
+        "one-episode evaluation included; the last segment only, for a resumed run), CoMLRL's from `train()`. "
+        "The warm start, evaluated alone, is the point both gains are measured from: one greedy model on one "
+        "suite, its success standing for every seed of the trainer it is set against.",
         "",
     ]
     for env_id in ENVS:
