@@ -70,9 +70,10 @@ JOINT_WORDS = {
     "agent only within their turn (the next turn's report names the plan agent's own answer), so with joint turns no "
     "proposal ever reaches the plan agent: these rows are the plan agent's success alone, the task CoMLRL's plan "
     "agent trains on, and its tool agent's answers change no reward.",
-    "math-v0": "Played with joint turns (`pettingllms-eval --turns joint`): `math-v0` shows each agent the same "
-    "observations as the AEC order does (the tool agent, second in a turn, reads the reasoner's answer only from "
-    "the next turn; tests/test_joint_turns.py checks it), so these rows repeat the table above.",
+    "math-v0": "Played with joint turns (`pettingllms-eval --turns joint`, the turn structure CoMLRL trains in): "
+    "`math-v0`'s tool agent, second in a turn, reads the reasoner's answer of the same turn in the AEC order, and "
+    "only the last turn's with joint turns; an episode ends when their answers agree, so here agreement must come "
+    "from two answers written independently in one turn.",
 }
 """The paragraph above each env's table of evaluations with joint turns."""
 PREDICTIONS = {"plan-path-v0": ({"Ours minus CoMLRL's": "gains", "Ours minus the start": "gains",

@@ -29,7 +29,9 @@ def test_an_agent_observes_the_turn_as_it_began_never_an_answer_of_its_turn():
     aec.step(TOOL)
     joint.step(TOOL)
     assert str(joint.observe("plan")) == start  # the tool's answer of this turn is not shown
-    assert str(aec.observe("plan")) != start and "proposed R R R R" in str(aec.observe("plan"))  # in the AEC order it is
+    assert str(aec.observe("plan")) != start and "proposed R R R R" in str(
+        aec.observe("plan")
+    )  # in the AEC order it is
     assert joint.last()[0] == joint.observe("plan")  # `last` reads the same observation
     aec.step("RRDD")
     joint.step("RRDD")
@@ -100,16 +102,16 @@ def test_an_unknown_turn_structure_is_refused_naming_the_allowed_ones():
         pettingllms.make("plan-path-v0", turns="parallel")
 
 
-def test_math_shows_the_same_observations_in_both_turn_structures():
-    """The study's claim for math-v0: the tool agent, second in a turn, reads the reasoner's answer only from the
-    next turn, so joint turns change no observation (and no evaluation)."""
-    aec, joint = _pair("math-v0", seed=2)
-    answers = ["<answer>5</answer>", "\\boxed{7}", "<answer>9</answer>", "\\boxed{11}", "x", "y"]
-    for answer in answers:
-        if not aec.agents:
-            break
-        assert aec.agent_selection == joint.agent_selection
-        assert str(aec.observe(aec.agent_selection)) == str(joint.observe(joint.agent_selection))
-        aec.step(answer)
-        joint.step(answer)
-    assert aec.rewards == joint.rewards
+def test_maths_tool_agent_reads_the_reasoners_answer_of_its_turn_only_in_the_aec_order():
+    """The tool agent, second in a turn, is shown the reasoner's answer of the same turn in the AEC order; with
+    joint turns it is shown the last turn's."""
+    aec, joint = _pair("math-v0", seed=0)
+    for env in (aec, joint):
+        env.step("\\boxed{2520}")  # the reasoner, turn 1
+    shown = "## The reasoner's answer\n\\boxed{2520}"
+    assert shown in str(aec.observe("tool")) and "The reasoner's answer" not in str(joint.observe("tool"))
+    for env in (aec, joint):
+        env.step("\\boxed{5040}")  # the tool disagrees: turn 2
+        env.step("\\boxed{720}")  # the reasoner's second answer
+    assert "\\boxed{720}" in str(aec.observe("tool"))
+    assert shown in str(joint.observe("tool")) and "\\boxed{720}" not in str(joint.observe("tool"))
