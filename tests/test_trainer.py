@@ -199,6 +199,22 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
     )
 
 
+@pytest.mark.parametrize("turns", ["aec", "joint"])
+def test_joint_turns_train_and_evaluate_with_each_agent_observing_the_turn_as_it_began(
+    turns, tiny_model, tmp_path
+):
+    flags = ("--env_id", "plan-path-v0", "--turns", turns, "--max_steps", "1", "--dump_rollouts", "true")
+    trainer = ATGRPOTrainer(args_for(tiny_model, tmp_path, *flags), log=lambda _: None)
+    assert isinstance(trainer.env_fn(), pettingllms.JointTurns) == (turns == "joint")
+    trainer.train()
+    rows = [json.loads(line) for line in (tmp_path / "rollouts" / "step_1.jsonl").read_text().splitlines()]
+    plan = [row["prompt"] for row in rows if row["agent"] == "plan"]
+    shown = ["The tool agent's proposal this turn" in prompt for prompt in plan]
+    # in the AEC order every plan prompt shows the tool's committed proposal; with joint turns none does
+    assert plan and (all(shown) if turns == "aec" else not any(shown))
+    assert "eval/success_rate" in metric_rows(tmp_path)[-1]  # its evaluation played the same turns
+
+
 @pytest.mark.parametrize(
     "flags, field",
     [
@@ -216,24 +232,6 @@ def test_run_outputs_metrics_curve_checkpoints_and_rollout_dumps(tiny_model, tmp
         (["--policy_sampling", '{"tool": {"temperature": 0.0}}'], "policy_sampling\\['tool'\\].temperature"),
     ],
 )
-@pytest.mark.parametrize("turns", ["aec", "joint"])
-def test_joint_turns_train_and_evaluate_with_each_agent_observing_the_turn_as_it_began(
-    turns, tiny_model, tmp_path
-):
-    flags = ("--env_id", "plan-path-v0", "--turns", turns, "--max_steps", "1", "--dump_rollouts", "true")
-    trainer = ATGRPOTrainer(args_for(tiny_model, tmp_path, *flags), log=lambda _: None)
-    assert isinstance(trainer.env_fn(), pettingllms.JointTurns) == (turns == "joint")
-    trainer.train()
-    rows = [json.loads(line) for line in (tmp_path / "rollouts" / "step_1.jsonl").read_text().splitlines()]
-    plan = [row["prompt"] for row in rows if row["agent"] == "plan"]
-    shown = ["The tool agent's proposal this turn" in prompt for prompt in plan]
-    assert (
-        plan
-    )  # in the AEC order every plan prompt shows the tool's committed proposal; with joint turns none does
-    assert all(shown) if turns == "aec" else not any(shown)
-    assert "eval/success_rate" in metric_rows(tmp_path)[-1]  # its evaluation played the same turns
-
-
 def test_bad_configs_name_the_field(flags, field, tmp_path):
     with pytest.raises(ConfigError, match=field):
         parse(["--output_dir", str(tmp_path), *flags])
