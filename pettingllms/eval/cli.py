@@ -75,6 +75,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--tier", help="every env's difficulty tier (easy..expert, docs/tiers.md), under --env_kwargs"
     )
+    _add_sampling_arguments(parser)
+    parser.add_argument("--chunk_size", type=int, default=50, help="episodes played together (and cached)")
+    parser.add_argument(
+        "--env_workers", type=int, default=0, help="processes that step the envs (0: in-process)"
+    )
+    parser.add_argument("--no_progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--no_transcripts",
+        action="store_true",
+        help="do not keep the episodes' conversations (OUTPUT.transcripts.jsonl, read by `pettingllms view`)",
+    )
+    return parser
+
+
+def _add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of how each completion is sampled: decoding, budget, thinking, samples per problem."""
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top_p", type=float, default=1.0)
     parser.add_argument(
@@ -91,17 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="the chat template's thinking switch (Qwen3); default: a run's own setting, else the template's",
     )
     parser.add_argument("--samples", type=int, default=1, help="episodes per problem (pass@k for code)")
-    parser.add_argument("--chunk_size", type=int, default=50, help="episodes played together (and cached)")
-    parser.add_argument(
-        "--env_workers", type=int, default=0, help="processes that step the envs (0: in-process)"
-    )
-    parser.add_argument("--no_progress", action="store_true", help="hide the progress bar")
-    parser.add_argument(
-        "--no_transcripts",
-        action="store_true",
-        help="do not keep the episodes' conversations (OUTPUT.transcripts.jsonl, read by `pettingllms view`)",
-    )
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
