@@ -316,11 +316,8 @@ def env_lines(rows: list[dict], env_id: str, *, judge: bool) -> list[str]:
 def _comparisons(rows: list[dict], env_id: str, start: dict | None) -> dict[str, dict | None]:
     """Each of our trainers with rows minus CoMLRL's, paired by seed, then (with the `start` row) each trainer minus
     the start, its success standing for every seed of the trainer: `compare_methods`' results by label."""
-    trained = {
-        t: (_by_seed(rows, env_id, t), _commits(rows, env_id, t))
-        for t in TRAINERS
-        if _by_seed(rows, env_id, t)
-    }
+    trained = {t: (_by_seed(rows, env_id, t), _commits(rows, env_id, t)) for t in TRAINERS}
+    trained = {t: sides for t, sides in trained.items() if sides[0]}  # the trainers with rows
     theirs = trained.get("comlrl", ({}, []))
     results = {
         f"{NAMES[t]} minus CoMLRL's": compare_methods(seeds, theirs[0], builds=(commits, theirs[1]))

@@ -1,7 +1,11 @@
 """scripts/comlrl_study.py without training: CoMLRL's instances for a budget, and the report from ledger rows."""
 
 import argparse
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from scripts_loader import load_script
 
 from research import ledger
@@ -76,3 +80,20 @@ def test_the_prediction_is_judged_by_each_interval_once_every_seed_is_in():
     assert "found 80.0%: **not as predicted**." in below[-1]
     comparisons["Ours minus the start"] = _comparison(0.5, 0.7, seeds=range(4))  # a seed missing: not judged
     assert len(study.prediction_lines("plan-path-v0", comparisons, ours)) == 1
+
+
+@pytest.mark.parametrize("flags", [["--turns", "parallel"], ["--trainers", "start", "magrpo"]])
+def test_a_bad_turns_or_trainer_is_one_line_naming_it_before_any_work(flags, tmp_path):
+    script = Path(__file__).resolve().parents[1] / "scripts" / "comlrl_study.py"
+    argv = [
+        sys.executable,
+        str(script),
+        *flags,
+        "--out",
+        str(tmp_path / "rows.json"),
+        "--runs",
+        str(tmp_path / "runs"),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and f"argument {flags[0]}: invalid choice:" in done.stderr
+    assert not list(tmp_path.iterdir())  # no run folder, table or ledger line

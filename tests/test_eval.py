@@ -64,9 +64,8 @@ def test_joint_turns_hide_an_answer_from_the_agents_acting_in_its_turn(tmp_path,
     def play(turns):
         return run_suite(suite, backends, {"tool": "oracle", "plan": "copy"}, sampling, None, turns=turns)
 
-    assert all(
-        r.success and r.turns == 1 for r in play("aec")
-    )  # the plan agent reads the proposal and copies it
+    # in the AEC order the plan agent reads the proposal and copies it
+    assert all(r.success and r.turns == 1 for r in play("aec"))
     # with joint turns the plan agent observes each turn as it began: plan-path shows a proposal only within its
     # turn, so none ever reaches it
     assert not any(r.success for r in play("joint"))
@@ -78,8 +77,34 @@ def test_joint_turns_hide_an_answer_from_the_agents_acting_in_its_turn(tmp_path,
     aec = tmp_path / "aec.json"
     assert eval_main([*argv[:-3], "--output", str(aec), "--no_progress"]) == 0
     assert json.loads(aec.read_text())["results"]["plan-path-v0"]["turns"] == "aec"  # the default
-    assert eval_main([*argv, "--env_kwargs", '{"turns": "joint"}']) == 2  # a flag of its own, named
-    assert "--env_kwargs names ['turns']: give --turns instead" in capsys.readouterr().err
+
+
+def test_a_bad_turns_setting_is_one_line_naming_it_and_writes_nothing(tmp_path, capsys):
+    refused = tmp_path / "refused"
+    argv = [
+        "--env",
+        "plan-path-v0",
+        "--policy",
+        "oracle",
+        "--episodes",
+        "2",
+        "--output",
+        str(refused / "r.json"),
+    ]
+    with pytest.raises(SystemExit) as exited:
+        eval_main([*argv, "--turns", "parallel"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err  # argparse's own line (Python 3.12 stopped quoting the choices)
+    assert "error: argument --turns: invalid choice: 'parallel' (choose from" in err and "joint" in err
+    assert (
+        eval_main([*argv, "--env_kwargs", '{"turns": "joint", "workflow": "mas"}']) == 2
+    )  # flags of their own
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1
+        and "--env_kwargs names ['workflow', 'turns']: give --workflow and --turns" in err
+    )
+    assert not refused.exists()  # refused before any episode played or file written
 
 
 def test_random_baseline_is_seeded(tmp_path):

@@ -82,8 +82,9 @@ def compare_methods(
 
 
 def found(result: dict) -> str:
-    """What a paired comparison (`compare_methods`, `seed_comparison`) shows: "gains" (its 95% interval above 0), "loses" (below 0) or "none" (it holds
-    0); with no spread over seeds (every seed the same difference), the sign of that difference."""
+    """What a paired comparison (`compare_methods`, `seed_comparison`) shows: "gains" (its 95% interval above 0),
+    "loses" (below 0) or "none" (it holds 0); with no spread over seeds (every seed the same difference), the sign
+    of that difference."""
     low, high = result["ci95"] if result["ci95"] is not None else (result["difference"],) * 2
     return "gains" if low > 0 else "loses" if high < 0 else "none"
 
